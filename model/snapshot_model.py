@@ -1,0 +1,127 @@
+"""The oracle: snapshot semantics as a plain mapping (SPEC §9).
+
+The live state is a dict ``(key, namespace) -> state``; each live snapshot is
+a frozen deep copy of that dict taken when it was made. Versions go 1, 2, 3…
+To predict *identity* (SPEC §6, exact identity rule) each state also carries
+the version at which it was last written or copied: a state handed out is a
+fresh copy iff a live snapshot is newer than that version.
+
+Speaks the SPEC §15 API, so the machines can run against the model itself.
+
+>>> m = ModelMap(); m.put(1, 0, [1]); s = m.snapshot(); m.get(1, 0).append(2)
+>>> list(s), m.get(1, 0)
+([(1, 0, [1])], [1, 2])
+"""
+
+from __future__ import annotations
+
+import copy
+
+__all__ = ["ModelMap", "ModelSnapshot", "ModelReleaseError"]
+
+
+class ModelReleaseError(RuntimeError):
+    """Release of a version that is not live (Flink: IllegalStateException)."""
+
+
+class ModelMap:
+    def __init__(self, capacity: int = 128, state_copier=copy.deepcopy):
+        self.state_copier = state_copier
+        self.data: dict = {}  # (key, namespace) -> [state, version of last write or copy]
+        self.version = 0
+        self.live: dict = {}  # version -> ModelSnapshot
+
+    def _required(self) -> int:
+        return max(self.live) if self.live else 0
+
+    def _hand_out(self, slot: list):
+        """The state as the map hands it out: copied iff a live snapshot is newer."""
+        if slot[1] < self._required():
+            return self.state_copier(slot[0]), True
+        return slot[0], False
+
+    def get(self, key, namespace):
+        slot = self.data.get((key, namespace))
+        if slot is None:
+            return None
+        state, copied = self._hand_out(slot)
+        if copied:
+            slot[:] = [state, self.version]
+        return state
+
+    def contains_key(self, key, namespace) -> bool:
+        return (key, namespace) in self.data
+
+    def put(self, key, namespace, state) -> None:
+        self.data[(key, namespace)] = [state, self.version]
+
+    def put_and_get_old(self, key, namespace, state):
+        slot = self.data.get((key, namespace))
+        old = self._hand_out(slot)[0] if slot else None
+        self.put(key, namespace, state)
+        return old
+
+    def remove(self, key, namespace) -> None:
+        self.data.pop((key, namespace), None)
+
+    def remove_and_get_old(self, key, namespace):
+        slot = self.data.pop((key, namespace), None)
+        return self._hand_out(slot)[0] if slot else None
+
+    def transform(self, key, namespace, value, fn) -> None:
+        slot = self.data.get((key, namespace))
+        old = self._hand_out(slot)[0] if slot else None
+        self.put(key, namespace, fn(old, value))
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __iter__(self):
+        return iter([(k, n, slot[0]) for (k, n), slot in self.data.items()])
+
+    def keys(self, namespace):
+        return iter([k for (k, n) in self.data if n == namespace])
+
+    def size_of_namespace(self, namespace) -> int:
+        return sum(1 for (_, n) in self.data if n == namespace)
+
+    def snapshot(self) -> "ModelSnapshot":
+        self.version += 1
+        frozen = [(k, n, copy.deepcopy(slot[0])) for (k, n), slot in self.data.items()]
+        snap = ModelSnapshot(self, self.version, frozen)
+        self.live[self.version] = snap
+        return snap
+
+    def release_snapshot_version(self, version: int) -> None:
+        if version not in self.live:
+            raise ModelReleaseError(f"Attempt to release unknown snapshot version {version}")
+        del self.live[version]
+
+
+class ModelSnapshot:
+    def __init__(self, owner: ModelMap, version: int, frozen: list):
+        self.owner = owner
+        self.version = version
+        self.frozen = frozen
+        self.released = False
+
+    def __len__(self) -> int:
+        return len(self.frozen)
+
+    def __iter__(self):
+        return iter(self.frozen)
+
+    def iterate(self, transformer=None) -> list:
+        if transformer is None:
+            return list(self.frozen)
+        out = []
+        for k, n, state in self.frozen:
+            new = transformer(state)
+            if new is not None:
+                out.append((k, n, new))
+        return out
+
+    def release(self) -> None:
+        if not self.released:
+            self.owner.release_snapshot_version(self.version)
+            self.released = True

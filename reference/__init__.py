@@ -1,0 +1,30 @@
+"""Reference implementation: a faithful Python port of Flink 2.3.0's heap state structures.
+
+Nothing here imports the verification suite.
+"""
+
+from reference.cow_state_map import CopyOnWriteStateMap, StateMapEntry
+from reference.errors import (
+    ConcurrentModificationError,
+    ForeignSnapshotError,
+    IllegalStateError,
+    RehashInProgressError,
+    UnknownSnapshotVersionError,
+)
+from reference.hashing import bit_mix, java_hash_code, key_group, murmur_hash
+from reference.snapshot import CopyOnWriteStateMapSnapshot
+
+__all__ = [
+    "CopyOnWriteStateMap",
+    "CopyOnWriteStateMapSnapshot",
+    "StateMapEntry",
+    "ConcurrentModificationError",
+    "ForeignSnapshotError",
+    "IllegalStateError",
+    "RehashInProgressError",
+    "UnknownSnapshotVersionError",
+    "bit_mix",
+    "java_hash_code",
+    "key_group",
+    "murmur_hash",
+]

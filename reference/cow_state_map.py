@@ -1,0 +1,527 @@
+"""CopyOnWriteStateMap: a port of Flink 2.3.0's heap state map (SPEC §3–§7).
+
+Contract: a hash map ``(key, namespace) -> state`` with chaining, incremental
+rehash and asynchronous snapshots. A snapshot costs one shallow copy of the
+bucket array; afterwards every write that would touch an entry reachable from
+a live snapshot goes to a copy instead (copy-on-write), so the snapshot can be
+read later, on another thread, while the map keeps changing.
+
+Representation:
+
+- ``primary_table``: list of bucket heads (``StateMapEntry`` or None), length a
+  power of two >= MINIMUM_CAPACITY.
+- ``incremental_rehash_table``: the table twice as large that buckets move to
+  while a rehash runs; the shared ``EMPTY_TABLE`` sentinel otherwise.
+- ``rehash_index``: buckets ``< rehash_index`` of the primary have moved.
+- versions: ``state_map_version`` (V) goes 1, 2, 3… with each snapshot;
+  ``highest_required_snapshot_version`` (R) is the newest live snapshot or 0.
+  An entry (or state) older than R may be shared with a snapshot and is never
+  written in place.
+
+Costs: get/put/remove O(1) expected plus at most one rehash step (>= 4 moved
+entries); snapshot O(capacity); the first write to a shared entry copies it
+and every older entry before it in its chain (never the ones after).
+
+Maintenance notes:
+
+1. Every keyed operation, reads included, first advances the rehash by one
+   step; ``len``, iteration, ``keys``, ``snapshot`` and ``release`` do not.
+2. ``put_entry`` picks the table *before* it may start a rehash, and a new
+   entry goes to the head of its chain.
+3. Faithful to Flink includes its quirks: reads that drive the rehash during a
+   live iteration can make the iterator repeat or skip entries (SPEC §7).
+
+The one usage rule: a state returned by ``get`` may be mutated in place by the
+caller; states handed to ``put`` belong to the map from then on.
+
+White-box fields (read by ``reference.invariants``) are public attributes
+named as in SPEC §3; they are not to be written from outside.
+
+>>> m = CopyOnWriteStateMap(capacity=4)
+>>> m.put("k", 0, [1])
+>>> s = m.snapshot()
+>>> m.get("k", 0).append(2)
+>>> list(s), m.get("k", 0)
+([('k', 0, [1])], [1, 2])
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, Iterator
+
+from reference.errors import (
+    ConcurrentModificationError,
+    ForeignSnapshotError,
+    RehashInProgressError,
+    UnknownSnapshotVersionError,
+)
+from reference.hashing import bit_mix, java_hash_code
+from reference.layout import (
+    DEFAULT_CAPACITY,
+    MAXIMUM_CAPACITY,
+    MIN_TRANSFERRED_PER_INCREMENTAL_REHASH,
+    MINIMUM_CAPACITY,
+    is_valid_capacity,
+    snapshot_array_length,
+    snapshot_regions,
+    threshold_for,
+)
+
+__all__ = ["CopyOnWriteStateMap", "StateMapEntry", "EMPTY_TABLE"]
+
+# Flink shares one array of length MINIMUM_CAPACITY >>> 1 as "not rehashing";
+# a tuple keeps the length-2 shape and makes a stray write fail loudly.
+EMPTY_TABLE: tuple = (None,) * (MINIMUM_CAPACITY >> 1)
+
+_INT_MIN = -(1 << 31)
+_INT_MAX = (1 << 31) - 1
+
+
+class StateMapEntry:
+    """One chain node. ``entry_version``: map version when this object was
+    created; ``state_version``: version when its state was last written or
+    copied. The copy constructor shares the state *reference* and ``next``."""
+
+    __slots__ = ("key", "namespace", "state", "hash", "next", "entry_version", "state_version")
+
+    def __init__(self, key, namespace, state, hash_, next_, entry_version, state_version):
+        self.key = key
+        self.namespace = namespace
+        self.state = state
+        self.hash = hash_
+        self.next = next_
+        self.entry_version = entry_version
+        self.state_version = state_version
+
+    def copy_with_version(self, entry_version: int) -> "StateMapEntry":
+        """Flink's ``StateMapEntry(other, entryVersion)``."""
+        return StateMapEntry(
+            self.key, self.namespace, self.state, self.hash, self.next, entry_version, self.state_version
+        )
+
+    def as_tuple(self) -> tuple:
+        return (self.key, self.namespace, self.state)
+
+    def __repr__(self) -> str:
+        return (
+            f"StateMapEntry({self.key!r}, {self.namespace!r}, {self.state!r}, "
+            f"hash={self.hash}, ev={self.entry_version}, sv={self.state_version})"
+        )
+
+
+def _hash_of(key, namespace) -> int:
+    # Inline fast path of composite_hash for the common int keys/namespaces.
+    if type(key) is int and type(namespace) is int and _INT_MIN <= key <= _INT_MAX and _INT_MIN <= namespace <= _INT_MAX:
+        return bit_mix(key ^ namespace)
+    if key is None or namespace is None:
+        raise TypeError(
+            f"CopyOnWriteStateMap: null key or namespace (key={key!r}, namespace={namespace!r})"
+        )
+    return bit_mix(java_hash_code(key) ^ java_hash_code(namespace))
+
+
+class CopyOnWriteStateMap:
+    """See the module docstring. ``capacity``: power of two >= 4 (Flink always
+    uses 128); ``state_copier``: deep copy of a state (Flink
+    ``TypeSerializer.copy``), ``copy.deepcopy`` by default."""
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, state_copier: Callable[[Any], Any] = copy.deepcopy):
+        if not is_valid_capacity(capacity):
+            raise ValueError(
+                f"CopyOnWriteStateMap: capacity must be a power of two in "
+                f"[{MINIMUM_CAPACITY}, {MAXIMUM_CAPACITY}], got {capacity!r}"
+            )
+        self.state_copier = state_copier
+        self.threshold = 0
+        self.primary_table: list = self._make_table(capacity)
+        self.incremental_rehash_table = EMPTY_TABLE
+        self.primary_table_size = 0
+        self.incremental_rehash_table_size = 0
+        self.rehash_index = 0
+        self.mod_count = 0
+        self.state_map_version = 0
+        self.snapshot_versions: set[int] = set()
+        self.highest_required_snapshot_version = 0
+
+    # ----------------------------------------------------------------- sizes
+
+    def __len__(self) -> int:
+        return self.primary_table_size + self.incremental_rehash_table_size
+
+    def is_empty(self) -> bool:
+        return len(self) == 0
+
+    @property
+    def is_rehashing(self) -> bool:
+        return self.incremental_rehash_table is not EMPTY_TABLE
+
+    def introspect(self) -> "CopyOnWriteStateMap":
+        """White-box view for ``reference.invariants``: the map itself."""
+        return self
+
+    # ------------------------------------------------------------ table logic
+
+    def _make_table(self, capacity: int) -> list:
+        self.threshold = threshold_for(capacity)
+        return [None] * capacity
+
+    def _select_active_table(self, h: int) -> list:
+        primary = self.primary_table
+        return primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+
+    def _double_capacity(self) -> None:
+        if self.incremental_rehash_table is not EMPTY_TABLE:
+            raise RehashInProgressError()
+        old_capacity = len(self.primary_table)
+        if old_capacity == MAXIMUM_CAPACITY:
+            return
+        self.incremental_rehash_table = self._make_table(old_capacity * 2)
+
+    def _incremental_rehash(self) -> None:
+        old_map = self.primary_table
+        new_map = self.incremental_rehash_table
+        old_capacity = len(old_map)
+        new_mask = len(new_map) - 1
+        required = self.highest_required_snapshot_version
+        version = self.state_map_version
+        rh_idx = self.rehash_index
+        transferred = 0
+        # Move whole buckets until at least MIN_TRANSFERRED entries moved.
+        while transferred < MIN_TRANSFERRED_PER_INCREMENTAL_REHASH:
+            e = old_map[rh_idx]
+            while e is not None:
+                # copy-on-write check for entry
+                if e.entry_version < required:
+                    e = StateMapEntry(e.key, e.namespace, e.state, e.hash, e.next, version, e.state_version)
+                n = e.next
+                pos = e.hash & new_mask
+                e.next = new_map[pos]
+                new_map[pos] = e
+                e = n
+                transferred += 1
+            old_map[rh_idx] = None
+            rh_idx += 1
+            if rh_idx == old_capacity:
+                self.primary_table = new_map
+                self.incremental_rehash_table = EMPTY_TABLE
+                self.primary_table_size += self.incremental_rehash_table_size
+                self.incremental_rehash_table_size = 0
+                self.rehash_index = 0
+                return
+        self.primary_table_size -= transferred
+        self.incremental_rehash_table_size += transferred
+        self.rehash_index = rh_idx
+
+    def _chained_copy_on_write(self, tab: list, idx: int, until: StateMapEntry) -> StateMapEntry:
+        """Copy every node older than R from the chain head up to ``until``;
+        the tail after ``until`` stays shared with snapshots."""
+        required = self.highest_required_snapshot_version
+        version = self.state_map_version
+        current = tab[idx]
+        if current.entry_version < required:
+            copied = current.copy_with_version(version)
+            tab[idx] = copied
+        else:
+            copied = current
+        while current is not until:
+            current = current.next
+            if current.entry_version < required:
+                copied.next = current.copy_with_version(version)
+                copied = copied.next
+            else:
+                copied = current
+        return copied
+
+    def _put_entry(self, key, namespace) -> StateMapEntry:
+        if self.incremental_rehash_table is not EMPTY_TABLE:
+            self._incremental_rehash()
+        h = _hash_of(key, namespace)
+        primary = self.primary_table
+        tab = primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        index = h & (len(tab) - 1)
+        e = tab[index]
+        while e is not None:
+            if e.hash == h and e.key == key and e.namespace == namespace:
+                # copy-on-write check for entry
+                if e.entry_version < self.highest_required_snapshot_version:
+                    e = self._chained_copy_on_write(tab, index, e)
+                return e
+            e = e.next
+        self.mod_count += 1
+        if self.primary_table_size + self.incremental_rehash_table_size > self.threshold:
+            self._double_capacity()
+        # The new entry goes into ``tab``, chosen before doubling (Flink).
+        version = self.state_map_version
+        new_entry = StateMapEntry(key, namespace, None, h, tab[index], version, version)
+        tab[index] = new_entry
+        if tab is primary:
+            self.primary_table_size += 1
+        else:
+            self.incremental_rehash_table_size += 1
+        return new_entry
+
+    def _remove_entry(self, key, namespace):
+        if self.incremental_rehash_table is not EMPTY_TABLE:
+            self._incremental_rehash()
+        h = _hash_of(key, namespace)
+        primary = self.primary_table
+        tab = primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        index = h & (len(tab) - 1)
+        prev = None
+        e = tab[index]
+        while e is not None:
+            if e.hash == h and e.key == key and e.namespace == namespace:
+                if prev is None:
+                    tab[index] = e.next
+                else:
+                    # copy-on-write check for entry
+                    if prev.entry_version < self.highest_required_snapshot_version:
+                        prev = self._chained_copy_on_write(tab, index, prev)
+                    prev.next = e.next
+                self.mod_count += 1
+                if tab is primary:
+                    self.primary_table_size -= 1
+                else:
+                    self.incremental_rehash_table_size -= 1
+                return e
+            prev = e
+            e = e.next
+        return None
+
+    def _lookup(self, key, namespace):
+        """(table, index, entry or None) after one rehash step."""
+        if self.incremental_rehash_table is not EMPTY_TABLE:
+            self._incremental_rehash()
+        h = _hash_of(key, namespace)
+        primary = self.primary_table
+        tab = primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        index = h & (len(tab) - 1)
+        e = tab[index]
+        while e is not None:
+            if e.hash == h and e.key == key and e.namespace == namespace:
+                return tab, index, e
+            e = e.next
+        return tab, index, None
+
+    # ------------------------------------------------------------ public API
+
+    def get(self, key, namespace):
+        """The state of ``(key, namespace)`` or None; a copy if a live snapshot may share it."""
+        if self.incremental_rehash_table is not EMPTY_TABLE:
+            self._incremental_rehash()
+        h = _hash_of(key, namespace)
+        primary = self.primary_table
+        tab = primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        index = h & (len(tab) - 1)
+        e = tab[index]
+        while e is not None:
+            if e.hash == h and e.key == key and e.namespace == namespace:
+                required = self.highest_required_snapshot_version
+                # copy-on-write check for state
+                if e.state_version < required:
+                    # copy-on-write check for entry
+                    if e.entry_version < required:
+                        e = self._chained_copy_on_write(tab, index, e)
+                    e.state_version = self.state_map_version
+                    e.state = self.state_copier(e.state)
+                return e.state
+            e = e.next
+        return None
+
+    def contains_key(self, key, namespace) -> bool:
+        return self._lookup(key, namespace)[2] is not None
+
+    def put(self, key, namespace, state) -> None:
+        """Map ``(key, namespace)`` to ``state`` (never copied)."""
+        e = self._put_entry(key, namespace)
+        e.state = state
+        e.state_version = self.state_map_version
+
+    def put_and_get_old(self, key, namespace, state):
+        """Like put; returns the previous state (a copy if a snapshot may share it) or None."""
+        e = self._put_entry(key, namespace)
+        # copy-on-write check for state
+        old = self.state_copier(e.state) if e.state_version < self.highest_required_snapshot_version else e.state
+        e.state = state
+        e.state_version = self.state_map_version
+        return old
+
+    def remove(self, key, namespace) -> None:
+        self._remove_entry(key, namespace)
+
+    def remove_and_get_old(self, key, namespace):
+        """Remove; returns the removed state (a copy if a snapshot may share it) or None."""
+        e = self._remove_entry(key, namespace)
+        if e is None:
+            return None
+        # copy-on-write check for state
+        return self.state_copier(e.state) if e.state_version < self.highest_required_snapshot_version else e.state
+
+    def transform(self, key, namespace, value, fn: Callable[[Any, Any], Any]) -> None:
+        """``state = fn(old_state_or_None, value)``; ``fn`` gets a copy if a snapshot may share the old state."""
+        e = self._put_entry(key, namespace)
+        old = self.state_copier(e.state) if e.state_version < self.highest_required_snapshot_version else e.state
+        e.state = fn(old, value)
+        e.state_version = self.state_map_version
+
+    # -------------------------------------------------------------- iteration
+
+    def __iter__(self) -> Iterator[tuple]:
+        """Live entries ``(key, namespace, state)``; fail-fast on structural change."""
+        return StateEntryIterator(self)
+
+    def entries(self) -> Iterator[StateMapEntry]:
+        """Live entry objects (white-box), with the same fail-fast rule as ``iter``."""
+        return StateEntryIterator(self, raw=True)
+
+    def keys(self, namespace) -> Iterator:
+        """Keys that have ``namespace``, lazily."""
+        return (k for k, n, _ in self if n == namespace)
+
+    def size_of_namespace(self, namespace) -> int:
+        return sum(1 for _, n, _ in self if n == namespace)
+
+    def incremental_visitor(self, recommended_max_records: int) -> "StateIncrementalVisitor":
+        """TTL-style visitor: one whole chain per ``next_entries()`` call."""
+        return StateIncrementalVisitor(self, recommended_max_records)
+
+    # -------------------------------------------------------------- snapshots
+
+    def snapshot(self):
+        """Take a snapshot (Flink ``stateSnapshot``); release it when done."""
+        from reference.snapshot import CopyOnWriteStateMapSnapshot
+
+        return CopyOnWriteStateMapSnapshot(self)
+
+    def snapshot_map_arrays(self) -> list:
+        """Register a new snapshot version and return the flattened bucket heads."""
+        self.state_map_version += 1
+        self.highest_required_snapshot_version = self.state_map_version
+        self.snapshot_versions.add(self.state_map_version)
+        primary = self.primary_table
+        rehash = self.incremental_rehash_table
+        rehashing = rehash is not EMPTY_TABLE
+        plan = snapshot_regions(len(primary), self.rehash_index, rehashing)
+        out = [None] * snapshot_array_length(len(primary), self.rehash_index, len(self))
+        for source, start, length, dest in plan:
+            table = primary if source == "primary" else rehash
+            out[dest : dest + length] = table[start : start + length]
+        return out
+
+    def release_snapshot(self, snapshot) -> None:
+        if snapshot.owner is not self:
+            raise ForeignSnapshotError(snapshot.version)
+        self.release_snapshot_version(snapshot.version)
+
+    def release_snapshot_version(self, version: int) -> None:
+        versions = self.snapshot_versions
+        if version not in versions:
+            raise UnknownSnapshotVersionError(version, sorted(versions))
+        versions.discard(version)
+        self.highest_required_snapshot_version = max(versions) if versions else 0
+
+    def __repr__(self) -> str:
+        return (
+            f"CopyOnWriteStateMap(size={len(self)}, capacity={len(self.primary_table)}, "
+            f"rehashing={self.is_rehashing}, version={self.state_map_version}, "
+            f"live_snapshots={sorted(self.snapshot_versions)})"
+        )
+
+
+class _ChainIterator:
+    """Flink's StateEntryChainIterator: bucket heads of the primary table
+    captured at start, then the current rehash table if the primary has not
+    been swapped meanwhile. Scans at most ``max_empty`` empty buckets per call."""
+
+    __slots__ = ("map", "active", "pos", "max_empty")
+
+    def __init__(self, m: CopyOnWriteStateMap, max_empty: int = 1 << 62):
+        self.map = m
+        self.active = m.primary_table
+        self.pos = 0
+        self.max_empty = max_empty
+
+    def has_next(self) -> bool:
+        m = self.map
+        return len(m) > 0 and (self.pos < len(self.active) or self.active is m.primary_table)
+
+    def next_head(self):
+        m = self.map
+        while True:
+            nxt = self._scan()
+            if (
+                nxt is not None
+                or self.pos < len(self.active)
+                or self.active is m.incremental_rehash_table
+                or self.active is not m.primary_table
+            ):
+                return nxt
+            self.active = m.incremental_rehash_table
+            self.pos = 0
+
+    def _scan(self):
+        tab = self.active
+        scanned_empty = 0
+        while self.pos < len(tab) and scanned_empty < self.max_empty:
+            e = tab[self.pos]
+            self.pos += 1
+            if e is not None:
+                return e
+            scanned_empty += 1
+        return None
+
+
+class StateEntryIterator:
+    """Live iterator; raises ConcurrentModificationError on ``next()`` after a
+    structural change (a change after the last element raises nothing)."""
+
+    __slots__ = ("map", "chains", "next_entry", "expected_mod_count", "raw")
+
+    def __init__(self, m: CopyOnWriteStateMap, raw: bool = False):
+        self.map = m
+        self.chains = _ChainIterator(m)
+        self.expected_mod_count = m.mod_count
+        self.raw = raw
+        self.next_entry = self.chains.next_head()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        e = self.next_entry
+        if e is None:
+            raise StopIteration
+        if self.map.mod_count != self.expected_mod_count:
+            raise ConcurrentModificationError(self.expected_mod_count, self.map.mod_count)
+        nxt = e.next
+        self.next_entry = nxt if nxt is not None else self.chains.next_head()
+        return e if self.raw else (e.key, e.namespace, e.state)
+
+
+class StateIncrementalVisitor:
+    """Flink's StateIncrementalVisitorImpl (TTL cleanup): no mod_count check."""
+
+    def __init__(self, m: CopyOnWriteStateMap, recommended_max_records: int):
+        self.map = m
+        self.chains = _ChainIterator(m, recommended_max_records)
+
+    def has_next(self) -> bool:
+        return self.chains.has_next()
+
+    def next_entries(self) -> list:
+        """The next whole chain as ``(key, namespace, state)`` tuples; may be empty."""
+        if not self.has_next():
+            return []
+        out = []
+        e = self.chains.next_head()
+        while e is not None:
+            out.append((e.key, e.namespace, e.state))
+            e = e.next
+        return out
+
+    def remove(self, entry: tuple) -> None:
+        self.map.remove(entry[0], entry[1])
+
+    def update(self, entry: tuple, new_state) -> None:
+        self.map.put(entry[0], entry[1], new_state)

@@ -1,0 +1,59 @@
+"""Exceptions raised by the reference structures.
+
+Each sits on the builtin it refines, so ``except RuntimeError`` keeps working,
+and carries the pieces of its message as attributes.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConcurrentModificationError",
+    "IllegalStateError",
+    "UnknownSnapshotVersionError",
+    "ForeignSnapshotError",
+    "RehashInProgressError",
+]
+
+
+class ConcurrentModificationError(RuntimeError):
+    """A live iterator saw a structural change (insert of a new key, remove) since it started."""
+
+    def __init__(self, expected_mod_count: int, actual_mod_count: int) -> None:
+        super().__init__(
+            f"map was structurally modified during iteration "
+            f"(mod_count {expected_mod_count} -> {actual_mod_count})"
+        )
+        self.expected_mod_count = expected_mod_count
+        self.actual_mod_count = actual_mod_count
+
+
+class IllegalStateError(RuntimeError):
+    """Flink's ``IllegalStateException``: an operation that the current state forbids."""
+
+
+class RehashInProgressError(IllegalStateError):
+    """``double_capacity`` while a rehash is already running (Flink's precondition)."""
+
+    def __init__(self) -> None:
+        super().__init__("There is already a rehash in progress.")
+
+
+class UnknownSnapshotVersionError(IllegalStateError):
+    """Release of a snapshot version the map does not hold."""
+
+    def __init__(self, version: int, live_versions: list[int]) -> None:
+        super().__init__(
+            f"Attempt to release unknown snapshot version {version} (live versions: {live_versions})"
+        )
+        self.version = version
+        self.live_versions = live_versions
+
+
+class ForeignSnapshotError(ValueError):
+    """Release of a snapshot through a map that did not create it."""
+
+    def __init__(self, version: int) -> None:
+        super().__init__(
+            f"Cannot release snapshot version {version}: it is owned by a different state map."
+        )
+        self.version = version

@@ -1,0 +1,150 @@
+"""Java-compatible hashing (SPEC §2).
+
+Python's ``hash()`` of ``str`` is salted per process, so it never decides a
+bucket here: every function below reproduces the int32 arithmetic of the JVM,
+so layouts are identical in every process, on every Spark executor, and to
+Flink's own ``CopyOnWriteStateMap``.
+
+>>> bit_mix(1), murmur_hash(0), key_group("abc", 128)
+(1364076727, 593689054, 115)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+__all__ = [
+    "INT_MIN",
+    "INT_MAX",
+    "to_int32",
+    "java_hash_code",
+    "register_java_hash",
+    "bit_mix",
+    "composite_hash",
+    "murmur_hash",
+    "key_group",
+]
+
+INT_MIN = -(1 << 31)
+INT_MAX = (1 << 31) - 1
+_MASK32 = 0xFFFFFFFF
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+_LONG_MIN = -(1 << 63)
+_LONG_MAX = (1 << 63) - 1
+
+# Extension point for key/namespace types beyond int, str and bool: a function
+# returning the Java hashCode of a value. Never falls back to hash().
+_EXTRA_HASHES: dict[type, Callable[[Any], int]] = {}
+
+# String.hashCode is a loop in Python; keys repeat, so memoise (the cache only
+# speeds things up, the value is still Java's).
+_STR_CACHE: dict[str, int] = {}
+_STR_CACHE_LIMIT = 1 << 16
+
+
+def to_int32(value: int) -> int:
+    """Wrap an int to Java int32 (two's complement), like a Java ``(int)`` cast.
+
+    >>> to_int32(2**31), to_int32(-1)
+    (-2147483648, -1)
+    """
+    value &= _MASK32
+    return value - 0x100000000 if value & 0x80000000 else value
+
+
+def _string_hash(s: str) -> int:
+    h = 0
+    data = s.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def java_hash_code(value: Any) -> int:
+    """The Java ``hashCode()`` of ``value`` as an int32.
+
+    ``int`` in int32 range: the value (Integer.hashCode); other ints:
+    Long.hashCode; ``str``: String.hashCode over UTF-16 code units; ``bool``:
+    1231/1237. Other types need :func:`register_java_hash`.
+    """
+    t = type(value)
+    if t is int:
+        if INT_MIN <= value <= INT_MAX:
+            return value
+        if not _LONG_MIN <= value <= _LONG_MAX:
+            raise ValueError(f"java_hash_code: {value} does not fit a Java long")
+        v = value & _MASK64
+        return to_int32(v ^ (v >> 32))
+    if t is str:
+        h = _STR_CACHE.get(value)
+        if h is None:
+            h = _string_hash(value)
+            if len(_STR_CACHE) >= _STR_CACHE_LIMIT:
+                _STR_CACHE.clear()
+            _STR_CACHE[value] = h
+        return h
+    if t is bool:
+        return 1231 if value else 1237
+    if value is None:
+        raise TypeError("java_hash_code: None has no hash code (Flink rejects null keys and namespaces)")
+    for klass in t.__mro__:
+        fn = _EXTRA_HASHES.get(klass)
+        if fn is not None:
+            return to_int32(fn(value))
+    if isinstance(value, int):  # int subclasses other than bool
+        return java_hash_code(int(value))
+    if isinstance(value, str):
+        return java_hash_code(str(value))
+    raise TypeError(
+        f"java_hash_code: no Java-compatible hash for type {t.__name__}; "
+        f"register one with reference.hashing.register_java_hash({t.__name__}, fn)"
+    )
+
+
+def register_java_hash(klass: type, fn: Callable[[Any], int]) -> None:
+    """Teach :func:`java_hash_code` a new type; ``fn(value)`` returns its Java hashCode."""
+    _EXTRA_HASHES[klass] = fn
+
+
+def bit_mix(h: int) -> int:
+    """Murmur3 fmix32 in int32 arithmetic (Flink ``MathUtils.bitMix``)."""
+    h &= _MASK32
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & _MASK32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & _MASK32
+    h ^= h >> 16
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def composite_hash(key: Any, namespace: Any) -> int:
+    """The hash of a map entry: ``bit_mix(hashCode(key) ^ hashCode(namespace))``."""
+    return bit_mix(java_hash_code(key) ^ java_hash_code(namespace))
+
+
+def _rotl32(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK32
+
+
+def murmur_hash(code: int) -> int:
+    """Flink ``MathUtils.murmurHash(int)``: non-negative int32."""
+    c = code & _MASK32
+    c = (c * 0xCC9E2D51) & _MASK32
+    c = _rotl32(c, 15)
+    c = (c * 0x1B873593) & _MASK32
+    c = _rotl32(c, 13)
+    c = (c * 5 + 0xE6546B64) & _MASK32
+    c ^= 4
+    c = bit_mix(c)
+    if c >= 0:
+        return c
+    if c != INT_MIN:
+        return -c
+    return 0
+
+
+def key_group(key: Any, max_parallelism: int) -> int:
+    """Flink's key-group assignment: ``murmur_hash(hashCode(key)) % max_parallelism``."""
+    if max_parallelism <= 0:
+        raise ValueError(f"key_group: max_parallelism must be positive, got {max_parallelism}")
+    return murmur_hash(java_hash_code(key)) % max_parallelism
