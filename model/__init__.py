@@ -1,5 +1,5 @@
 """The oracle: a minimal executable model of snapshot semantics (SPEC §9)."""
 
-from model.snapshot_model import ModelMap, ModelReleaseError, ModelSnapshot
+from model.snapshot_model import ModelConcurrentModification, ModelMap, ModelReleaseError, ModelSnapshot
 
-__all__ = ["ModelMap", "ModelSnapshot", "ModelReleaseError"]
+__all__ = ["ModelMap", "ModelSnapshot", "ModelReleaseError", "ModelConcurrentModification"]

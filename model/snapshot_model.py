@@ -17,26 +17,31 @@ from __future__ import annotations
 
 import copy
 
-__all__ = ["ModelMap", "ModelSnapshot", "ModelReleaseError"]
+__all__ = ["ModelMap", "ModelSnapshot", "ModelReleaseError", "ModelConcurrentModification"]
 
 
 class ModelReleaseError(RuntimeError):
     """Release of a version that is not live (Flink: IllegalStateException)."""
 
 
+class ModelConcurrentModification(RuntimeError):
+    """Live iteration continued after an insert of a new key or a remove."""
+
+
 class ModelMap:
     def __init__(self, capacity: int = 128, state_copier=copy.deepcopy):
         self.state_copier = state_copier
         self.data: dict = {}  # (key, namespace) -> [state, version of last write or copy]
+        self.structure = 0  # bumped by inserts of new keys and removes (fail-fast iteration)
         self.version = 0
         self.live: dict = {}  # version -> ModelSnapshot
 
-    def _required(self) -> int:
+    def required_version(self) -> int:
         return max(self.live) if self.live else 0
 
     def _hand_out(self, slot: list):
         """The state as the map hands it out: copied iff a live snapshot is newer."""
-        if slot[1] < self._required():
+        if slot[1] < self.required_version():
             return self.state_copier(slot[0]), True
         return slot[0], False
 
@@ -53,6 +58,7 @@ class ModelMap:
         return (key, namespace) in self.data
 
     def put(self, key, namespace, state) -> None:
+        self.structure += (key, namespace) not in self.data
         self.data[(key, namespace)] = [state, self.version]
 
     def put_and_get_old(self, key, namespace, state):
@@ -62,10 +68,11 @@ class ModelMap:
         return old
 
     def remove(self, key, namespace) -> None:
-        self.data.pop((key, namespace), None)
+        self.remove_and_get_old(key, namespace)
 
     def remove_and_get_old(self, key, namespace):
         slot = self.data.pop((key, namespace), None)
+        self.structure += slot is not None
         return self._hand_out(slot)[0] if slot else None
 
     def transform(self, key, namespace, value, fn) -> None:
@@ -77,7 +84,13 @@ class ModelMap:
         return len(self.data)
 
     def __iter__(self):
-        return iter([(k, n, slot[0]) for (k, n), slot in self.data.items()])
+        return self._iterate(self.structure, [(k, n, slot[0]) for (k, n), slot in self.data.items()])
+
+    def _iterate(self, stamp: int, items: list):
+        for item in items:
+            if self.structure != stamp:
+                raise ModelConcurrentModification("map structurally modified during iteration")
+            yield item
 
     def keys(self, namespace):
         return iter([k for (k, n) in self.data if n == namespace])

@@ -1,0 +1,124 @@
+"""Programs as data: the operations the suite applies, as JSON-able steps.
+
+A program is a list of :class:`Step`; the same list is produced by the
+Hypothesis machines and by seeded random walks, replayed by the harness,
+shrunk by deleting steps, stored as JSON and printed as runnable Python.
+Snapshots are named by ``sid`` (the n-th snapshot of the program), so a step
+list stays meaningful when steps are removed.
+
+>>> print(render(Step("put", (1, 0, [7]))))
+m.put(1, 0, [7])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "Step",
+    "OPS",
+    "render",
+    "render_program",
+    "transform_append",
+    "SNAPSHOT_TRANSFORMERS",
+    "step_from_json",
+    "step_to_json",
+]
+
+
+@attrs.frozen
+class Step:
+    """One operation: ``op`` (a key of :data:`OPS`) and its JSON-able ``args``."""
+
+    op: str = attrs.field(validator=attrs.validators.instance_of(str))
+    args: tuple = attrs.field(converter=tuple, factory=tuple)
+
+    def uses_sid(self) -> int | None:
+        """The snapshot this step refers to (snapshot creates it), or None."""
+        return self.args[0] if self.op in _SNAPSHOT_OPS else None
+
+
+def transform_append(old, value):
+    """The transform function of ``transform`` steps: append ``value`` in place
+    (so a missing copy under a snapshot corrupts the snapshot)."""
+    if old is None:
+        return [value]
+    old.append(value)
+    return old
+
+
+def _drop_even_length(state):
+    return None if isinstance(state, list) and len(state) % 2 == 0 else state
+
+
+def _append_marker(state):
+    return list(state) + [-1] if isinstance(state, list) else state
+
+
+# TTL-style snapshot transformers, by name (replayable).
+SNAPSHOT_TRANSFORMERS = {
+    "drop_even": _drop_even_length,
+    "append_marker": _append_marker,
+}
+
+# op name -> (argument names, Python template used to print the step)
+OPS: dict[str, tuple[tuple[str, ...], str]] = {
+    "put": (("key", "namespace", "state"), "m.put({0!r}, {1!r}, {2!r})"),
+    "put_and_get_old": (("key", "namespace", "state"), "m.put_and_get_old({0!r}, {1!r}, {2!r})"),
+    "get": (("key", "namespace"), "m.get({0!r}, {1!r})"),
+    "get_mutate": (("key", "namespace", "value"),
+                   "v = m.get({0!r}, {1!r}); v is not None and v.append({2!r})  # mutate in place"),
+    "contains_key": (("key", "namespace"), "m.contains_key({0!r}, {1!r})"),
+    "remove": (("key", "namespace"), "m.remove({0!r}, {1!r})"),
+    "remove_and_get_old": (("key", "namespace"), "m.remove_and_get_old({0!r}, {1!r})"),
+    "transform": (("key", "namespace", "value"), "m.transform({0!r}, {1!r}, {2!r}, transform_append)"),
+    "rehash": (("reads",), "for _ in range({0!r}): m.contains_key(-1, -1)  # drive the incremental rehash"),
+    "snapshot": (("sid",), "s{0} = m.snapshot()"),
+    "read_snapshot": (("sid",), "list(s{0})"),
+    "read_snapshot_transformed": (("sid", "transformer"),
+                                  "list(s{0}.iterate(SNAPSHOT_TRANSFORMERS[{1!r}])); s{0}.release()"),
+    "release": (("sid",), "s{0}.release()"),
+    "iterate": ((), "list(m)"),
+    "iterate_modify": (("position", "key", "namespace", "change"),
+                       "it = iter(m); [next(it) for _ in range({0!r})]; "
+                       "m.{3}({1!r}, {2!r}{4}); list(it)  # live iteration across a change"),
+    "keys": (("namespace",), "sorted(m.keys({0!r}))"),
+    "size_of_namespace": (("namespace",), "m.size_of_namespace({0!r})"),
+    "visit": (("max_empty",), "visit_and_prune_even(m, {0!r})  # incremental visitor, TTL-style"),
+}
+
+_SNAPSHOT_OPS = {"snapshot", "read_snapshot", "read_snapshot_transformed", "release"}
+
+
+def render(step: Step) -> str:
+    """The step as a line of Python against a map ``m``."""
+    _, template = OPS[step.op]
+    args = list(step.args)
+    if step.op == "iterate_modify":
+        args.append(", [0]" if step.args[3] == "put" else "")
+    return template.format(*args)
+
+
+def render_program(steps: list[Step], factory_line: str = "m = CopyOnWriteStateMap(capacity=4)") -> str:
+    """A runnable Python program for the steps."""
+    lines = [factory_line]
+    lines += [render(s) for s in steps]
+    return "\n".join(lines)
+
+
+def step_to_json(step: Step) -> dict[str, Any]:
+    return {"op": step.op, "args": list(step.args)}
+
+
+def step_from_json(data: Any) -> Step:
+    """Parse one step; ValueError naming the problem for anything malformed."""
+    if not isinstance(data, dict) or "op" not in data or "args" not in data:
+        raise ValueError(f"a step must be an object with 'op' and 'args', got {data!r:.80}")
+    op, args = data["op"], data["args"]
+    if op not in OPS:
+        raise ValueError(f"unknown operation {op!r}")
+    if not isinstance(args, list) or len(args) != len(OPS[op][0]):
+        raise ValueError(f"{op}: expected arguments {list(OPS[op][0])}, got {args!r:.80}")
+    return Step(op, tuple(args))
