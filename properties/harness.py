@@ -100,11 +100,13 @@ class Harness:
         self.steps: list[Step] = []
         self.coverage: Counter = Counter()
         self.findings: Counter = Counter()
+        self.failure: Failure | None = None
 
     # ------------------------------------------------------------- helpers
 
     def _fail(self, kind: str, code: str, message: str, expected=None, actual=None):
-        raise CheckFailure(Failure(kind, code, message, len(self.steps) - 1, expected, actual))
+        self.failure = Failure(kind, code, message, len(self.steps) - 1, expected, actual)
+        raise CheckFailure(self.failure)
 
     def _call(self, step: Step, fn, *args):
         try:

@@ -1,0 +1,201 @@
+"""The ``cowcheck`` command line.
+
+Each subcommand is a function ``(args, stdout, stderr) -> exit code``;
+``main()`` only parses and dispatches. Exit codes: 0 nothing found, 1 a
+failure was found, 2 bad usage or bad input (one line on stderr, no
+traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from typing import TextIO
+
+__all__ = ["main", "check"]
+
+
+class UsageError(Exception):
+    """Bad arguments or input: reported as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, no usage dump
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+class Progress:
+    """A progress line on stderr: redrawn in place on a terminal, a line every
+    few seconds otherwise (CI logs)."""
+
+    def __init__(self, stream: TextIO, total: int | None, deadline: float | None) -> None:
+        self.stream = stream
+        self.total = total
+        self.deadline = deadline
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.tty = stream.isatty()
+        self.drawn = False
+
+    def update(self, examples: int, steps: int, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < (0.2 if self.tty else 5.0):
+            return
+        self.last = now
+        elapsed = max(now - self.start, 1e-9)
+        if self.total:
+            done = min(examples / self.total, 1.0)
+        elif self.deadline:
+            done = min(elapsed / max(self.deadline - self.start, 1e-9), 1.0)
+        else:
+            done = 0.0
+        bar = "#" * int(done * 24)
+        line = (f"[{bar:<24}] {examples:,} examples  {steps:,} steps  "
+                f"{steps / elapsed:,.0f} steps/s  {elapsed:.0f}s")
+        if self.tty:
+            self.stream.write("\r" + line)
+            self.drawn = True
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return value
+
+
+def _capacity(text: str) -> int:
+    value = _positive_int(text)
+    if value < 4 or value & (value - 1):
+        raise argparse.ArgumentTypeError(f"capacity must be a power of two >= 4, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="cowcheck", description="Property-based verification of copy-on-write state maps.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, required=True)
+    p = sub.add_parser("check", help="run the state machines against an implementation",
+                       description="Run the Hypothesis state machines against an implementation and report "
+                                   "coverage and failures. Exit 0: nothing found, 1: failure found, 2: bad usage.")
+    p.add_argument("--impl", default="reference",
+                   help="reference | model | MODULE:FACTORY (default: reference)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--examples", type=_positive_int, help="number of examples (default: the profile's)")
+    budget.add_argument("--minutes", type=_positive_float, help="run for this long instead of a fixed count")
+    p.add_argument("--seed", type=int, help="seed for generation (default: random, printed)")
+    p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="dev",
+                   help="Hypothesis settings profile (default: dev)")
+    p.add_argument("--capacity", type=_capacity, default=4, help="initial map capacity (default: 4)")
+    p.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
+    p.add_argument("--strict-live-iteration", action="store_true",
+                   help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
+    p.set_defaults(handler=check)
+    return parser
+
+
+def check(args, stdout: TextIO, stderr: TextIO) -> int:
+    from hypothesis import Phase, Verbosity, seed, settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from properties.harness import CheckFailure
+    from properties.impls import resolve
+    from properties.machines import MachineConfig, RunRecord, make_map_machine
+    from properties.profiles import stabilise_generation
+    from properties.report import format_failure, format_summary
+    from properties.shrink import shrink
+
+    impl = resolve(args.impl)
+    stabilise_generation()
+    white_box = impl.white_box and not args.black_box
+    base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
+    profile = settings.get_profile(args.profile)
+    total = args.examples or (None if args.minutes else profile.max_examples)
+    deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
+    mode = "white-box" if white_box else "black-box"
+    stdout.write(f"cowcheck check: {impl.spec} ({impl.description}), {mode}, capacity {args.capacity}, "
+                 f"profile {args.profile}, seed {base_seed}\n")
+    stdout.flush()
+
+    progress = Progress(stderr, total, deadline)
+    record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
+    config = MachineConfig(capacity=args.capacity, white_box=white_box,
+                           strict_live_iteration=args.strict_live_iteration)
+    machine = make_map_machine(impl.factory, config, record)
+    started = time.monotonic()
+    failure = None
+    batch = 0
+    try:
+        while True:
+            # With a time budget, run in batches so the deadline is honoured.
+            n = total if deadline is None else 50
+            # Hypothesis finds; the replay shrinker (milliseconds) minimises.
+            run_settings = settings(profile, max_examples=n, derandomize=False, database=None,
+                                    verbosity=Verbosity.quiet,
+                                    phases=[Phase.explicit, Phase.reuse, Phase.generate])
+            try:
+                run_state_machine_as_test(seed(base_seed + batch)(machine), settings=run_settings)
+            except CheckFailure as exc:
+                failure = exc.failure
+                break
+            batch += 1
+            if deadline is None or time.monotonic() >= deadline:
+                break
+    except KeyboardInterrupt:
+        progress.finish()
+        stdout.write("interrupted\n")
+        stdout.write(format_summary(record, time.monotonic() - started, white_box))
+        return 130
+    progress.update(record.examples, record.steps, force=True)
+    progress.finish()
+    elapsed = time.monotonic() - started
+    stdout.write(format_summary(record, elapsed, white_box))
+    if failure is None:
+        return 0
+    found_examples, found_steps = record.first_failure_at or (record.examples, record.steps)
+    shrink_started = time.monotonic()
+    steps, failure = shrink(record.last.steps, failure, lambda: impl.new(capacity=args.capacity),
+                            white_box=white_box, strict_live_iteration=args.strict_live_iteration)
+    stdout.write(f"first failure after {found_examples:,} examples, {found_steps:,} steps; "
+                 f"shrunk {len(record.last.steps)} -> {len(steps)} steps in "
+                 f"{(time.monotonic() - shrink_started) * 1000:.0f} ms\n")
+    stdout.write(format_failure(failure, steps, impl.spec, args.capacity))
+    return 1
+
+
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    from properties.impls import UnknownImplementationError
+
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return args.handler(args, stdout, stderr)
+    except (UsageError, UnknownImplementationError) as exc:
+        stderr.write(f"cowcheck: error: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

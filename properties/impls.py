@@ -1,0 +1,93 @@
+"""Implementations under test, named by a spec string.
+
+``reference`` (the Flink port), ``model`` (the oracle itself), or
+``MODULE:FACTORY``: any importable callable that accepts the keyword arguments
+``capacity`` and ``state_copier`` and returns a map speaking SPEC §15. An
+implementation with ``introspect()`` gets the white-box invariants too.
+
+>>> resolve("reference").white_box
+True
+>>> resolve("nope")
+Traceback (most recent call last):
+...
+properties.impls.UnknownImplementationError: unknown implementation 'nope': expected reference, model or MODULE:FACTORY (e.g. mypkg.maps:make_map)
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+from typing import Callable
+
+import attrs
+
+__all__ = ["Implementation", "UnknownImplementationError", "resolve", "REQUIRED_METHODS"]
+
+REQUIRED_METHODS = ("get", "contains_key", "put", "put_and_get_old", "remove", "remove_and_get_old",
+                    "transform", "snapshot", "keys", "size_of_namespace", "__len__", "__iter__")
+
+# Further spec prefixes (e.g. ``mutant:``) register a resolver here.
+_RESOLVERS: dict[str, Callable[[str], "Implementation"]] = {}
+
+
+class UnknownImplementationError(ValueError):
+    """The spec names no usable implementation; ``.spec`` and ``.reason`` say why."""
+
+    def __init__(self, spec: str, reason: str) -> None:
+        super().__init__(f"unknown implementation {spec!r}: {reason}")
+        self.spec = spec
+        self.reason = reason
+
+
+@attrs.frozen
+class Implementation:
+    """A named factory ``factory(capacity=, state_copier=) -> map``."""
+
+    spec: str
+    factory: Callable
+    white_box: bool
+    description: str = ""
+
+    def new(self, capacity: int = 4, state_copier=copy.deepcopy):
+        return self.factory(capacity=capacity, state_copier=state_copier)
+
+
+def register_resolver(prefix: str, resolver: Callable[[str], Implementation]) -> None:
+    _RESOLVERS[prefix] = resolver
+
+
+def _probe(spec: str, factory: Callable, description: str) -> Implementation:
+    try:
+        instance = factory(capacity=4, state_copier=copy.deepcopy)
+    except Exception as exc:
+        raise UnknownImplementationError(
+            spec, f"factory(capacity=4, state_copier=copy.deepcopy) raised {type(exc).__name__}: {exc}") from None
+    missing = [name for name in REQUIRED_METHODS if not callable(getattr(instance, name, None))]
+    if missing:
+        raise UnknownImplementationError(
+            spec, f"{type(instance).__name__} lacks the SPEC §15 methods {', '.join(missing)}")
+    return Implementation(spec, factory, callable(getattr(instance, "introspect", None)), description)
+
+
+def resolve(spec: str) -> Implementation:
+    """The implementation named by ``spec``; UnknownImplementationError otherwise."""
+    if spec == "reference":
+        from reference import CopyOnWriteStateMap
+        return _probe(spec, CopyOnWriteStateMap, "reference port of Flink 2.3.0 CopyOnWriteStateMap")
+    if spec == "model":
+        from model import ModelMap
+        return _probe(spec, ModelMap, "the snapshot model (oracle)")
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in _RESOLVERS:
+        return _RESOLVERS[prefix](rest)
+    if not sep or not prefix or not rest:
+        raise UnknownImplementationError(
+            spec, "expected reference, model or MODULE:FACTORY (e.g. mypkg.maps:make_map)")
+    try:
+        module = importlib.import_module(prefix)
+    except Exception as exc:
+        raise UnknownImplementationError(spec, f"cannot import module {prefix!r} ({type(exc).__name__}: {exc})") from None
+    factory = getattr(module, rest, None)
+    if not callable(factory):
+        raise UnknownImplementationError(spec, f"module {prefix!r} has no callable {rest!r}")
+    return _probe(spec, factory, f"{prefix}.{rest}")

@@ -1,0 +1,194 @@
+"""Hypothesis state machines over any implementation of the SPEC §15 API.
+
+``make_map_machine(factory)`` returns a ``RuleBasedStateMachine`` class whose
+rules interleave get, put, remove, transform, rehash progress, snapshots (a
+Bundle, released through ``consumes``), snapshot reads with and without a
+transformer, live iteration and the incremental visitor. Every rule becomes a
+:class:`~properties.program.Step` applied through the
+:class:`~properties.harness.Harness`, which checks the model (P1–P7) and, for
+implementations with introspection, the structural invariants (I1–I9) after
+every step. The steps of the last run are kept, so the final (shrunk) failing
+program is available as data.
+
+Small capacities, small key and namespace spaces and keys equal to namespaces
+(hash 0, one long chain) make chains, rehash during snapshot and overlapping
+snapshots happen in nearly every run.
+
+>>> from hypothesis import settings
+>>> from hypothesis.stateful import run_state_machine_as_test
+>>> from reference import CopyOnWriteStateMap
+>>> Machine = make_map_machine(CopyOnWriteStateMap)
+>>> run_state_machine_as_test(Machine, settings=settings(max_examples=5, database=None))
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from typing import Callable
+
+import attrs
+from hypothesis import event
+from hypothesis import strategies as st
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, precondition, rule
+
+from properties.harness import CheckFailure, Harness
+from properties.program import SNAPSHOT_TRANSFORMERS, Step
+
+__all__ = ["MachineConfig", "RunRecord", "make_map_machine"]
+
+
+@attrs.frozen
+class MachineConfig:
+    """What the machine generates: map capacity, key/namespace space sizes,
+    and whether the harness checks white-box invariants (None: if offered)."""
+
+    capacity: int = 4
+    keys: int = 12
+    namespaces: int = 3
+    white_box: bool | None = None
+    strict_live_iteration: bool = False
+
+
+@attrs.define
+class RunRecord:
+    """Shared by every example a machine class runs: counts, coverage, and the
+    harness of the latest example (on failure: the shrunk one)."""
+
+    examples: int = 0
+    steps: int = 0
+    coverage: Counter = attrs.Factory(Counter)
+    findings: Counter = attrs.Factory(Counter)
+    last: Harness | None = None
+    first_failure_at: tuple[int, int] | None = None  # (examples, steps) when the first failure showed
+    on_example: Callable[["RunRecord"], None] | None = None
+
+
+def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
+                     record: RunRecord | None = None) -> type:
+    """A machine class testing maps built by ``factory(capacity=, state_copier=)``."""
+    record = record if record is not None else RunRecord()
+    keys = st.integers(0, config.keys - 1)
+    namespaces = st.integers(0, config.namespaces - 1)
+    # Keys equal to namespaces all hash to 0: one long chain in bucket 0.
+    pairs = st.one_of(st.tuples(keys, namespaces), keys.map(lambda k: (k, k)))
+    states = st.lists(st.integers(0, 9), max_size=3)
+    values = st.integers(0, 9)
+
+    class MapMachine(RuleBasedStateMachine):
+        snapshots = Bundle("snapshots")
+
+        def __init__(self) -> None:
+            super().__init__()
+            impl = factory(capacity=config.capacity, state_copier=copy.deepcopy)
+            self.harness = Harness(impl, white_box=config.white_box,
+                                   strict_live_iteration=config.strict_live_iteration)
+            self.next_sid = 0
+            self.seen: set = set()
+            record.last = self.harness
+            record.examples += 1
+            if record.on_example is not None:
+                record.on_example(record)
+
+        def apply(self, op: str, *args) -> None:
+            record.steps += 1
+            try:
+                self.harness.apply(Step(op, args))
+            except CheckFailure:
+                if record.first_failure_at is None:
+                    record.first_failure_at = (record.examples, record.steps)
+                raise
+            for name in self.harness.coverage.keys() - self.seen:
+                self.seen.add(name)
+                event(name)
+
+        @rule(kn=pairs, state=states)
+        def put(self, kn, state):
+            self.apply("put", kn[0], kn[1], state)
+
+        @rule(kn=pairs, state=states)
+        def put_and_get_old(self, kn, state):
+            self.apply("put_and_get_old", kn[0], kn[1], state)
+
+        @rule(kn=pairs)
+        def get(self, kn):
+            self.apply("get", *kn)
+
+        @rule(kn=pairs, value=values)
+        def get_then_mutate_in_place(self, kn, value):
+            self.apply("get_mutate", kn[0], kn[1], value)
+
+        @rule(kn=pairs)
+        def contains_key(self, kn):
+            self.apply("contains_key", *kn)
+
+        @rule(kn=pairs)
+        def remove(self, kn):
+            self.apply("remove", *kn)
+
+        @rule(kn=pairs)
+        def remove_and_get_old(self, kn):
+            self.apply("remove_and_get_old", *kn)
+
+        @rule(kn=pairs, value=values)
+        def transform(self, kn, value):
+            self.apply("transform", kn[0], kn[1], value)
+
+        @rule(reads=st.integers(1, 8))
+        def rehash(self, reads):
+            self.apply("rehash", reads)
+
+        @rule(target=snapshots)
+        def snapshot(self):
+            sid = self.next_sid
+            self.next_sid += 1
+            self.apply("snapshot", sid)
+            return sid
+
+        @rule(sid=snapshots)
+        def read_snapshot(self, sid):
+            self.apply("read_snapshot", sid)
+
+        @rule(sid=consumes(snapshots), transformer=st.sampled_from(sorted(SNAPSHOT_TRANSFORMERS)))
+        def read_snapshot_transformed_then_release(self, sid, transformer):
+            self.apply("read_snapshot_transformed", sid, transformer)
+
+        @rule(sid=consumes(snapshots))
+        def release(self, sid):
+            self.apply("release", sid)
+
+        @rule()
+        def iterate(self):
+            self.apply("iterate")
+
+        @rule(position=st.integers(0, 8), kn=pairs, change=st.sampled_from(["put", "remove"]))
+        def iterate_across_change(self, position, kn, change):
+            self.apply("iterate_modify", position, kn[0], kn[1], change)
+
+        @rule(namespace=namespaces)
+        def keys_of_namespace(self, namespace):
+            self.apply("keys", namespace)
+
+        @rule(namespace=namespaces)
+        def size_of_namespace(self, namespace):
+            self.apply("size_of_namespace", namespace)
+
+        @precondition(lambda self: hasattr(self.harness.impl, "incremental_visitor"))
+        @rule(max_empty=st.integers(1, 4))
+        def visit_and_prune(self, max_empty):
+            self.apply("visit", max_empty)
+
+        def teardown(self) -> None:
+            # Hypothesis calls teardown after a failing rule too: keep that failure.
+            if self.harness.failure is not None:
+                return
+            # P2 at the end: every snapshot still live must equal its frozen copy.
+            for sid, (snap, _) in list(self.harness.snapshots.items()):
+                if not snap.released:
+                    self.apply("read_snapshot", sid)
+            record.coverage.update(self.harness.coverage)
+            record.findings.update(self.harness.findings)
+
+    MapMachine.__name__ = MapMachine.__qualname__ = f"MapMachine[{getattr(factory, '__name__', 'impl')}]"
+    MapMachine.record = record
+    return MapMachine

@@ -1,0 +1,1 @@
+"""Distributed fuzz campaigns on Spark (filled in by the campaign issue)."""
