@@ -117,13 +117,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def check(args, stdout: TextIO, stderr: TextIO) -> int:
-    from hypothesis import Phase, Verbosity, seed, settings
+    from hypothesis import Verbosity, seed, settings
     from hypothesis.stateful import run_state_machine_as_test
 
     from properties.harness import CheckFailure
     from properties.impls import resolve
     from properties.machines import MachineConfig, RunRecord, make_map_machine
-    from properties.profiles import stabilise_generation
+    from properties.profiles import FIND_ONLY, stabilise_generation
     from properties.report import format_failure, format_summary
     from properties.shrink import shrink
 
@@ -154,7 +154,7 @@ def check(args, stdout: TextIO, stderr: TextIO) -> int:
             # Hypothesis finds; the replay shrinker (milliseconds) minimises.
             run_settings = settings(profile, max_examples=n, derandomize=False, database=None,
                                     verbosity=Verbosity.quiet,
-                                    phases=[Phase.explicit, Phase.reuse, Phase.generate])
+                                    phases=FIND_ONLY)
             try:
                 run_state_machine_as_test(seed(base_seed + batch)(machine), settings=run_settings)
             except CheckFailure as exc:

@@ -17,19 +17,23 @@ from __future__ import annotations
 import os
 import tempfile
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis.internal.conjecture import providers
 
-__all__ = ["PROFILES", "register_profiles", "stabilise_generation"]
+__all__ = ["PROFILES", "FIND_ONLY", "register_profiles", "stabilise_generation"]
 
 _SUPPRESS = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
+# Hypothesis finds; the replay shrinker of properties.shrink minimises in
+# milliseconds what Hypothesis's stateful shrinker takes minutes over.
+FIND_ONLY = [Phase.explicit, Phase.reuse, Phase.generate]
 
 PROFILES = {
     "ci": dict(max_examples=300, stateful_step_count=80, derandomize=True, database=None,
-               deadline=None, suppress_health_check=_SUPPRESS, print_blob=False),
-    "dev": dict(max_examples=200, stateful_step_count=60, deadline=None, suppress_health_check=_SUPPRESS),
+               deadline=None, suppress_health_check=_SUPPRESS, print_blob=False, phases=FIND_ONLY),
+    "dev": dict(max_examples=200, stateful_step_count=60, deadline=None, suppress_health_check=_SUPPRESS,
+                phases=FIND_ONLY),
     "nightly": dict(max_examples=20_000, stateful_step_count=200, deadline=None, database=None,
-                    suppress_health_check=_SUPPRESS),
+                    suppress_health_check=_SUPPRESS, phases=FIND_ONLY),
 }
 
 

@@ -114,11 +114,13 @@ def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object],
                 else:
                     i += chunk
             chunk //= 2
-        for i in range(len(best)):
+        i = 0
+        while i < len(best):  # best may get shorter while simplifying
             for simpler in _simpler_args(best[i]):
                 found = attempt(best[:i] + [simpler] + best[i + 1:])
                 if found:
                     best, best_failure = found
                     improved = True
                     break
+            i += 1
     return renumber_snapshots(best), best_failure

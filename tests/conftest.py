@@ -1,0 +1,13 @@
+"""Shared test setup: the suite's Hypothesis profiles (pick one with
+``--hypothesis-profile``; ``ci`` is what CI runs) and process-independent
+generation."""
+
+import os
+
+from hypothesis import settings
+
+from properties.profiles import register_profiles, stabilise_generation
+
+register_profiles()
+stabilise_generation()
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

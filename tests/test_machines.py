@@ -1,0 +1,77 @@
+"""The state machines against the reference and the model, and that they bite."""
+
+import copy
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from model import ModelMap
+from properties.harness import CheckFailure
+from properties.machines import MachineConfig, RunRecord, make_map_machine
+from properties.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
+from reference import CopyOnWriteStateMap
+from reference.cow_state_map import StateMapEntry
+
+# Runs under whatever --hypothesis-profile selects (ci in CI).
+TestReferenceMachine = make_map_machine(CopyOnWriteStateMap).TestCase
+TestModelMachine = make_map_machine(ModelMap).TestCase
+
+
+def _run_ci(factory, config=MachineConfig()):
+    record = RunRecord()
+    run_state_machine_as_test(make_map_machine(factory, config, record), settings=settings.get_profile("ci"))
+    return record
+
+
+def test_reference_passes_20k_ci_steps_and_reaches_every_map_scenario():
+    record = _run_ci(CopyOnWriteStateMap)
+    never = [name for name in MAP_SCENARIOS if record.coverage[name] == 0]
+    assert record.steps >= 20_000
+    assert never == []
+
+
+def test_model_passes_the_black_box_machine_and_reaches_its_scenarios():
+    record = _run_ci(ModelMap)
+    never = [name for name in BLACK_BOX_SCENARIOS if record.coverage[name] == 0]
+    assert record.steps >= 20_000
+    assert never == []
+
+
+def test_reference_shows_flinks_live_iteration_quirk_as_a_finding_not_a_failure():
+    assert _run_ci(CopyOnWriteStateMap).findings["live-iteration-quirk"] > 0
+
+
+def test_strict_live_iteration_contract_fails_on_the_faithful_port():
+    # SPEC §7: reads that drive the rehash mid-iteration repeat or skip entries.
+    with pytest.raises(CheckFailure) as caught:
+        _run_ci(CopyOnWriteStateMap, MachineConfig(strict_live_iteration=True))
+    assert (caught.value.failure.kind, caught.value.failure.code) == ("DIVERGENCE", "P7")
+
+
+class _CopiesOnlyTheTarget(CopyOnWriteStateMap):
+    """Mutant: copy-on-write copies the entry to change but not the chain prefix
+    before it, splicing the copy into a chain that snapshots still share."""
+
+    def _chained_copy_on_write(self, tab, idx, until):
+        copied = until.copy_with_version(self.state_map_version)
+        if tab[idx] is until:
+            tab[idx] = copied
+        else:
+            prev = tab[idx]
+            while prev.next is not until:
+                prev = prev.next
+            prev.next = copied
+        return copied
+
+
+def test_machine_catches_a_map_that_skips_copying_the_chain_prefix():
+    with pytest.raises(CheckFailure) as caught:
+        _run_ci(_CopiesOnlyTheTarget)
+    assert caught.value.failure.kind in ("INVARIANT", "DIVERGENCE")
+
+
+def test_black_box_machine_catches_the_prefix_mutant_through_the_model_alone():
+    with pytest.raises(CheckFailure) as caught:
+        _run_ci(_CopiesOnlyTheTarget, MachineConfig(white_box=False))
+    assert caught.value.failure.kind == "DIVERGENCE"
