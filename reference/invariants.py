@@ -57,8 +57,8 @@ class Violation:
     def __eq__(self, other) -> bool:
         return isinstance(other, Violation) and (self.code, self.message) == (other.code, other.message)
 
-    def __hash__(self) -> int:  # pragma: no cover - value object
-        return id(self)
+    def __hash__(self) -> int:
+        return hash((self.code, self.message))
 
 
 def _chain(head) -> Iterable:
