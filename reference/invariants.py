@@ -20,7 +20,7 @@ records it when the snapshot is taken and checks it later.
 from __future__ import annotations
 
 import copy
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from reference.hashing import composite_hash
 from reference.layout import bucket_index, threshold_for, uses_primary_table
@@ -42,23 +42,14 @@ INVARIANTS = {
 _CHAIN_LIMIT = 1 << 22  # a chain longer than this is a cycle
 
 
-class Violation:
+class Violation(NamedTuple):
     """One broken invariant: ``code`` (I1..I9) and a message naming what and where."""
 
-    __slots__ = ("code", "message")
-
-    def __init__(self, code: str, message: str) -> None:
-        self.code = code
-        self.message = message
+    code: str
+    message: str
 
     def __repr__(self) -> str:
         return f"{self.code}: {self.message}"
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, Violation) and (self.code, self.message) == (other.code, other.message)
-
-    def __hash__(self) -> int:
-        return hash((self.code, self.message))
 
 
 def _chain(head) -> Iterable:
