@@ -9,12 +9,11 @@ traceback).
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from typing import TextIO
 
-__all__ = ["main", "check"]
+__all__ = ["main", "build_parser", "Progress", "UsageError"]
 
 
 class UsageError(Exception):
@@ -67,7 +66,7 @@ class Progress:
             self.stream.flush()
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -77,7 +76,7 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -87,102 +86,28 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _capacity(text: str) -> int:
-    value = _positive_int(text)
+def capacity_arg(text: str) -> int:
+    value = positive_int(text)
     if value < 4 or value & (value - 1):
         raise argparse.ArgumentTypeError(f"capacity must be a power of two >= 4, got {value}")
     return value
 
 
+# Each module adds its subcommand through register(subparsers); its handler is
+# a function (args, stdout, stderr) -> exit code.
+COMMAND_MODULES = [
+    "properties.check_cmd",
+]
+
+
 def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
     parser = _Parser(prog="cowcheck", description="Property-based verification of copy-on-write state maps.")
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, required=True)
-    p = sub.add_parser("check", help="run the state machines against an implementation",
-                       description="Run the Hypothesis state machines against an implementation and report "
-                                   "coverage and failures. Exit 0: nothing found, 1: failure found, 2: bad usage.")
-    p.add_argument("--impl", default="reference",
-                   help="reference | model | MODULE:FACTORY (default: reference)")
-    budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--examples", type=_positive_int, help="number of examples (default: the profile's)")
-    budget.add_argument("--minutes", type=_positive_float, help="run for this long instead of a fixed count")
-    p.add_argument("--seed", type=int, help="seed for generation (default: random, printed)")
-    p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="dev",
-                   help="Hypothesis settings profile (default: dev)")
-    p.add_argument("--capacity", type=_capacity, default=4, help="initial map capacity (default: 4)")
-    p.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
-    p.add_argument("--strict-live-iteration", action="store_true",
-                   help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
-    p.set_defaults(handler=check)
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
     return parser
-
-
-def check(args, stdout: TextIO, stderr: TextIO) -> int:
-    from hypothesis import Verbosity, seed, settings
-    from hypothesis.stateful import run_state_machine_as_test
-
-    from properties.harness import CheckFailure
-    from properties.impls import resolve
-    from properties.machines import MachineConfig, RunRecord, make_map_machine
-    from properties.profiles import FIND_ONLY, stabilise_generation
-    from properties.report import format_failure, format_summary
-    from properties.shrink import shrink
-
-    impl = resolve(args.impl)
-    stabilise_generation()
-    white_box = impl.white_box and not args.black_box
-    base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
-    profile = settings.get_profile(args.profile)
-    total = args.examples or (None if args.minutes else profile.max_examples)
-    deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
-    mode = "white-box" if white_box else "black-box"
-    stdout.write(f"cowcheck check: {impl.spec} ({impl.description}), {mode}, capacity {args.capacity}, "
-                 f"profile {args.profile}, seed {base_seed}\n")
-    stdout.flush()
-
-    progress = Progress(stderr, total, deadline)
-    record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
-    config = MachineConfig(capacity=args.capacity, white_box=white_box,
-                           strict_live_iteration=args.strict_live_iteration)
-    machine = make_map_machine(impl.factory, config, record)
-    started = time.monotonic()
-    failure = None
-    batch = 0
-    try:
-        while True:
-            # With a time budget, run in batches so the deadline is honoured.
-            n = total if deadline is None else 50
-            # Hypothesis finds; the replay shrinker (milliseconds) minimises.
-            run_settings = settings(profile, max_examples=n, derandomize=False, database=None,
-                                    verbosity=Verbosity.quiet,
-                                    phases=FIND_ONLY)
-            try:
-                run_state_machine_as_test(seed(base_seed + batch)(machine), settings=run_settings)
-            except CheckFailure as exc:
-                failure = exc.failure
-                break
-            batch += 1
-            if deadline is None or time.monotonic() >= deadline:
-                break
-    except KeyboardInterrupt:
-        progress.finish()
-        stdout.write("interrupted\n")
-        stdout.write(format_summary(record, time.monotonic() - started, white_box))
-        return 130
-    progress.update(record.examples, record.steps, force=True)
-    progress.finish()
-    elapsed = time.monotonic() - started
-    stdout.write(format_summary(record, elapsed, white_box))
-    if failure is None:
-        return 0
-    found_examples, found_steps = record.first_failure_at or (record.examples, record.steps)
-    shrink_started = time.monotonic()
-    steps, failure = shrink(record.last.steps, failure, lambda: impl.new(capacity=args.capacity),
-                            white_box=white_box, strict_live_iteration=args.strict_live_iteration)
-    stdout.write(f"first failure after {found_examples:,} examples, {found_steps:,} steps; "
-                 f"shrunk {len(record.last.steps)} -> {len(steps)} steps in "
-                 f"{(time.monotonic() - shrink_started) * 1000:.0f} ms\n")
-    stdout.write(format_failure(failure, steps, impl.spec, args.capacity))
-    return 1
 
 
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:

@@ -1,0 +1,73 @@
+"""The cowcheck command line as a user runs it: exit codes, output, bad input."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+def cowcheck(*args, pythonpath=None):
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=300)
+
+
+def test_check_on_the_reference_finds_nothing_and_reports_coverage():
+    run = cowcheck("check", "--examples", "30", "--seed", "1")
+    assert run.returncode == 0, run.stderr
+    assert "white-box" in run.stdout
+    assert "Scenario coverage (SPEC §13)" in run.stdout
+
+
+def test_check_black_box_on_the_model_finds_nothing():
+    run = cowcheck("check", "--impl", "model", "--examples", "20", "--seed", "1")
+    assert run.returncode == 0, run.stderr
+    assert "black-box" in run.stdout
+
+
+def test_check_of_a_users_map_reports_the_shrunk_failure_and_exits_1():
+    run = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "1", pythonpath=EXAMPLES)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "FAILURE DIVERGENCE" in run.stdout
+    assert "# <-- fails here" in run.stdout
+
+
+def test_same_seed_gives_the_same_report():
+    first = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "7", pythonpath=EXAMPLES)
+    second = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "7", pythonpath=EXAMPLES)
+    strip = lambda out: [l for l in out.splitlines() if " s (" not in l and " ms" not in l]
+    assert strip(first.stdout) == strip(second.stdout)
+
+
+def _one_line_error(run):
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
+    return run.stderr
+
+
+def test_unknown_implementation_is_a_one_line_error_with_exit_2():
+    assert "unknown implementation 'nope'" in _one_line_error(cowcheck("check", "--impl", "nope"))
+
+
+def test_module_factory_that_cannot_be_imported_is_named():
+    err = _one_line_error(cowcheck("check", "--impl", "no_such_module_xyz:make"))
+    assert "no_such_module_xyz" in err
+
+
+def test_factory_missing_the_api_is_named():
+    err = _one_line_error(cowcheck("check", "--impl", "collections:OrderedDict"))
+    assert "lacks the SPEC §15 methods" in err
+
+
+def test_examples_and_minutes_together_are_rejected():
+    _one_line_error(cowcheck("check", "--examples", "3", "--minutes", "1"))
+
+
+def test_bad_capacity_is_rejected():
+    assert "power of two" in _one_line_error(cowcheck("check", "--capacity", "6"))
