@@ -1,6 +1,7 @@
 """Implementations under test, named by a spec string.
 
-``reference`` (the Flink port), ``model`` (the oracle itself), or
+``reference`` (the Flink port), ``model`` (the oracle itself), ``mutant:NAME``
+(a seeded bug from the catalogue), or
 ``MODULE:FACTORY``: any importable callable that accepts the keyword arguments
 ``capacity`` and ``state_copier`` and returns a map speaking SPEC §15. An
 implementation with ``introspect()`` gets the white-box invariants too.
@@ -10,7 +11,7 @@ True
 >>> resolve("nope")
 Traceback (most recent call last):
 ...
-properties.impls.UnknownImplementationError: unknown implementation 'nope': expected reference, model or MODULE:FACTORY (e.g. mypkg.maps:make_map)
+properties.impls.UnknownImplementationError: unknown implementation 'nope': expected reference, model, mutant:NAME or MODULE:FACTORY (e.g. mypkg.maps:make_map)
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ __all__ = ["Implementation", "UnknownImplementationError", "resolve", "REQUIRED_
 REQUIRED_METHODS = ("get", "contains_key", "put", "put_and_get_old", "remove", "remove_and_get_old",
                     "transform", "snapshot", "keys", "size_of_namespace", "__len__", "__iter__")
 
-# Further spec prefixes (e.g. ``mutant:``) register a resolver here.
+# Further spec prefixes register a resolver here; the modules named below are
+# imported on first use of their prefix.
 _RESOLVERS: dict[str, Callable[[str], "Implementation"]] = {}
+_RESOLVER_MODULES = {"mutant": "properties.mutants"}
 
 
 class UnknownImplementationError(ValueError):
@@ -78,11 +81,13 @@ def resolve(spec: str) -> Implementation:
         from model import ModelMap
         return _probe(spec, ModelMap, "the snapshot model (oracle)")
     prefix, sep, rest = spec.partition(":")
+    if sep and prefix in _RESOLVER_MODULES and prefix not in _RESOLVERS:
+        importlib.import_module(_RESOLVER_MODULES[prefix])
     if sep and prefix in _RESOLVERS:
         return _RESOLVERS[prefix](rest)
     if not sep or not prefix or not rest:
         raise UnknownImplementationError(
-            spec, "expected reference, model or MODULE:FACTORY (e.g. mypkg.maps:make_map)")
+            spec, "expected reference, model, mutant:NAME or MODULE:FACTORY (e.g. mypkg.maps:make_map)")
     try:
         module = importlib.import_module(prefix)
     except Exception as exc:
