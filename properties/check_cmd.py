@@ -32,15 +32,13 @@ def register(sub) -> None:
 
 
 def check(args, stdout: TextIO, stderr: TextIO) -> int:
-    from hypothesis import Verbosity, seed, settings
-    from hypothesis.stateful import run_state_machine_as_test
+    from hypothesis import settings
 
-    from properties.harness import CheckFailure
+    from properties.hunt import hunt
     from properties.impls import resolve
     from properties.machines import MachineConfig, RunRecord, make_map_machine
-    from properties.profiles import FIND_ONLY, stabilise_generation
+    from properties.profiles import stabilise_generation
     from properties.report import format_failure, format_summary
-    from properties.shrink import shrink
 
     impl = resolve(args.impl)
     stabilise_generation()
@@ -58,45 +56,24 @@ def check(args, stdout: TextIO, stderr: TextIO) -> int:
     record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
     config = MachineConfig(capacity=args.capacity, white_box=white_box,
                            strict_live_iteration=args.strict_live_iteration)
-    machine = make_map_machine(impl.factory, config, record)
-    started = time.monotonic()
-    failure = None
-    batch = 0
     try:
-        while True:
-            # With a time budget, run in batches so the deadline is honoured.
-            n = total if deadline is None else 50
-            # Hypothesis finds; the replay shrinker (milliseconds) minimises.
-            run_settings = settings(profile, max_examples=n, derandomize=False, database=None,
-                                    verbosity=Verbosity.quiet,
-                                    phases=FIND_ONLY)
-            try:
-                run_state_machine_as_test(seed(base_seed + batch)(machine), settings=run_settings)
-            except CheckFailure as exc:
-                failure = exc.failure
-                break
-            batch += 1
-            if deadline is None or time.monotonic() >= deadline:
-                break
+        result = hunt(lambda rec: make_map_machine(impl.factory, config, rec),
+                      lambda: impl.new(capacity=args.capacity), base_seed=base_seed, profile=profile,
+                      examples=args.examples, deadline=deadline, record=record,
+                      harness_options=dict(white_box=white_box, strict_live_iteration=args.strict_live_iteration))
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
-        stdout.write(format_summary(record, time.monotonic() - started, white_box))
+        stdout.write(format_summary(record, progress.elapsed(), white_box))
         return 130
     progress.update(record.examples, record.steps, force=True)
     progress.finish()
-    elapsed = time.monotonic() - started
-    stdout.write(format_summary(record, elapsed, white_box))
-    if failure is None:
+    stdout.write(format_summary(record, result.seconds_to_find, white_box))
+    if result.failure is None:
         return 0
-    found_examples, found_steps = record.first_failure_at or (record.examples, record.steps)
-    shrink_started = time.monotonic()
-    steps, failure = shrink(record.last.steps, failure, lambda: impl.new(capacity=args.capacity),
-                            white_box=white_box, strict_live_iteration=args.strict_live_iteration)
+    found_examples, found_steps = result.found_at or (result.examples, result.steps)
     stdout.write(f"first failure after {found_examples:,} examples, {found_steps:,} steps; "
-                 f"shrunk {len(record.last.steps)} -> {len(steps)} steps in "
-                 f"{(time.monotonic() - shrink_started) * 1000:.0f} ms\n")
-    stdout.write(format_failure(failure, steps, impl.spec, args.capacity))
+                 f"shrunk {result.original_length} -> {len(result.program)} steps in "
+                 f"{result.seconds_to_shrink * 1000:.0f} ms\n")
+    stdout.write(format_failure(result.failure, result.program, impl.spec, args.capacity))
     return 1
-
-

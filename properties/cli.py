@@ -60,6 +60,9 @@ class Progress:
             self.stream.write(line + "\n")
         self.stream.flush()
 
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
     def finish(self) -> None:
         if self.drawn:
             self.stream.write("\n")
@@ -97,6 +100,7 @@ def capacity_arg(text: str) -> int:
 # a function (args, stdout, stderr) -> exit code.
 COMMAND_MODULES = [
     "properties.check_cmd",
+    "properties.mutants_cmd",
 ]
 
 

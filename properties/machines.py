@@ -35,7 +35,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, precond
 from properties.harness import CheckFailure, Harness
 from properties.program import SNAPSHOT_TRANSFORMERS, Step
 
-__all__ = ["MachineConfig", "RunRecord", "make_map_machine"]
+__all__ = ["MachineConfig", "RunRecord", "make_map_machine", "MACHINE_KINDS", "machine_kind"]
 
 
 @attrs.frozen
@@ -192,3 +192,26 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
     MapMachine.__name__ = MapMachine.__qualname__ = f"MapMachine[{getattr(factory, '__name__', 'impl')}]"
     MapMachine.record = record
     return MapMachine
+
+
+# Machines by name: "module:attribute" of the builder
+# ``make_X_machine(factory, config, record)``, of its config class, and of the
+# harness class that replays its steps. Imported on first use.
+MACHINE_KINDS: dict[str, tuple[str, str, str]] = {
+    "map": ("properties.machines:make_map_machine", "properties.machines:MachineConfig",
+            "properties.harness:Harness"),
+}
+
+
+def machine_kind(name: str):
+    """``(builder, config class, harness class)`` of the machine called ``name``."""
+    import importlib
+
+    if name not in MACHINE_KINDS:
+        raise ValueError(f"unknown machine {name!r}; known: {', '.join(sorted(MACHINE_KINDS))}")
+
+    def load(ref: str):
+        module, _, attribute = ref.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+    return tuple(load(ref) for ref in MACHINE_KINDS[name])

@@ -28,9 +28,11 @@ def signature_of(failure: Failure) -> tuple[str, str]:
     return failure.kind, failure.code
 
 
-def replay(steps: list[Step], make_impl: Callable[[], object], **harness_options) -> Failure | None:
-    """Run ``steps`` on a fresh implementation; the failure, or None if all pass."""
-    harness = Harness(make_impl(), **harness_options)
+def replay(steps: list[Step], make_impl: Callable[[], object], harness_class=Harness,
+           **harness_options) -> Failure | None:
+    """Run ``steps`` on a fresh implementation (through ``harness_class``, the
+    map harness by default); the failure, or None if all pass."""
+    harness = harness_class(make_impl(), **harness_options)
     try:
         for step in steps:
             harness.apply(step)
