@@ -12,9 +12,20 @@ Each offers ``serialize(value, out)``, ``deserialize(inp)`` and ``copy(value)``;
 from __future__ import annotations
 
 import struct
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Callable
 
-__all__ = ["IntSerializer", "LongSerializer", "StringSerializer", "ListSerializer", "SerializationError"]
+__all__ = [
+    "IntSerializer",
+    "LongSerializer",
+    "StringSerializer",
+    "ListSerializer",
+    "BytesSerializer",
+    "MapSerializer",
+    "SerializationError",
+    "UnknownSerializerError",
+    "serializer_from_id",
+    "register_serializer",
+]
 
 _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
@@ -22,6 +33,15 @@ _LONG = struct.Struct(">q")
 
 class SerializationError(ValueError):
     """Bytes that do not decode (truncated input, bad length) or a value that cannot be written."""
+
+
+class UnknownSerializerError(ValueError):
+    """A serializer id that the registry cannot build; ``.serializer_id`` is the id, ``.reason`` why."""
+
+    def __init__(self, serializer_id: str, reason: str) -> None:
+        super().__init__(f"unknown serializer id {serializer_id!r}: {reason}")
+        self.serializer_id = serializer_id
+        self.reason = reason
 
 
 def _read_exact(inp: BinaryIO, n: int) -> bytes:
@@ -147,3 +167,149 @@ class ListSerializer:
             raise SerializationError("ListSerializer: cannot copy None")
         c = self.element_serializer.copy
         return [c(x) for x in value]
+
+
+class BytesSerializer:
+    """Flink BytePrimitiveArraySerializer: int32 length, then the raw bytes.
+    Reads back ``bytes``; ``copy`` makes a mutable ``bytearray`` independent."""
+
+    serializer_id = "bytes"
+
+    def serialize(self, value: bytes, out: BinaryIO) -> None:
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise SerializationError(f"BytesSerializer: expected bytes, got {type(value).__name__}")
+        out.write(_INT.pack(len(value)))
+        out.write(value)
+
+    def deserialize(self, inp: BinaryIO) -> bytes:
+        size = _INT.unpack(_read_exact(inp, 4))[0]
+        if size < 0:
+            raise SerializationError(f"BytesSerializer: negative length {size}")
+        return _read_exact(inp, size)
+
+    def copy(self, value):
+        # bytes are immutable; a bytearray may be mutated in place by its holder.
+        return bytearray(value) if isinstance(value, bytearray) else value
+
+
+class MapSerializer:
+    """Flink MapSerializer: int32 size, then per entry the key, a boolean null
+    flag (one byte, 1 = the value is null) and, unless null, the value.
+    Keys may not be None (Flink's MapSerializer has no null flag for keys).
+
+    >>> import io
+    >>> buf = io.BytesIO(); MapSerializer(IntSerializer(), LongSerializer()).serialize({7: None}, buf)
+    >>> buf.getvalue().hex()
+    '000000010000000701'
+    """
+
+    def __init__(self, key_serializer: Any, value_serializer: Any) -> None:
+        self.key_serializer = key_serializer
+        self.value_serializer = value_serializer
+
+    @property
+    def serializer_id(self) -> str:
+        return f"map<{self.key_serializer.serializer_id},{self.value_serializer.serializer_id}>"
+
+    def serialize(self, value: dict, out: BinaryIO) -> None:
+        if value is None:
+            raise SerializationError("MapSerializer: cannot serialize None")
+        out.write(_INT.pack(len(value)))
+        key_ser, value_ser = self.key_serializer, self.value_serializer
+        for k, v in value.items():
+            if k is None:
+                raise SerializationError("MapSerializer: None keys are not serializable")
+            key_ser.serialize(k, out)
+            if v is None:
+                out.write(b"\x01")
+            else:
+                out.write(b"\x00")
+                value_ser.serialize(v, out)
+
+    def deserialize(self, inp: BinaryIO) -> dict:
+        size = _INT.unpack(_read_exact(inp, 4))[0]
+        if size < 0:
+            raise SerializationError(f"MapSerializer: negative size {size}")
+        key_ser, value_ser = self.key_serializer, self.value_serializer
+        result = {}
+        for _ in range(size):
+            k = key_ser.deserialize(inp)
+            is_null = _read_exact(inp, 1)[0]
+            if is_null > 1:
+                raise SerializationError(f"MapSerializer: null flag must be 0 or 1, got {is_null}")
+            result[k] = None if is_null else value_ser.deserialize(inp)
+        return result
+
+    def copy(self, value: dict) -> dict:
+        if value is None:
+            raise SerializationError("MapSerializer: cannot copy None")
+        ck, cv = self.key_serializer.copy, self.value_serializer.copy
+        return {ck(k): (None if v is None else cv(v)) for k, v in value.items()}
+
+
+# ------------------------------------------------------------------ registry
+#
+# Checkpoints record serializers by id ("int", "list<int>", "map<string,list<long>>"),
+# so a reader can rebuild them. Ids are a name with optional <argument ids>.
+
+_REGISTRY: dict[str, tuple[int, Callable[..., Any]]] = {}
+
+
+def register_serializer(name: str, factory: Callable[..., Any], arity: int = 0) -> None:
+    """Make ``name`` (with ``arity`` nested serializer ids) known to
+    :func:`serializer_from_id`; ``factory(*argument_serializers)`` builds it.
+    The built serializer's ``serializer_id`` must spell the same id, e.g.
+    ``register_serializer("set", SetSerializer, arity=1)`` for ids like ``set<int>``.
+    """
+    if not name or any(c in name for c in "<>, "):
+        raise ValueError(f"register_serializer: bad name {name!r} (no '<', '>', ',' or spaces)")
+    _REGISTRY[name] = (arity, factory)
+
+
+register_serializer("int", IntSerializer)
+register_serializer("long", LongSerializer)
+register_serializer("string", StringSerializer)
+register_serializer("bytes", BytesSerializer)
+register_serializer("list", ListSerializer, arity=1)
+register_serializer("map", MapSerializer, arity=2)
+
+
+def serializer_from_id(serializer_id: str):
+    """Build the serializer an id names; UnknownSerializerError otherwise.
+
+    >>> serializer_from_id("map<string,list<long>>").serializer_id
+    'map<string,list<long>>'
+    """
+    if not isinstance(serializer_id, str):
+        raise UnknownSerializerError(repr(serializer_id), "a serializer id is a string")
+    serializer, end = _parse_id(serializer_id, 0)
+    if end != len(serializer_id):
+        raise UnknownSerializerError(serializer_id, f"unexpected {serializer_id[end]!r} at position {end}")
+    return serializer
+
+
+def _parse_id(text: str, pos: int):
+    start = pos
+    while pos < len(text) and text[pos] not in "<>,":
+        pos += 1
+    name = text[start:pos]
+    if name not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY))
+        raise UnknownSerializerError(text, f"no serializer named {name!r} (known: {known})")
+    arity, factory = _REGISTRY[name]
+    args = []
+    if pos < len(text) and text[pos] == "<":
+        pos += 1
+        while True:
+            arg, pos = _parse_id(text, pos)
+            args.append(arg)
+            if pos < len(text) and text[pos] == ",":
+                pos += 1
+                continue
+            if pos < len(text) and text[pos] == ">":
+                pos += 1
+                break
+            raise UnknownSerializerError(text, f"expected ',' or '>' at position {pos}")
+    if len(args) != arity:
+        raise UnknownSerializerError(text, f"{name!r} takes {arity} serializer argument(s), got {len(args)}")
+    return factory(*args), pos
