@@ -7,19 +7,27 @@ from reference.cow_state_map import CopyOnWriteStateMap, StateMapEntry
 from reference.errors import (
     ConcurrentModificationError,
     ForeignSnapshotError,
+    CheckpointFormatError,
     IllegalStateError,
+    KeyGroupOutOfRangeError,
     RehashInProgressError,
     UnknownSnapshotVersionError,
 )
 from reference.hashing import bit_mix, java_hash_code, key_group, murmur_hash
 from reference.snapshot import CopyOnWriteStateMapSnapshot
+from reference.state_table import CopyOnWriteStateTable, CopyOnWriteStateTableSnapshot, KeyGroupRange
 
 __all__ = [
     "CopyOnWriteStateMap",
     "CopyOnWriteStateMapSnapshot",
     "StateMapEntry",
+    "CopyOnWriteStateTable",
+    "CopyOnWriteStateTableSnapshot",
+    "KeyGroupRange",
     "ConcurrentModificationError",
     "ForeignSnapshotError",
+    "CheckpointFormatError",
+    "KeyGroupOutOfRangeError",
     "IllegalStateError",
     "RehashInProgressError",
     "UnknownSnapshotVersionError",

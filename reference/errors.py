@@ -12,6 +12,8 @@ __all__ = [
     "UnknownSnapshotVersionError",
     "ForeignSnapshotError",
     "RehashInProgressError",
+    "KeyGroupOutOfRangeError",
+    "CheckpointFormatError",
 ]
 
 
@@ -57,3 +59,32 @@ class ForeignSnapshotError(ValueError):
             f"Cannot release snapshot version {version}: it is owned by a different state map."
         )
         self.version = version
+
+
+class KeyGroupOutOfRangeError(ValueError):
+    """A key group (of ``key``, if given) outside a table's key-group range
+    (Flink: ``KeyGroupRangeOffsets.newIllegalKeyGroupException``)."""
+
+    def __init__(self, key_group: int, key_group_range, max_parallelism: int, key=None) -> None:
+        subject = f"key group {key_group}" if key is None else f"key {key!r} (key group {key_group})"
+        super().__init__(
+            f"{subject} is outside this table's key-group range {key_group_range} "
+            f"(max_parallelism {max_parallelism})"
+        )
+        self.key = key
+        self.key_group = key_group
+        self.key_group_range = key_group_range
+        self.max_parallelism = max_parallelism
+
+
+class CheckpointFormatError(ValueError):
+    """Checkpoint bytes that cannot be restored: not a checkpoint, truncated,
+    corrupted (checksum), or inconsistent with its handle. ``path`` names the
+    file (or the inline handle), ``offset`` the byte where the problem is,
+    ``problem`` what is wrong; the message is one line with all three."""
+
+    def __init__(self, path: str, offset: int, problem: str) -> None:
+        super().__init__(f"{path}: offset {offset}: {problem}")
+        self.path = path
+        self.offset = offset
+        self.problem = problem
