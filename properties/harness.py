@@ -101,6 +101,8 @@ class Harness:
         self.coverage: Counter = Counter()
         self.findings: Counter = Counter()
         self.failure: Failure | None = None
+        # (model result, implementation result) of the latest step that returns a value
+        self.observed: tuple | None = None
 
     # ------------------------------------------------------------- helpers
 
@@ -118,6 +120,7 @@ class Harness:
                        expected="no error", actual=f"{type(exc).__name__}: {exc}")
 
     def _expect_equal(self, step: Step, expected, actual, code: str = "P1") -> None:
+        self.observed = (expected, actual)  # read (or copy) right after the step
         if expected != actual:
             self._fail(DIVERGENCE, code, f"{_describe(step)}: model returned {expected!r}, map returned {actual!r}",
                        expected, actual)
@@ -144,6 +147,7 @@ class Harness:
     def apply(self, step: Step) -> None:
         """Run one step on both sides and check everything; raises CheckFailure."""
         self.steps.append(step)
+        self.observed = None
         self._count_scenarios(step)
         getattr(self, "_op_" + step.op)(step, *step.args)
         self.check_after_step(step)
@@ -289,6 +293,7 @@ class Harness:
         self._expect_snapshot(step, sid, msnap.iterate(), got, len(msnap), len(snap))
 
     def _expect_snapshot(self, step, sid, want, got, want_size, got_size):
+        self.observed = (_canon(want), _canon(got))
         if _canon(want) != _canon(got) or want_size != got_size:
             missing = sorted(set(_canon(want)) - set(_canon(got)))
             extra = sorted(set(_canon(got)) - set(_canon(want)))
@@ -328,6 +333,7 @@ class Harness:
 
     def _expect_live(self, step, got):
         want = list(self.model)
+        self.observed = (_canon(want), _canon(got))
         if _canon(want) != _canon(got):
             self._fail(DIVERGENCE, "P1", f"{_describe(step)}: live iteration gave {sorted(_canon(got))[:4]}…, "
                                          f"model {sorted(_canon(want))[:4]}…", _canon(want), _canon(got))
