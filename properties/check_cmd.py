@@ -27,6 +27,9 @@ def register(sub) -> None:
     p.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
+    p.add_argument("--save-dir", default=".cowcheck/counterexamples",
+                   help="where shrunk failures are stored (default .cowcheck/counterexamples)")
+    p.add_argument("--no-save", action="store_true", help="do not store the counterexample")
     p.set_defaults(handler=check)
 
 
@@ -34,7 +37,7 @@ def register(sub) -> None:
 def check(args, stdout: TextIO, stderr: TextIO) -> int:
     from hypothesis import settings
 
-    from properties.hunt import hunt
+    from properties.hunt import hunt, store
     from properties.impls import resolve
     from properties.machines import MachineConfig, RunRecord, make_map_machine
     from properties.profiles import stabilise_generation
@@ -56,11 +59,12 @@ def check(args, stdout: TextIO, stderr: TextIO) -> int:
     record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
     config = MachineConfig(capacity=args.capacity, white_box=white_box,
                            strict_live_iteration=args.strict_live_iteration)
+    options = dict(white_box=white_box, strict_live_iteration=args.strict_live_iteration)
+    make_impl = lambda: impl.new(capacity=args.capacity)
     try:
-        result = hunt(lambda rec: make_map_machine(impl.factory, config, rec),
-                      lambda: impl.new(capacity=args.capacity), base_seed=base_seed, profile=profile,
-                      examples=args.examples, deadline=deadline, record=record,
-                      harness_options=dict(white_box=white_box, strict_live_iteration=args.strict_live_iteration))
+        result = hunt(lambda rec: make_map_machine(impl.factory, config, rec), make_impl, base_seed=base_seed,
+                      profile=profile, examples=args.examples, deadline=deadline, record=record,
+                      harness_options=options)
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
@@ -76,4 +80,11 @@ def check(args, stdout: TextIO, stderr: TextIO) -> int:
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
     stdout.write(format_failure(result.failure, result.program, impl.spec, args.capacity))
+    if not args.no_save:
+        found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
+                    "profile": args.profile, "examples": found_examples, "steps": found_steps}
+        path, written = store(result, impl_spec=impl.spec, capacity=args.capacity, make_impl=make_impl,
+                              found_by=found_by, directory=args.save_dir, harness_options=options)
+        verb = "saved" if written else "already stored (same signature, no longer)"
+        stdout.write(f"{verb}: {path}\nreplay:  cowcheck replay {path} --trace\n")
     return 1

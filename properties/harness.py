@@ -21,14 +21,13 @@ object" and "returns a fresh copy" are both checked.
 from __future__ import annotations
 
 import copy
-import json
 from collections import Counter
 from typing import Any
 
 import attrs
 
 from model import ModelMap
-from properties.program import SNAPSHOT_TRANSFORMERS, Step, render, transform_append
+from properties.program import SNAPSHOT_TRANSFORMERS, Step, entries, render, transform_append
 from properties.scenarios import classify_keyed, classify_release, classify_snapshot
 from reference.hashing import composite_hash
 from reference.invariants import SnapshotGuard, check_structure
@@ -72,10 +71,6 @@ class CheckFailure(AssertionError):
 def has_introspection(impl) -> bool:
     """True if ``impl`` offers the white-box view that ``reference.invariants`` reads."""
     return callable(getattr(impl, "introspect", None))
-
-
-def _canon(entries) -> list[str]:
-    return sorted(json.dumps([k, n, s], sort_keys=True, default=repr) for k, n, s in entries)
 
 
 class Harness:
@@ -293,14 +288,14 @@ class Harness:
         self._expect_snapshot(step, sid, msnap.iterate(), got, len(msnap), len(snap))
 
     def _expect_snapshot(self, step, sid, want, got, want_size, got_size):
-        self.observed = (_canon(want), _canon(got))
-        if _canon(want) != _canon(got) or want_size != got_size:
-            missing = sorted(set(_canon(want)) - set(_canon(got)))
-            extra = sorted(set(_canon(got)) - set(_canon(want)))
+        self.observed = (entries(want), entries(got))
+        if entries(want) != entries(got) or want_size != got_size:
+            missing = sorted(set(entries(want)) - set(entries(got)))
+            extra = sorted(set(entries(got)) - set(entries(want)))
             self._fail(DIVERGENCE, "P2", f"{_describe(step)}: snapshot s{sid} differs from its frozen copy: "
                                          f"missing {missing[:3]}, unexpected {extra[:3]}, "
                                          f"size {got_size} (expected {want_size})",
-                       _canon(want), _canon(got))
+                       entries(want), entries(got))
 
     def _op_read_snapshot_transformed(self, step, sid, transformer):
         snap, msnap = self._snapshot_pair(step, sid)
@@ -333,10 +328,10 @@ class Harness:
 
     def _expect_live(self, step, got):
         want = list(self.model)
-        self.observed = (_canon(want), _canon(got))
-        if _canon(want) != _canon(got):
-            self._fail(DIVERGENCE, "P1", f"{_describe(step)}: live iteration gave {sorted(_canon(got))[:4]}…, "
-                                         f"model {sorted(_canon(want))[:4]}…", _canon(want), _canon(got))
+        self.observed = (entries(want), entries(got))
+        if entries(want) != entries(got):
+            self._fail(DIVERGENCE, "P1", f"{_describe(step)}: live iteration gave {sorted(entries(got))[:4]}…, "
+                                         f"model {sorted(entries(want))[:4]}…", entries(want), entries(got))
 
     def _op_iterate_modify(self, step, position, key, namespace, change):
         total = len(self.model)

@@ -80,3 +80,18 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
     done = time.monotonic()
     return HuntResult(failure, program, len(original), record.first_failure_at, found - started, done - found,
                       record.examples, record.steps, done - started)
+
+
+def store(result: HuntResult, *, impl_spec: str, capacity: int, make_impl: Callable[[], object],
+          found_by: dict, directory, machine: str = "map", harness_options: dict | None = None):
+    """Save the shrunk failure of ``result`` as a counterexample; ``(path, written)``."""
+    from properties.counterexample import Counterexample, save
+    from properties.replay import expected_results
+
+    options = dict(harness_options or {})
+    expected = expected_results(result.program, make_impl, **options)
+    cx = Counterexample.build(result.program, result.failure, impl=impl_spec, capacity=capacity,
+                              found_by=found_by, expected=expected, machine=machine,
+                              white_box=options.get("white_box", True),
+                              strict_live_iteration=options.get("strict_live_iteration", False))
+    return save(cx, directory)

@@ -12,12 +12,16 @@ m.put(1, 0, [7])
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import attrs
 
 __all__ = [
     "Step",
+    "drain",
+    "entries",
+    "visit_and_prune_even",
     "OPS",
     "render",
     "render_program",
@@ -55,6 +59,32 @@ def _drop_even_length(state):
 
 def _append_marker(state):
     return list(state) + [-1] if isinstance(state, list) else state
+
+
+def entries(iterable) -> list[str]:
+    """Entries ``(key, namespace, state)`` as sorted JSON strings: an order-free,
+    process-independent way to compare contents."""
+    return sorted(json.dumps([k, n, s], sort_keys=True, default=repr) for k, n, s in iterable)
+
+
+def drain(iterator):
+    """Consume a live iterator; the entries, or the exception it raised."""
+    out = []
+    try:
+        for item in iterator:
+            out.append(item)
+    except RuntimeError as exc:
+        return exc
+    return out
+
+
+def visit_and_prune_even(m, max_empty: int) -> None:
+    """TTL-style cleanup through the incremental visitor: remove states of even length."""
+    visitor = m.incremental_visitor(max_empty)
+    while visitor.has_next():
+        for entry in visitor.next_entries():
+            if isinstance(entry[2], list) and len(entry[2]) % 2 == 0:
+                visitor.remove(entry)
 
 
 # TTL-style snapshot transformers, by name (replayable).

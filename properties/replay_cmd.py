@@ -1,0 +1,126 @@
+"""``cowcheck replay`` and ``cowcheck shrink``: stored counterexamples at a desk.
+
+replay exits 1 if a failure reproduces, 0 if it no longer does (for
+bisecting a fix), 2 for bad input; files are validated before anything runs.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TextIO
+
+from properties.cli import UsageError
+
+__all__ = ["register", "replay_files", "shrink_file"]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("replay", help="replay stored counterexamples step by step",
+                       description="Re-execute counterexample files deterministically, without Hypothesis. "
+                                   "Exit 1: a failure reproduces, 0: none does, 2: bad input.")
+    p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument("--impl", help="replay on this implementation instead of the file's (e.g. reference)")
+    p.add_argument("--trace", action="store_true", help="print every step with the model's and the map's result")
+    p.add_argument("--diagram", action="store_true",
+                   help="print the buckets and chains with entry versions (implementations with introspection)")
+    p.add_argument("--to-pytest", action="store_true",
+                   help="write a regression test into tests/regressions/ instead of replaying")
+    p.add_argument("--out-dir", default="tests/regressions", help="where --to-pytest writes (default tests/regressions)")
+    p.set_defaults(handler=replay_files)
+
+    s = sub.add_parser("shrink", help="re-shrink stored counterexamples; rewrite a file only if shorter",
+                       description="Shrink counterexample files again (e.g. after a change). Exit 0: done, "
+                                   "1: a file no longer fails, 2: bad input.")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.set_defaults(handler=shrink_file)
+
+
+def _load_all(paths: list[str]):
+    from properties.counterexample import CounterexampleError, load
+    from properties.impls import UnknownImplementationError, resolve
+
+    loaded = []
+    for path in paths:
+        try:
+            cx = load(path)
+            resolve(cx.implementation)
+        except CounterexampleError as exc:
+            raise UsageError(str(exc)) from None
+        except UnknownImplementationError as exc:
+            raise UsageError(f"{path}: {exc}") from None
+        if cx.machine != "map":
+            raise UsageError(f"{path}: replay of {cx.machine!r} machine counterexamples is not supported yet")
+        loaded.append((path, cx))
+    return loaded
+
+
+def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
+    from properties.counterexample import write_atomically
+    from properties.impls import resolve
+    from properties.regression import test_name_for, to_pytest
+    from properties.replay import replay_traced
+    from properties.shrink import signature_of
+
+    loaded = _load_all(args.files)
+    override = resolve(args.impl) if args.impl else None
+    if args.to_pytest:
+        out_dir = Path(args.out_dir)
+        for path, cx in loaded:
+            impl_spec = override.spec if override else cx.implementation
+            target = out_dir / f"{test_name_for(cx)}.py"
+            write_atomically(target, to_pytest(cx, impl_spec, Path(path).name))
+            stdout.write(f"wrote {target}\n")
+        return 0
+    reproduced = False
+    for path, cx in loaded:
+        impl = override or resolve(cx.implementation)
+        stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "
+                     f"{len(cx.steps)} steps; replaying on {impl.spec}\n")
+        started = time.perf_counter()
+        white_box = cx.white_box and impl.white_box
+        outcome = replay_traced(list(cx.steps), lambda: impl.new(capacity=cx.capacity),
+                                stdout if (args.trace or args.diagram) else None, impl_name=impl.spec,
+                                diagrams=args.diagram, white_box=white_box,
+                                strict_live_iteration=cx.strict_live_iteration)
+        took = (time.perf_counter() - started) * 1000
+        if outcome.failure is None:
+            stdout.write(f"   passes: the failure no longer reproduces ({len(cx.steps)} steps, {took:.1f} ms)\n")
+            continue
+        reproduced = True
+        same = signature_of(outcome.failure) == signature_of(cx.failure)
+        what = "reproduces" if same else "fails differently"
+        stdout.write(f"   {what} at step {outcome.failure.step_index}: {outcome.failure.kind} "
+                     f"{outcome.failure.code}: {outcome.failure.message} ({took:.1f} ms)\n")
+    return 1 if reproduced else 0
+
+
+def shrink_file(args, stdout: TextIO, stderr: TextIO) -> int:
+    import json
+
+    import attrs
+
+    from properties.counterexample import write_atomically
+    from properties.impls import resolve
+    from properties.replay import expected_results
+    from properties.shrink import replay, shrink
+
+    status = 0
+    for path, cx in _load_all(args.files):
+        impl = resolve(cx.implementation)
+        make = lambda: impl.new(capacity=cx.capacity)
+        options = dict(white_box=cx.white_box and impl.white_box, strict_live_iteration=cx.strict_live_iteration)
+        failure = replay(list(cx.steps), make, **options)
+        if failure is None:
+            stdout.write(f"{path}: no longer fails on {impl.spec}; left unchanged\n")
+            status = 1
+            continue
+        steps, failure = shrink(list(cx.steps), failure, make, **options)
+        if len(steps) >= len(cx.steps):
+            stdout.write(f"{path}: already minimal at {len(cx.steps)} steps; left unchanged\n")
+            continue
+        shorter = attrs.evolve(cx, steps=tuple(steps), failing_step=failure.step_index, failure=failure,
+                               expected=tuple(expected_results(steps, make, **options)))
+        write_atomically(Path(path), json.dumps(shorter.to_json(), indent=2) + "\n")
+        stdout.write(f"{path}: shrunk {len(cx.steps)} -> {len(steps)} steps\n")
+    return status
