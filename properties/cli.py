@@ -101,6 +101,8 @@ def capacity_arg(text: str) -> int:
 COMMAND_MODULES = [
     "properties.check_cmd",
     "properties.mutants_cmd",
+    "properties.replay_cmd",
+    "properties.checkpoint_cmd",
 ]
 
 
@@ -127,4 +129,7 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    # Through the package module, so exception classes are the ones subcommands import.
+    from properties.cli import main as _main
+
+    sys.exit(_main())
