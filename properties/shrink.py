@@ -87,10 +87,13 @@ def _simpler_args(step: Step):
 
 def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object],
            max_replays: int = 20_000, **harness_options) -> tuple[list[Step], Failure]:
-    """The shortest program found that fails with ``failure``'s signature, and its failure."""
+    """The shortest program found that fails with ``failure``'s signature, and its failure.
+    A ``harness_class`` with a ``simpler_steps(step)`` supplies its own argument
+    simplifications (the map harness's are the default)."""
     target = signature_of(failure)
     best, best_failure = list(steps[: failure.step_index + 1]), failure
     replays = 0
+    simpler_args = getattr(harness_options.get("harness_class"), "simpler_steps", _simpler_args)
 
     def attempt(candidate: list[Step]):
         nonlocal replays
@@ -118,7 +121,7 @@ def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object],
             chunk //= 2
         i = 0
         while i < len(best):  # best may get shorter while simplifying
-            for simpler in _simpler_args(best[i]):
+            for simpler in simpler_args(best[i]):
                 found = attempt(best[:i] + [simpler] + best[i + 1:])
                 if found:
                     best, best_failure = found
