@@ -41,7 +41,7 @@ class Mutant:
 
 _CATALOGUE: dict[str, Mutant] = {}
 # Modules that register mutants when imported (one per structure).
-_MUTANT_MODULES = ["properties.map_mutants", "properties.checkpoint_mutants"]
+_MUTANT_MODULES = ["properties.map_mutants", "properties.async_mutants", "properties.checkpoint_mutants"]
 
 
 def register_mutant(name: str, description: str, expected: str, machine: str = "map", source: str = ""):

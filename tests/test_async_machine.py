@@ -1,0 +1,134 @@
+"""The async machine against the reference controller, and that it bites (SPEC §12, §13)."""
+
+import json
+
+import pytest
+from hypothesis import seed, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from model.async_model import AsyncModel
+from properties.async_harness import (
+    ASYNC_SCENARIOS,
+    AsyncHarness,
+    AsyncMachineConfig,
+    async_step_from_json,
+    async_step_to_json,
+    render_async_program,
+)
+from properties.async_machine import make_async_machine
+from properties.harness import CheckFailure
+from properties.hunt import hunt
+from properties.machines import RunRecord
+from properties.mutants import catalogue
+from properties.program import Step
+from properties.shrink import replay, shrink
+from reference.async_execution import AsyncExecutionController
+
+SEED = 20240611
+# SPEC §13's async scenarios, as named by the harness.
+SPEC_SCENARIOS = ("same-key-blocked-then-activated", "backpressure-drain", "forced-trigger", "timeout-trigger")
+ASYNC_MUTANTS = sorted(name for name, m in catalogue().items() if m.machine == "async")
+
+
+def _run_ci(factory, config=AsyncMachineConfig(), **overrides):
+    record = RunRecord()
+    machine = seed(SEED)(make_async_machine(factory, config, record))
+    run_state_machine_as_test(machine, settings=settings(settings.get_profile("ci"), **overrides))
+    return record
+
+
+def test_reference_passes_the_ci_profile_and_reaches_every_spec_async_scenario():
+    record = _run_ci(AsyncExecutionController)
+    never = [name for name in SPEC_SCENARIOS if record.coverage[name] == 0]
+    assert set(SPEC_SCENARIOS) <= set(ASYNC_SCENARIOS)
+    assert record.steps >= 20_000
+    assert never == []
+
+
+def test_the_reference_also_passes_with_batches_on_a_worker_thread():
+    record = _run_ci(AsyncExecutionController, AsyncMachineConfig(threaded=True), max_examples=40)
+    assert record.examples >= 40
+
+
+def test_the_black_box_machine_passes_on_the_reference():
+    record = _run_ci(AsyncExecutionController, AsyncMachineConfig(white_box=False), max_examples=60)
+    assert record.examples >= 60
+
+
+def test_the_catalogue_holds_the_issue_seven_mutants_for_the_async_machine():
+    required = {"async-key-not-released", "async-unblock-newest-first", "async-in-flight-off-by-one",
+                "async-callback-ref-not-taken", "async-timeout-never-fires"}
+    assert required <= set(ASYNC_MUTANTS)
+
+
+@pytest.mark.parametrize("name", ASYNC_MUTANTS)
+def test_each_async_mutant_is_killed_under_the_ci_profile_with_a_fixed_seed(name):
+    mutant = catalogue()[name]
+    with pytest.raises(CheckFailure) as caught:
+        _run_ci(mutant.factory)
+    assert caught.value.failure.code in mutant.expected.split(" / ")
+
+
+def test_the_black_box_machine_catches_out_of_order_activation_through_the_model_alone():
+    with pytest.raises(CheckFailure) as caught:
+        _run_ci(catalogue()["async-unblock-newest-first"].factory, AsyncMachineConfig(white_box=False))
+    assert (caught.value.failure.kind, caught.value.failure.code) in {("DIVERGENCE", "A1"), ("DIVERGENCE", "A7")}
+
+
+def test_a_shrunk_failure_is_short_and_its_printed_program_reproduces_it():
+    mutant = catalogue()["async-timeout-never-fires"]
+    record = RunRecord()
+    with pytest.raises(CheckFailure) as caught:
+        run_state_machine_as_test(seed(SEED)(make_async_machine(mutant.factory, record=record)),
+                                  settings=settings.get_profile("ci"))
+    program, failure = shrink(record.last.steps, caught.value.failure, lambda: mutant.factory,
+                              harness_class=AsyncHarness, config=AsyncMachineConfig())
+    assert (failure.code, len(program)) == ("A8", 2)
+    assert replay(program, lambda: mutant.factory, harness_class=AsyncHarness) == failure
+    namespace = {"TimeoutNeverFires": mutant.factory}
+    exec(render_async_program(program, factory="TimeoutNeverFires"), namespace)
+    deadline = namespace["aec"].buffer.seq_and_timeout[1]
+    assert deadline <= namespace["clock"]()  # still armed, long past due
+
+
+def test_hunt_finds_and_shrinks_an_async_mutant_like_a_map_one():
+    mutant = catalogue()["async-occupy-overwrites"]
+    config = AsyncMachineConfig()
+    result = hunt(lambda rec: make_async_machine(mutant.factory, config, rec), lambda: mutant.factory,
+                  base_seed=SEED, profile=settings.get_profile("ci"), replay_harness=AsyncHarness,
+                  harness_options={"config": config})
+    assert result.failure is not None and result.failure.code in mutant.expected.split(" / ")
+    assert 0 < len(result.program) <= result.original_length
+
+
+def test_the_harness_accepts_a_built_controller_as_its_class():
+    harness = AsyncHarness(AsyncExecutionController(), AsyncMachineConfig(batch_size=2))
+    harness.apply(Step("arrive", (1, [["put", "a", 4]])))
+    harness.apply(Step("drain", (0,)))
+    assert (harness.controller.batch_size, sorted(harness.backend.items())) == (2, [("a", 1, 0, 4)])
+
+
+def test_async_steps_round_trip_through_json():
+    steps = [Step("arrive", (2, [["sum", "a", "b", "a"], ["read", "b"]])), Step("advance_time", (10,)),
+             Step("trigger", ()), Step("drain", (0,)), Step("run_mail", (3,))]
+    assert [async_step_from_json(json.loads(json.dumps(async_step_to_json(s)))) for s in steps] == steps
+
+
+@pytest.mark.parametrize("data", [
+    {"op": "snapshot", "args": [0]},
+    {"op": "drain", "args": []},
+    {"op": "arrive", "args": [1, [["add", "a"]]]},
+    {"op": "arrive", "args": [1, [["fly", "a", 1]]]},
+    ["arrive"],
+])
+def test_malformed_async_steps_are_rejected(data):
+    with pytest.raises(ValueError):
+        async_step_from_json(data)
+
+
+def test_the_model_runs_each_record_to_completion_in_arrival_order():
+    model = AsyncModel()
+    assert model.run_record("k", [["add", "a", 2], ["add_in_accept", "a", 3]]) == [None, 2]
+    assert model.run_record("k", [["sum", "a", "b", "b"], ["read", "b"], ["clear", "a"]]) == [5, None, 5]
+    assert model.run_record("j", [["put", "a", 1]]) == []
+    assert model.data == {("k", "b"): 5, ("j", "a"): 1}
