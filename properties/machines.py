@@ -64,9 +64,24 @@ class RunRecord:
     on_example: Callable[["RunRecord"], None] | None = None
 
 
+def _spec_of(factory: Callable) -> str:
+    """The implementation spec that resolves back to ``factory``."""
+    from model import ModelMap
+    from reference import CopyOnWriteStateMap
+
+    if factory is CopyOnWriteStateMap:
+        return "reference"
+    if factory is ModelMap:
+        return "model"
+    return f"{factory.__module__}:{factory.__qualname__}"
+
+
 def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
-                     record: RunRecord | None = None) -> type:
-    """A machine class testing maps built by ``factory(capacity=, state_copier=)``."""
+                     record: RunRecord | None = None, impl_spec: str | None = None) -> type:
+    """A machine class testing maps built by ``factory(capacity=, state_copier=)``.
+
+    ``impl_spec`` names the implementation in stored counterexamples (by
+    default derived from the factory)."""
     record = record if record is not None else RunRecord()
     keys = st.integers(0, config.keys - 1)
     namespaces = st.integers(0, config.namespaces - 1)
@@ -191,6 +206,8 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
 
     MapMachine.__name__ = MapMachine.__qualname__ = f"MapMachine[{getattr(factory, '__name__', 'impl')}]"
     MapMachine.record = record
+    MapMachine.config = config
+    MapMachine.impl_spec = impl_spec or _spec_of(factory)
     return MapMachine
 
 
