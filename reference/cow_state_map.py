@@ -30,6 +30,13 @@ Maintenance notes:
    entry goes to the head of its chain.
 3. Faithful to Flink includes its quirks: reads that drive the rehash during a
    live iteration can make the iterator repeat or skip entries (SPEC §7).
+4. For speed (see ``benchmarks/bench_map.py``) the keyed ops spell out their
+   lookup (rehash step, hash, select_active_table, chain walk) instead of
+   sharing a helper: get, put, _put_entry, _remove_entry and _lookup. A
+   change to one of these rules must be made in all five. ``put`` does not
+   call ``_put_entry``; every path still goes through ``_incremental_rehash``,
+   ``_chained_copy_on_write``, ``_insert_entry`` and ``_remove_entry``, so a
+   subclass overriding those (seeded bugs) changes every op that uses them.
 
 The one usage rule: a state returned by ``get`` may be mutated in place by the
 caller; states handed to ``put`` belong to the map from then on.
@@ -56,7 +63,7 @@ from reference.errors import (
     RehashInProgressError,
     UnknownSnapshotVersionError,
 )
-from reference.hashing import bit_mix, java_hash_code
+from reference.hashing import bit_mix_cache_get, bit_mix_cached, java_hash_code
 from reference.layout import (
     DEFAULT_CAPACITY,
     MAXIMUM_CAPACITY,
@@ -111,14 +118,22 @@ class StateMapEntry:
 
 
 def _hash_of(key, namespace) -> int:
-    # Inline fast path of composite_hash for the common int keys/namespaces.
-    if type(key) is int and type(namespace) is int and _INT_MIN <= key <= _INT_MAX and _INT_MIN <= namespace <= _INT_MAX:
-        return bit_mix(key ^ namespace)
+    """``composite_hash`` (SPEC §2), rejecting None like Flink rejects null.
+
+    get, put, _put_entry and _remove_entry inline the int32 fast path below:
+    in CPython the call alone would add about half to the hash's cost.
+    """
+    if type(key) is int and type(namespace) is int and (
+        _INT_MIN <= key <= _INT_MAX and _INT_MIN <= namespace <= _INT_MAX
+    ):
+        # Integer.hashCode is the value itself.
+        h = bit_mix_cache_get(key ^ namespace)
+        return h if h is not None else bit_mix_cached(key ^ namespace)
     if key is None or namespace is None:
         raise TypeError(
             f"CopyOnWriteStateMap: null key or namespace (key={key!r}, namespace={namespace!r})"
         )
-    return bit_mix(java_hash_code(key) ^ java_hash_code(namespace))
+    return bit_mix_cached(java_hash_code(key) ^ java_hash_code(namespace))
 
 
 class CopyOnWriteStateMap:
@@ -218,16 +233,20 @@ class CopyOnWriteStateMap:
         the tail after ``until`` stays shared with snapshots."""
         required = self.highest_required_snapshot_version
         version = self.state_map_version
+        # StateMapEntry(..) below is copy_with_version(version), spelled out
+        # to save a call per copied node.
         current = tab[idx]
         if current.entry_version < required:
-            copied = current.copy_with_version(version)
+            copied = StateMapEntry(current.key, current.namespace, current.state, current.hash,
+                                   current.next, version, current.state_version)
             tab[idx] = copied
         else:
             copied = current
         while current is not until:
             current = current.next
             if current.entry_version < required:
-                copied.next = current.copy_with_version(version)
+                copied.next = StateMapEntry(current.key, current.namespace, current.state, current.hash,
+                                            current.next, version, current.state_version)
                 copied = copied.next
             else:
                 copied = current
@@ -236,10 +255,21 @@ class CopyOnWriteStateMap:
     def _put_entry(self, key, namespace) -> StateMapEntry:
         if self.incremental_rehash_table is not EMPTY_TABLE:
             self._incremental_rehash()
-        h = _hash_of(key, namespace)
-        primary = self.primary_table
-        tab = primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        # _hash_of, int32 fast path inlined (see _hash_of)
+        if type(key) is int and type(namespace) is int and (
+            -0x80000000 <= key <= 0x7FFFFFFF and -0x80000000 <= namespace <= 0x7FFFFFFF
+        ):
+            h = bit_mix_cache_get(key ^ namespace)
+            if h is None:
+                h = bit_mix_cached(key ^ namespace)
+        else:
+            h = _hash_of(key, namespace)
+        # select_active_table(h): buckets below rehash_index have moved
+        tab = self.primary_table
         index = h & (len(tab) - 1)
+        if index < self.rehash_index:
+            tab = self.incremental_rehash_table
+            index = h & (len(tab) - 1)
         e = tab[index]
         while e is not None:
             if e.hash == h and e.key == key and e.namespace == namespace:
@@ -248,6 +278,10 @@ class CopyOnWriteStateMap:
                     e = self._chained_copy_on_write(tab, index, e)
                 return e
             e = e.next
+        return self._insert_entry(tab, index, key, namespace, h)
+
+    def _insert_entry(self, tab: list, index: int, key, namespace, h: int) -> StateMapEntry:
+        """The not-found half of ``put_entry``: ``tab`` was chosen by the caller."""
         self.mod_count += 1
         if self.primary_table_size + self.incremental_rehash_table_size > self.threshold:
             self._double_capacity()
@@ -255,7 +289,7 @@ class CopyOnWriteStateMap:
         version = self.state_map_version
         new_entry = StateMapEntry(key, namespace, None, h, tab[index], version, version)
         tab[index] = new_entry
-        if tab is primary:
+        if tab is self.primary_table:
             self.primary_table_size += 1
         else:
             self.incremental_rehash_table_size += 1
@@ -264,10 +298,21 @@ class CopyOnWriteStateMap:
     def _remove_entry(self, key, namespace):
         if self.incremental_rehash_table is not EMPTY_TABLE:
             self._incremental_rehash()
-        h = _hash_of(key, namespace)
-        primary = self.primary_table
-        tab = primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        # _hash_of, int32 fast path inlined (see _hash_of)
+        if type(key) is int and type(namespace) is int and (
+            -0x80000000 <= key <= 0x7FFFFFFF and -0x80000000 <= namespace <= 0x7FFFFFFF
+        ):
+            h = bit_mix_cache_get(key ^ namespace)
+            if h is None:
+                h = bit_mix_cached(key ^ namespace)
+        else:
+            h = _hash_of(key, namespace)
+        # select_active_table(h): buckets below rehash_index have moved
+        tab = self.primary_table
         index = h & (len(tab) - 1)
+        if index < self.rehash_index:
+            tab = self.incremental_rehash_table
+            index = h & (len(tab) - 1)
         prev = None
         e = tab[index]
         while e is not None:
@@ -280,7 +325,7 @@ class CopyOnWriteStateMap:
                         prev = self._chained_copy_on_write(tab, index, prev)
                     prev.next = e.next
                 self.mod_count += 1
-                if tab is primary:
+                if tab is self.primary_table:
                     self.primary_table_size -= 1
                 else:
                     self.incremental_rehash_table_size -= 1
@@ -294,9 +339,12 @@ class CopyOnWriteStateMap:
         if self.incremental_rehash_table is not EMPTY_TABLE:
             self._incremental_rehash()
         h = _hash_of(key, namespace)
-        primary = self.primary_table
-        tab = primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        # select_active_table(h): buckets below rehash_index have moved
+        tab = self.primary_table
         index = h & (len(tab) - 1)
+        if index < self.rehash_index:
+            tab = self.incremental_rehash_table
+            index = h & (len(tab) - 1)
         e = tab[index]
         while e is not None:
             if e.hash == h and e.key == key and e.namespace == namespace:
@@ -310,10 +358,21 @@ class CopyOnWriteStateMap:
         """The state of ``(key, namespace)`` or None; a copy if a live snapshot may share it."""
         if self.incremental_rehash_table is not EMPTY_TABLE:
             self._incremental_rehash()
-        h = _hash_of(key, namespace)
-        primary = self.primary_table
-        tab = primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        # _hash_of, int32 fast path inlined (see _hash_of)
+        if type(key) is int and type(namespace) is int and (
+            -0x80000000 <= key <= 0x7FFFFFFF and -0x80000000 <= namespace <= 0x7FFFFFFF
+        ):
+            h = bit_mix_cache_get(key ^ namespace)
+            if h is None:
+                h = bit_mix_cached(key ^ namespace)
+        else:
+            h = _hash_of(key, namespace)
+        # select_active_table(h): buckets below rehash_index have moved
+        tab = self.primary_table
         index = h & (len(tab) - 1)
+        if index < self.rehash_index:
+            tab = self.incremental_rehash_table
+            index = h & (len(tab) - 1)
         e = tab[index]
         while e is not None:
             if e.hash == h and e.key == key and e.namespace == namespace:
@@ -334,7 +393,34 @@ class CopyOnWriteStateMap:
 
     def put(self, key, namespace, state) -> None:
         """Map ``(key, namespace)`` to ``state`` (never copied)."""
-        e = self._put_entry(key, namespace)
+        # _put_entry's lookup inlined: put is the hottest op and the call costs ~15%.
+        if self.incremental_rehash_table is not EMPTY_TABLE:
+            self._incremental_rehash()
+        # _hash_of, int32 fast path inlined (see _hash_of)
+        if type(key) is int and type(namespace) is int and (
+            -0x80000000 <= key <= 0x7FFFFFFF and -0x80000000 <= namespace <= 0x7FFFFFFF
+        ):
+            h = bit_mix_cache_get(key ^ namespace)
+            if h is None:
+                h = bit_mix_cached(key ^ namespace)
+        else:
+            h = _hash_of(key, namespace)
+        # select_active_table(h): buckets below rehash_index have moved
+        tab = self.primary_table
+        index = h & (len(tab) - 1)
+        if index < self.rehash_index:
+            tab = self.incremental_rehash_table
+            index = h & (len(tab) - 1)
+        e = tab[index]
+        while e is not None:
+            if e.hash == h and e.key == key and e.namespace == namespace:
+                # copy-on-write check for entry
+                if e.entry_version < self.highest_required_snapshot_version:
+                    e = self._chained_copy_on_write(tab, index, e)
+                break
+            e = e.next
+        else:
+            e = self._insert_entry(tab, index, key, namespace, h)
         e.state = state
         e.state_version = self.state_map_version
 
