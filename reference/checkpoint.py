@@ -84,7 +84,6 @@ __all__ = [
     "CheckpointInfo",
     "KeyGroupInfo",
     "inspect_checkpoint",
-    "load_handle_or_file",
     "DEFAULT_MEMORY_THRESHOLD",
     "MAX_MEMORY_THRESHOLD",
     "FORMAT_VERSION",
@@ -446,7 +445,7 @@ def _json_int(value) -> int:
     return value
 
 
-def load_handle_or_file(path: str) -> CheckpointHandle | "_CheckpointData":
+def _load_handle_or_file(path: str) -> CheckpointHandle | "_CheckpointData":
     """A handle file as a CheckpointHandle, or a data file as its parsed data."""
     try:
         with open(path, "rb") as f:
@@ -1034,7 +1033,7 @@ def inspect_checkpoint(source) -> CheckpointInfo:
     if isinstance(source, CheckpointHandle):
         handle, data = source, _CheckpointData(source.read_bytes(), source.source_name, source)
     else:
-        loaded = load_handle_or_file(os.fspath(source))
+        loaded = _load_handle_or_file(os.fspath(source))
         if isinstance(loaded, CheckpointHandle):
             handle, data = loaded, _CheckpointData(loaded.read_bytes(), loaded.source_name, loaded)
         else:
