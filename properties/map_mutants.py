@@ -141,3 +141,88 @@ class _KeepsDroppedEntries(CopyOnWriteStateMapSnapshot):
 class TransformedSnapshotKeepsDropped(CopyOnWriteStateMap):
     def snapshot(self):
         return _KeepsDroppedEntries(self)
+
+
+def _identity(state):
+    return state
+
+
+@register_mutant("get-without-state-copy", "get under a snapshot copies the entry but hands out the state "
+                 "object the snapshot still shares", "P6 / I8")
+class GetWithoutStateCopy(CopyOnWriteStateMap):
+    def get(self, key, namespace):
+        copier, self.state_copier = self.state_copier, _identity  # the state copy is forgotten
+        try:
+            return super().get(key, namespace)
+        finally:
+            self.state_copier = copier
+
+
+@register_mutant("put-and-get-old-returns-live-state", "put_and_get_old returns the old state object itself "
+                 "although a live snapshot still shares it", "P6")
+class PutAndGetOldReturnsLiveState(CopyOnWriteStateMap):
+    def put_and_get_old(self, key, namespace, state):
+        copier, self.state_copier = self.state_copier, _identity
+        try:
+            return super().put_and_get_old(key, namespace, state)
+        finally:
+            self.state_copier = copier
+
+
+@register_mutant("transform-mutates-shared-state", "transform hands the transformation the state a live "
+                 "snapshot shares instead of a copy", "I8 / P2")
+class TransformMutatesSharedState(CopyOnWriteStateMap):
+    def transform(self, key, namespace, value, fn):
+        copier, self.state_copier = self.state_copier, _identity
+        try:
+            super().transform(key, namespace, value, fn)
+        finally:
+            self.state_copier = copier
+
+
+@register_mutant("get-versions-lte", "get compares versions with <= instead of <, so it copies states and "
+                 "entries nobody shares", "P6")
+class GetVersionsLessOrEqual(CopyOnWriteStateMap):
+    def get(self, key, namespace):
+        self.highest_required_snapshot_version += 1  # `v < R + 1` is `v <= R`
+        try:
+            return super().get(key, namespace)
+        finally:
+            self.highest_required_snapshot_version -= 1
+
+
+def _no_chain_copy(tab, idx, until):
+    return until
+
+
+@register_mutant("remove-without-prev-copy", "removing a non-head entry relinks its predecessor in place "
+                 "although a snapshot shares it", "I9 / P2")
+class RemoveWithoutPrevCopy(CopyOnWriteStateMap):
+    def _remove_entry(self, key, namespace):
+        self._chained_copy_on_write = _no_chain_copy  # shadows the method for this call
+        try:
+            return super()._remove_entry(key, namespace)
+        finally:
+            del self._chained_copy_on_write
+
+
+@register_mutant("put-writes-shared-entry", "put writes the new state into an entry a snapshot shares "
+                 "instead of into a copy", "I9 / P2")
+class PutWritesSharedEntry(CopyOnWriteStateMap):
+    def put(self, key, namespace, state):
+        self._chained_copy_on_write = _no_chain_copy
+        try:
+            super().put(key, namespace, state)
+        finally:
+            del self._chained_copy_on_write
+
+
+@register_mutant("get-writes-shared-entry", "get stores its state copy into the entry a snapshot shares "
+                 "instead of copying the entry first", "I9")
+class GetWritesSharedEntry(CopyOnWriteStateMap):
+    def get(self, key, namespace):
+        self._chained_copy_on_write = _no_chain_copy
+        try:
+            return super().get(key, namespace)
+        finally:
+            del self._chained_copy_on_write
