@@ -48,7 +48,7 @@ from typing import Any
 from model.checkpoint_model import CheckpointModel
 from properties.harness import CRASH, DIVERGENCE, CheckFailure, Failure
 from properties.program import Step, transform_append
-from reference.checkpoint import CheckpointStreamFactory, PendingCheckpoint
+from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, CheckpointStreamFactory, PendingCheckpoint
 from reference.hashing import key_group
 from reference.serializers import IntSerializer, ListSerializer, LongSerializer
 from reference.state_table import KeyGroupRange, key_group_range_for_operator
@@ -226,6 +226,21 @@ class CheckpointHarness:
 
     def key_group_of(self, key) -> int:
         return key_group(key, self.max_parallelism)
+
+    @staticmethod
+    def simpler_steps(step: Step):
+        """Candidate replacements for one step, simplest first (for the shrinker)."""
+        args = step.args
+        if step.op in _KEYED and args[2] != 0:
+            yield Step(step.op, (args[0], args[1], 0) + tuple(args[3:]))
+        if step.op == "kv_put" and args[3]:
+            yield Step("kv_put", args[:3] + ([],))
+        if step.op in ("kv_get_mutate", "kv_transform") and args[3] != 0:
+            yield Step(step.op, args[:3] + (0,))
+        if step.op == "checkpoint" and args[1] != DEFAULT_MEMORY_THRESHOLD:
+            yield Step("checkpoint", (args[0], DEFAULT_MEMORY_THRESHOLD))
+        if step.op == "rescale" and args[1] > 2:
+            yield Step("rescale", (args[0], 2))
 
     def close(self) -> None:
         """Cancel what still runs and delete the checkpoint directory."""

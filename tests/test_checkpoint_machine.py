@@ -113,3 +113,10 @@ def test_a_malformed_step_is_a_program_error():
     assert caught.value.failure.code == "program"
     with pytest.raises(ValueError, match="unknown checkpoint operation"):
         checkpoint_step_from_json({"op": "put", "args": [1, 0, []]})
+
+
+def test_the_shrinker_gets_simpler_checkpoint_steps_from_the_harness():
+    simpler = list(CheckpointHarness.simpler_steps(Step("kv_put", ("a", 5, 1, [3, 4]))))
+    assert simpler == [Step("kv_put", ("a", 5, 0, [3, 4])), Step("kv_put", ("a", 5, 1, []))]
+    assert list(CheckpointHarness.simpler_steps(Step("rescale", (0, 4)))) == [Step("rescale", (0, 2))]
+    assert list(CheckpointHarness.simpler_steps(Step("complete", (0,)))) == []
