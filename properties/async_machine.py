@@ -30,7 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, rule
 
 from properties.async_harness import AsyncHarness, AsyncMachineConfig
 from properties.harness import CheckFailure
-from properties.machines import MACHINE_KINDS, RunRecord
+from properties.machines import RunRecord
 from properties.program import Step
 
 __all__ = ["AsyncMachineConfig", "make_async_machine", "record_programs"]
@@ -121,7 +121,12 @@ def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMach
     return AsyncMachine
 
 
-# `cowcheck mutants` finds the machine of machine="async" mutants here.
-MACHINE_KINDS.setdefault("async", ("properties.async_machine:make_async_machine",
-                                   "properties.async_machine:AsyncMachineConfig",
-                                   "properties.async_harness:AsyncHarness"))
+def replay_setup(factory: Callable, config: AsyncMachineConfig):
+    """How the async harness replays a program (it builds the controller itself)."""
+    return (lambda: factory), {"config": config}
+
+
+def reference_factory() -> Callable:
+    from reference.async_execution import AsyncExecutionController
+
+    return AsyncExecutionController

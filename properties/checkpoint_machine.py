@@ -34,7 +34,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, rule
 
 from properties.checkpoint_harness import STATES, CheckpointHarness
 from properties.harness import CheckFailure
-from properties.machines import MACHINE_KINDS, RunRecord
+from properties.machines import RunRecord
 from properties.program import Step
 from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, HeapKeyedStateBackend
 from reference.hashing import key_group
@@ -183,7 +183,6 @@ def make_checkpoint_machine(factory: Callable[[], object] | None = None,
     return CheckpointMachine
 
 
-# `cowcheck mutants` finds the machine of machine="checkpoint" mutants here.
-MACHINE_KINDS.setdefault("checkpoint", ("properties.checkpoint_machine:make_checkpoint_machine",
-                                        "properties.checkpoint_machine:CheckpointMachineConfig",
-                                        "properties.checkpoint_harness:CheckpointHarness"))
+def replay_setup(factory: Callable, config: CheckpointMachineConfig):
+    """How the checkpoint harness replays a program: a fresh backend per run."""
+    return factory, {"white_box": config.white_box}

@@ -35,7 +35,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, precond
 from properties.harness import CheckFailure, Harness
 from properties.program import SNAPSHOT_TRANSFORMERS, Step
 
-__all__ = ["MachineConfig", "RunRecord", "make_map_machine", "MACHINE_KINDS", "machine_kind"]
+__all__ = ["MachineConfig", "RunRecord", "make_map_machine", "MachineKind", "MACHINE_KINDS", "machine_kind",
+           "replay_setup"]
 
 
 @attrs.frozen
@@ -211,24 +212,67 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
     return MapMachine
 
 
-# Machines by name: "module:attribute" of the builder
-# ``make_X_machine(factory, config, record)``, of its config class, and of the
-# harness class that replays its steps. Imported on first use.
-MACHINE_KINDS: dict[str, tuple[str, str, str]] = {
-    "map": ("properties.machines:make_map_machine", "properties.machines:MachineConfig",
-            "properties.harness:Harness"),
+def replay_setup(factory: Callable, config: MachineConfig):
+    """How the map harness replays a program: ``(make_impl, harness options)``."""
+    make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)
+    return make, {"white_box": config.white_box, "strict_live_iteration": config.strict_live_iteration}
+
+
+def reference_factory() -> Callable:
+    from reference import CopyOnWriteStateMap
+
+    return CopyOnWriteStateMap
+
+
+@attrs.frozen
+class MachineKind:
+    """A state machine and everything needed to run and replay it, as
+    ``"module:attribute"`` references imported on first use:
+
+    - ``builder(factory, config, record)`` -> machine class,
+    - ``config_class`` (attrs; a ``white_box`` field if it has white-box checks),
+    - ``harness_class`` that replays its steps,
+    - ``replay_setup(factory, config)`` -> ``(make_impl, harness options)``,
+    - ``reference()`` -> the factory of the reference implementation.
+    """
+
+    name: str
+    builder: str
+    config_class: str
+    harness_class: str
+    replay_setup: str
+    reference: str
+
+    def load(self, attribute: str):
+        import importlib
+
+        module, _, name = getattr(self, attribute).partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def config(self, white_box: bool | None = None):
+        config_class = self.load("config_class")
+        if white_box is not None and "white_box" in attrs.fields_dict(config_class):
+            return config_class(white_box=white_box)
+        return config_class()
+
+
+MACHINE_KINDS: dict[str, MachineKind] = {
+    "map": MachineKind("map", "properties.machines:make_map_machine", "properties.machines:MachineConfig",
+                       "properties.harness:Harness", "properties.machines:replay_setup",
+                       "properties.machines:reference_factory"),
+    "async": MachineKind("async", "properties.async_machine:make_async_machine",
+                         "properties.async_harness:AsyncMachineConfig", "properties.async_harness:AsyncHarness",
+                         "properties.async_machine:replay_setup", "properties.async_machine:reference_factory"),
+    "checkpoint": MachineKind("checkpoint", "properties.checkpoint_machine:make_checkpoint_machine",
+                              "properties.checkpoint_machine:CheckpointMachineConfig",
+                              "properties.checkpoint_harness:CheckpointHarness",
+                              "properties.checkpoint_machine:replay_setup",
+                              "properties.checkpoint_machine:small_backend"),
 }
 
 
-def machine_kind(name: str):
-    """``(builder, config class, harness class)`` of the machine called ``name``."""
-    import importlib
-
+def machine_kind(name: str) -> MachineKind:
+    """The machine called ``name``; ValueError naming the known ones otherwise."""
     if name not in MACHINE_KINDS:
         raise ValueError(f"unknown machine {name!r}; known: {', '.join(sorted(MACHINE_KINDS))}")
-
-    def load(ref: str):
-        module, _, attribute = ref.partition(":")
-        return getattr(importlib.import_module(module), attribute)
-
-    return tuple(load(ref) for ref in MACHINE_KINDS[name])
+    return MACHINE_KINDS[name]

@@ -48,29 +48,19 @@ def run_mutant(mutant, *, white_box: bool, seed: int, examples: int, max_seconds
     from properties.hunt import hunt
     from properties.machines import machine_kind
 
-    builder, config_class, harness_class = machine_kind(mutant.machine)
-    fields = attrs.fields_dict(config_class)
-    config = config_class(white_box=white_box) if "white_box" in fields else config_class()
-    options = {"white_box": white_box} if mutant.machine == "map" else {}
-    result = hunt(lambda rec: builder(mutant.factory, config, rec), lambda: _new(mutant, config),
-                  base_seed=seed, profile=profile, examples=examples,
-                  deadline=time.monotonic() + max_seconds, harness_options=options,
-                  replay_harness=None if harness_class is None else harness_class)
+    kind = machine_kind(mutant.machine)
+    config = kind.config(white_box)
+    builder = kind.load("builder")
+    make_impl, options = kind.load("replay_setup")(mutant.factory, config)
+    result = hunt(lambda rec: builder(mutant.factory, config, rec), make_impl, base_seed=seed, profile=profile,
+                  examples=examples, deadline=time.monotonic() + max_seconds, harness_options=options,
+                  replay_harness=kind.load("harness_class"))
     if result.failure is None:
         return MutantResult(mutant.name, mutant.machine, False, result.elapsed, result.examples, result.steps,
                             0, "-", white_box)
     found_examples, found_steps = result.found_at or (result.examples, result.steps)
     return MutantResult(mutant.name, mutant.machine, True, result.seconds_to_find, found_examples, found_steps,
                         len(result.program), f"{result.failure.kind} {result.failure.code}", white_box)
-
-
-def _new(mutant, config):
-    capacity = getattr(config, "capacity", None)
-    if capacity is None:
-        return mutant.factory()
-    import copy
-
-    return mutant.factory(capacity=capacity, state_copier=copy.deepcopy)
 
 
 def format_table(rows: list[MutantResult]) -> str:

@@ -69,9 +69,9 @@ def test_a_shrunk_failure_replays_from_json():
 
 
 def test_the_checkpoint_machine_is_registered_for_cowcheck_mutants():
-    builder, config_class, harness_class = machine_kind("checkpoint")
-    assert (builder, config_class, harness_class) == (make_checkpoint_machine, CheckpointMachineConfig,
-                                                      CheckpointHarness)
+    kind = machine_kind("checkpoint")
+    loaded = (kind.load("builder"), kind.load("config_class"), kind.load("harness_class"))
+    assert loaded == (make_checkpoint_machine, CheckpointMachineConfig, CheckpointHarness)
     assert len(CHECKPOINT_MUTANTS) >= 4
 
 
