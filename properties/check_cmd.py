@@ -15,8 +15,10 @@ def register(sub) -> None:
     p = sub.add_parser("check", help="run the state machines against an implementation",
                        description="Run the Hypothesis state machines against an implementation and report "
                                    "coverage and failures. Exit 0: nothing found, 1: failure found, 2: bad usage.")
+    p.add_argument("--machine", default="map", choices=["map", "async", "checkpoint"],
+                   help="which state machine: the map (default), the async controller, checkpoints")
     p.add_argument("--impl", default="reference",
-                   help="reference | model | MODULE:FACTORY (default: reference)")
+                   help="reference | model | mutant:NAME | MODULE:FACTORY (default: reference)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--examples", type=positive_int, help="number of examples (default: the profile's)")
     budget.add_argument("--minutes", type=positive_float, help="run for this long instead of a fixed count")
@@ -38,53 +40,61 @@ def check(args, stdout: TextIO, stderr: TextIO) -> int:
     from hypothesis import settings
 
     from properties.hunt import hunt, store
-    from properties.impls import resolve
-    from properties.machines import MachineConfig, RunRecord, make_map_machine
+    from properties.impls import resolve_for
+    from properties.machines import RunRecord, machine_kind
     from properties.profiles import stabilise_generation
     from properties.report import format_failure, format_summary
 
-    impl = resolve(args.impl)
+    kind = machine_kind(args.machine)
+    impl = resolve_for(args.impl, args.machine)
     stabilise_generation()
     white_box = impl.white_box and not args.black_box
+    map_machine = args.machine == "map"
+    capacity = args.capacity if map_machine else None
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     mode = "white-box" if white_box else "black-box"
-    stdout.write(f"cowcheck check: {impl.spec} ({impl.description}), {mode}, capacity {args.capacity}, "
+    where = f", capacity {capacity}" if map_machine else ""
+    stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description}), {mode}{where}, "
                  f"profile {args.profile}, seed {base_seed}\n")
     stdout.flush()
 
     progress = Progress(stderr, total, deadline)
     record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
-    config = MachineConfig(capacity=args.capacity, white_box=white_box,
-                           strict_live_iteration=args.strict_live_iteration)
-    options = dict(white_box=white_box, strict_live_iteration=args.strict_live_iteration)
-    make_impl = lambda: impl.new(capacity=args.capacity)
+    config = kind.config(capacity=capacity, white_box=False if args.black_box else None,
+                         strict_live_iteration=args.strict_live_iteration)
+    builder = kind.load("builder")
+    make_impl, options = kind.load("replay_setup")(impl.factory, config)
+    if map_machine:
+        options["white_box"] = white_box
+    scenarios = None if map_machine else kind.load("scenarios")
     try:
-        result = hunt(lambda rec: make_map_machine(impl.factory, config, rec), make_impl, base_seed=base_seed,
+        result = hunt(lambda rec: builder(impl.factory, config, rec), make_impl, base_seed=base_seed,
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
-                      harness_options=options)
+                      harness_options=options, replay_harness=kind.load("harness_class"))
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
-        stdout.write(format_summary(record, progress.elapsed(), white_box))
+        stdout.write(format_summary(record, progress.elapsed(), white_box, scenarios))
         return 130
     progress.update(record.examples, record.steps, force=True)
     progress.finish()
-    stdout.write(format_summary(record, result.seconds_to_find, white_box))
+    stdout.write(format_summary(record, result.seconds_to_find, white_box, scenarios))
     if result.failure is None:
         return 0
     found_examples, found_steps = result.found_at or (result.examples, result.steps)
     stdout.write(f"first failure after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
-    stdout.write(format_failure(result.failure, result.program, impl.spec, args.capacity))
+    stdout.write(format_failure(result.failure, result.program, impl.spec, capacity, kind.load("render")))
     if not args.no_save:
         found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
                     "profile": args.profile, "examples": found_examples, "steps": found_steps}
-        path, written = store(result, impl_spec=impl.spec, capacity=args.capacity, make_impl=make_impl,
-                              found_by=found_by, directory=args.save_dir, harness_options=options)
+        path, written = store(result, impl_spec=impl.spec, capacity=capacity or 0, make_impl=make_impl,
+                              found_by=found_by, directory=args.save_dir, machine=args.machine,
+                              harness_options=options, harness_class=kind.load("harness_class"))
         verb = "saved" if written else "already stored (same signature, no longer)"
         stdout.write(f"{verb}: {path}\nreplay:  cowcheck replay {path} --trace\n")
     return 1

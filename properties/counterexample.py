@@ -136,11 +136,19 @@ class Counterexample:
         impl = need(data, "implementation", dict)
         spec = need(impl, "spec", str, "implementation")
         capacity = need(impl, "capacity", int, "implementation")
+        machine = data.get("machine", "map")
+        parse = step_from_json
+        if machine != "map":
+            from properties.machines import MACHINE_KINDS
+
+            if machine not in MACHINE_KINDS:
+                raise CounterexampleError(path, f"unknown machine {machine!r} (known: {', '.join(MACHINE_KINDS)})")
+            parse = MACHINE_KINDS[machine].load("step_from_json")
         raw_steps = need(data, "steps", list)
         steps, expected = [], []
         for i, raw in enumerate(raw_steps):
             try:
-                steps.append(step_from_json(raw))
+                steps.append(parse(raw))
             except ValueError as exc:
                 raise CounterexampleError(path, f"step {i}: {exc}") from None
             expected.append(raw.get("expected"))
@@ -154,7 +162,7 @@ class Counterexample:
         failure = Failure(kind, need(raw_failure, "code", str, "failure"), need(raw_failure, "message", str, "failure"),
                           failing, raw_failure.get("expected"), raw_failure.get("actual"))
         checks = data.get("checks", {})
-        return cls(spec, capacity, data.get("machine", "map"), tuple(steps), tuple(expected), failing, failure,
+        return cls(spec, capacity, machine, tuple(steps), tuple(expected), failing, failure,
                    data.get("found_by", {}), copier=impl.get("copier", "deepcopy"),
                    white_box=bool(checks.get("white_box", True)),
                    strict_live_iteration=bool(checks.get("strict_live_iteration", False)),

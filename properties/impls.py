@@ -22,7 +22,7 @@ from typing import Callable
 
 import attrs
 
-__all__ = ["Implementation", "UnknownImplementationError", "resolve", "REQUIRED_METHODS"]
+__all__ = ["Implementation", "UnknownImplementationError", "resolve", "resolve_for", "REQUIRED_METHODS"]
 
 REQUIRED_METHODS = ("get", "contains_key", "put", "put_and_get_old", "remove", "remove_and_get_old",
                     "transform", "snapshot", "keys", "size_of_namespace", "__len__", "__iter__")
@@ -96,3 +96,36 @@ def resolve(spec: str) -> Implementation:
     if not callable(factory):
         raise UnknownImplementationError(spec, f"module {prefix!r} has no callable {rest!r}")
     return _probe(spec, factory, f"{prefix}.{rest}")
+
+
+def resolve_for(spec: str, machine: str = "map") -> Implementation:
+    """The implementation ``spec`` for the state machine ``machine``: ``reference``,
+    ``mutant:NAME`` (a mutant of that machine) or ``MODULE:FACTORY``."""
+    if machine == "map":
+        return resolve(spec)
+    from properties.machines import machine_kind
+
+    kind = machine_kind(machine)
+    if spec == "reference":
+        return Implementation(spec, kind.load("reference")(), True, f"reference {machine} implementation")
+    prefix, sep, rest = spec.partition(":")
+    if prefix == "mutant" and sep:
+        from properties.mutants import catalogue
+
+        mutant = catalogue().get(rest)
+        if mutant is None:
+            raise UnknownImplementationError(spec, f"no such mutant; known: {', '.join(sorted(catalogue()))}")
+        if mutant.machine != machine:
+            raise UnknownImplementationError(spec, f"a {mutant.machine} mutant; use --machine {mutant.machine}")
+        return mutant.implementation()
+    if not sep or not prefix or not rest:
+        raise UnknownImplementationError(spec, f"expected reference, mutant:NAME or MODULE:FACTORY for the "
+                                               f"{machine} machine")
+    try:
+        module = importlib.import_module(prefix)
+    except Exception as exc:
+        raise UnknownImplementationError(spec, f"cannot import module {prefix!r} ({type(exc).__name__}: {exc})") from None
+    factory = getattr(module, rest, None)
+    if not callable(factory):
+        raise UnknownImplementationError(spec, f"module {prefix!r} has no callable {rest!r}")
+    return Implementation(spec, factory, True, f"{prefix}.{rest}")

@@ -233,7 +233,9 @@ class MachineKind:
     - ``config_class`` (attrs; a ``white_box`` field if it has white-box checks),
     - ``harness_class`` that replays its steps,
     - ``replay_setup(factory, config)`` -> ``(make_impl, harness options)``,
-    - ``reference()`` -> the factory of the reference implementation.
+    - ``reference()`` -> the factory of the reference implementation,
+    - ``scenarios``: SPEC §13 scenario ids -> descriptions,
+    - ``render(step)`` -> a line of Python, ``step_from_json(data)`` -> Step.
     """
 
     name: str
@@ -242,6 +244,9 @@ class MachineKind:
     harness_class: str
     replay_setup: str
     reference: str
+    scenarios: str
+    render: str
+    step_from_json: str
 
     def load(self, attribute: str):
         import importlib
@@ -249,25 +254,31 @@ class MachineKind:
         module, _, name = getattr(self, attribute).partition(":")
         return getattr(importlib.import_module(module), name)
 
-    def config(self, white_box: bool | None = None):
+    def config(self, **settings):
+        """The machine's config with those of ``settings`` it has (None values skipped)."""
         config_class = self.load("config_class")
-        if white_box is not None and "white_box" in attrs.fields_dict(config_class):
-            return config_class(white_box=white_box)
-        return config_class()
+        fields = attrs.fields_dict(config_class)
+        return config_class(**{k: v for k, v in settings.items() if k in fields and v is not None})
 
 
 MACHINE_KINDS: dict[str, MachineKind] = {
     "map": MachineKind("map", "properties.machines:make_map_machine", "properties.machines:MachineConfig",
                        "properties.harness:Harness", "properties.machines:replay_setup",
-                       "properties.machines:reference_factory"),
+                       "properties.machines:reference_factory", "properties.scenarios:MAP_SCENARIOS",
+                       "properties.program:render", "properties.program:step_from_json"),
     "async": MachineKind("async", "properties.async_machine:make_async_machine",
                          "properties.async_harness:AsyncMachineConfig", "properties.async_harness:AsyncHarness",
-                         "properties.async_machine:replay_setup", "properties.async_machine:reference_factory"),
+                         "properties.async_machine:replay_setup", "properties.async_machine:reference_factory",
+                         "properties.async_harness:ASYNC_SCENARIOS", "properties.async_harness:render_async",
+                         "properties.async_harness:async_step_from_json"),
     "checkpoint": MachineKind("checkpoint", "properties.checkpoint_machine:make_checkpoint_machine",
                               "properties.checkpoint_machine:CheckpointMachineConfig",
                               "properties.checkpoint_harness:CheckpointHarness",
                               "properties.checkpoint_machine:replay_setup",
-                              "properties.checkpoint_machine:small_backend"),
+                              "properties.checkpoint_machine:small_backend",
+                              "properties.checkpoint_harness:CHECKPOINT_SCENARIOS",
+                              "properties.checkpoint_harness:render_checkpoint_step",
+                              "properties.checkpoint_harness:checkpoint_step_from_json"),
 }
 
 

@@ -70,6 +70,9 @@ def resolve_mutant(name: str) -> Implementation:
     if name not in mutants:
         raise UnknownImplementationError(
             f"mutant:{name}", f"no such mutant; known: {', '.join(sorted(mutants))}")
+    if mutants[name].machine != "map":
+        raise UnknownImplementationError(
+            f"mutant:{name}", f"a {mutants[name].machine} mutant; use --machine {mutants[name].machine}")
     return mutants[name].implementation()
 
 

@@ -49,7 +49,7 @@ def run_mutant(mutant, *, white_box: bool, seed: int, examples: int, max_seconds
     from properties.machines import machine_kind
 
     kind = machine_kind(mutant.machine)
-    config = kind.config(white_box)
+    config = kind.config(white_box=white_box)
     builder = kind.load("builder")
     make_impl, options = kind.load("replay_setup")(mutant.factory, config)
     result = hunt(lambda rec: builder(mutant.factory, config, rec), make_impl, base_seed=seed, profile=profile,

@@ -71,19 +71,19 @@ def _snapshot_chains(harness) -> str:
 
 
 def replay_traced(steps: list[Step], make_impl: Callable[[], object], out: TextIO | None = None, *,
-                  impl_name: str = "impl", diagrams: bool = False, harness_class=Harness,
+                  impl_name: str = "impl", diagrams: bool = False, harness_class=Harness, render_step=render,
                   **harness_options) -> ReplayOutcome:
     """Replay ``steps``; with ``out``, print each step as Python with the model's
     and the implementation's results, and the divergence at the failing step."""
     harness = harness_class(make_impl(), **harness_options)
-    white_box = diagrams and has_introspection(harness.impl)
+    white_box = diagrams and has_introspection(getattr(harness, "impl", None))
     for i, step in enumerate(steps):
         try:
             harness.apply(step)
         except CheckFailure as exc:
             failure = exc.failure
             if out is not None:
-                out.write(f"[{i}] {render(step)}\n")
+                out.write(f"[{i}] {render_step(step)}\n")
                 out.write(f"    FAILS: {failure.kind} {failure.code}: {failure.message}\n")
                 if failure.expected is not None or failure.actual is not None:
                     out.write(f"    model:  {_show(failure.expected)}\n")
@@ -93,9 +93,10 @@ def replay_traced(steps: list[Step], make_impl: Callable[[], object], out: TextI
                     out.write(_snapshot_chains(harness))
             return ReplayOutcome(failure, i + 1)
         if out is not None:
-            out.write(f"[{i}] {render(step)}\n")
-            if harness.observed is not None:
-                want, got = harness.observed
+            out.write(f"[{i}] {render_step(step)}\n")
+            observed = getattr(harness, "observed", None)
+            if observed is not None:
+                want, got = observed
                 out.write(f"    model: {_show(want)}   {impl_name}: {_show(got)}\n")
             if white_box:
                 out.write(diagram(harness.impl.introspect()) + "\n")
@@ -112,9 +113,9 @@ def expected_results(steps: list[Step], make_impl: Callable[[], object], harness
         try:
             harness.apply(step)
         except CheckFailure:
-            observed = harness.observed
+            observed = getattr(harness, "observed", None)
             results.append(json.loads(_show(observed[0])) if observed else None)
             break
-        observed = harness.observed
+        observed = getattr(harness, "observed", None)
         results.append(json.loads(_show(observed[0])) if observed else None)
     return results + [None] * (len(steps) - len(results))

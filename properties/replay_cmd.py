@@ -36,53 +36,65 @@ def register(sub) -> None:
     s.set_defaults(handler=shrink_file)
 
 
-def _load_all(paths: list[str]):
+def _load_all(paths: list[str], impl_override: str | None = None):
+    """Validate every file (and the implementation each names) before anything runs."""
     from properties.counterexample import CounterexampleError, load
-    from properties.impls import UnknownImplementationError, resolve
+    from properties.impls import UnknownImplementationError, resolve_for
 
     loaded = []
     for path in paths:
         try:
             cx = load(path)
-            resolve(cx.implementation)
+            resolve_for(impl_override or cx.implementation, cx.machine)
         except CounterexampleError as exc:
             raise UsageError(str(exc)) from None
         except UnknownImplementationError as exc:
             raise UsageError(f"{path}: {exc}") from None
-        if cx.machine != "map":
-            raise UsageError(f"{path}: replay of {cx.machine!r} machine counterexamples is not supported yet")
         loaded.append((path, cx))
     return loaded
 
 
+def replay_setup(cx, impl_spec: str):
+    """``(implementation, make_impl, harness options, machine kind)`` to replay ``cx`` on ``impl_spec``."""
+    from properties.impls import resolve_for
+    from properties.machines import machine_kind
+
+    kind = machine_kind(cx.machine)
+    impl = resolve_for(impl_spec, cx.machine)
+    white_box = cx.white_box and impl.white_box
+    config = kind.config(capacity=cx.capacity if cx.machine == "map" else None, white_box=white_box,
+                         strict_live_iteration=cx.strict_live_iteration)
+    make_impl, options = kind.load("replay_setup")(impl.factory, config)
+    if cx.machine == "map":
+        options["white_box"] = white_box
+    options["harness_class"] = kind.load("harness_class")
+    return impl, make_impl, options, kind
+
+
 def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
     from properties.counterexample import write_atomically
-    from properties.impls import resolve
     from properties.regression import test_name_for, to_pytest
     from properties.replay import replay_traced
     from properties.shrink import signature_of
 
-    loaded = _load_all(args.files)
-    override = resolve(args.impl) if args.impl else None
+    loaded = _load_all(args.files, args.impl)
     if args.to_pytest:
         out_dir = Path(args.out_dir)
         for path, cx in loaded:
-            impl_spec = override.spec if override else cx.implementation
+            impl_spec = args.impl or cx.implementation
             target = out_dir / f"{test_name_for(cx)}.py"
             write_atomically(target, to_pytest(cx, impl_spec, Path(path).name))
             stdout.write(f"wrote {target}\n")
         return 0
     reproduced = False
     for path, cx in loaded:
-        impl = override or resolve(cx.implementation)
+        impl, make_impl, options, kind = replay_setup(cx, args.impl or cx.implementation)
         stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "
                      f"{len(cx.steps)} steps; replaying on {impl.spec}\n")
         started = time.perf_counter()
-        white_box = cx.white_box and impl.white_box
-        outcome = replay_traced(list(cx.steps), lambda: impl.new(capacity=cx.capacity),
-                                stdout if (args.trace or args.diagram) else None, impl_name=impl.spec,
-                                diagrams=args.diagram, white_box=white_box,
-                                strict_live_iteration=cx.strict_live_iteration)
+        outcome = replay_traced(list(cx.steps), make_impl, stdout if (args.trace or args.diagram) else None,
+                                impl_name=impl.spec, diagrams=args.diagram, render_step=kind.load("render"),
+                                **options)
         took = (time.perf_counter() - started) * 1000
         if outcome.failure is None:
             stdout.write(f"   passes: the failure no longer reproduces ({len(cx.steps)} steps, {took:.1f} ms)\n")
@@ -101,15 +113,12 @@ def shrink_file(args, stdout: TextIO, stderr: TextIO) -> int:
     import attrs
 
     from properties.counterexample import write_atomically
-    from properties.impls import resolve
     from properties.replay import expected_results
     from properties.shrink import replay, shrink
 
     status = 0
     for path, cx in _load_all(args.files):
-        impl = resolve(cx.implementation)
-        make = lambda: impl.new(capacity=cx.capacity)
-        options = dict(white_box=cx.white_box and impl.white_box, strict_live_iteration=cx.strict_live_iteration)
+        impl, make, options, _ = replay_setup(cx, cx.implementation)
         failure = replay(list(cx.steps), make, **options)
         if failure is None:
             stdout.write(f"{path}: no longer fails on {impl.spec}; left unchanged\n")

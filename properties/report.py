@@ -14,8 +14,12 @@ FINDINGS = {
 }
 
 
-def format_coverage(coverage, white_box: bool) -> str:
-    names = MAP_SCENARIOS if white_box else {k: MAP_SCENARIOS[k] for k in BLACK_BOX_SCENARIOS}
+def format_coverage(coverage, white_box: bool, scenarios: dict | None = None) -> str:
+    """Hits per scenario; ``scenarios`` defaults to the map's (its black-box subset if not white-box)."""
+    if scenarios is not None:
+        names = scenarios
+    else:
+        names = MAP_SCENARIOS if white_box else {k: MAP_SCENARIOS[k] for k in BLACK_BOX_SCENARIOS}
     width = max(len(d) for d in names.values())
     lines = []
     for key, description in names.items():
@@ -25,10 +29,10 @@ def format_coverage(coverage, white_box: bool) -> str:
     return f"Scenario coverage (SPEC §13): {reached}/{len(names)} reached\n" + "\n".join(lines) + "\n"
 
 
-def format_summary(record, elapsed: float, white_box: bool) -> str:
+def format_summary(record, elapsed: float, white_box: bool, scenarios: dict | None = None) -> str:
     rate = record.steps / elapsed if elapsed > 0 else 0.0
     out = [f"{record.examples:,} examples, {record.steps:,} steps in {elapsed:.1f} s ({rate:,.0f} steps/s)\n",
-           format_coverage(record.coverage, white_box)]
+           format_coverage(record.coverage, white_box, scenarios)]
     if record.findings:
         out.append("Findings (reported, not failures):\n")
         for key, count in sorted(record.findings.items()):
@@ -36,14 +40,17 @@ def format_summary(record, elapsed: float, white_box: bool) -> str:
     return "".join(out)
 
 
-def format_failure(failure: Failure, steps: list[Step], impl_spec: str, capacity: int) -> str:
+def format_failure(failure: Failure, steps: list[Step], impl_spec: str, capacity: int | None,
+                   render_step=render) -> str:
     """The failing program as Python, the failing step marked, expected vs actual under it."""
-    lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk)",
-             f"  # implementation: {impl_spec}, capacity {capacity}",
-             f"  m = make_map(capacity={capacity})"]
+    lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk)"]
+    if capacity is not None:
+        lines += [f"  # implementation: {impl_spec}, capacity {capacity}", f"  m = make_map(capacity={capacity})"]
+    else:
+        lines.append(f"  # implementation: {impl_spec}")
     for i, step in enumerate(steps):
         marker = "   # <-- fails here" if i == failure.step_index else ""
-        lines.append(f"  {render(step)}{marker}")
+        lines.append(f"  {render_step(step)}{marker}")
     lines.append(f"  {failure.message}")
     if failure.expected is not None or failure.actual is not None:
         lines.append(f"  model: {failure.expected!r}")

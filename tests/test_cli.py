@@ -31,15 +31,15 @@ def test_check_black_box_on_the_model_finds_nothing():
 
 
 def test_check_of_a_users_map_reports_the_shrunk_failure_and_exits_1():
-    run = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "1", pythonpath=EXAMPLES)
+    run = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "1", "--no-save", pythonpath=EXAMPLES)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "FAILURE DIVERGENCE" in run.stdout
     assert "# <-- fails here" in run.stdout
 
 
 def test_same_seed_gives_the_same_report():
-    first = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "7", pythonpath=EXAMPLES)
-    second = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "7", pythonpath=EXAMPLES)
+    first = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "7", "--no-save", pythonpath=EXAMPLES)
+    second = cowcheck("check", "--impl", "plain_dict_map:make_map", "--seed", "7", "--no-save", pythonpath=EXAMPLES)
     strip = lambda out: [l for l in out.splitlines() if " s (" not in l and " ms" not in l]
     assert strip(first.stdout) == strip(second.stdout)
 
@@ -71,3 +71,24 @@ def test_examples_and_minutes_together_are_rejected():
 
 def test_bad_capacity_is_rejected():
     assert "power of two" in _one_line_error(cowcheck("check", "--capacity", "6"))
+
+
+def test_check_runs_the_async_and_checkpoint_machines_on_the_reference():
+    for machine in ("async", "checkpoint"):
+        run = cowcheck("check", "--machine", machine, "--examples", "20", "--seed", "1")
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert f"{machine} machine" in run.stdout
+
+
+def test_check_of_an_async_mutant_fails_and_stores_a_replayable_counterexample(tmp_path):
+    run = cowcheck("check", "--machine", "async", "--impl", "mutant:async-timeout-never-fires", "--seed", "1",
+                   "--save-dir", str(tmp_path))
+    assert run.returncode == 1
+    [stored] = list(tmp_path.iterdir())
+    assert cowcheck("replay", str(stored)).returncode == 1
+    assert cowcheck("replay", str(stored), "--impl", "reference").returncode == 0
+
+
+def test_a_mutant_of_another_machine_names_the_right_machine():
+    run = cowcheck("check", "--impl", "mutant:async-timeout-never-fires")
+    assert run.returncode == 2 and "--machine async" in run.stderr
