@@ -92,9 +92,8 @@ def check(args, stdout: TextIO, stderr: TextIO) -> int:
     if not args.no_save:
         found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
                     "profile": args.profile, "examples": found_examples, "steps": found_steps}
-        path, written = store(result, impl_spec=impl.spec, capacity=capacity or 0, make_impl=make_impl,
-                              found_by=found_by, directory=args.save_dir, machine=args.machine,
-                              harness_options=options, harness_class=kind.load("harness_class"))
+        path, written = store(result, impl_spec=impl.spec, capacity=capacity or 0, found_by=found_by,
+                              directory=args.save_dir, machine=args.machine, harness_options=options)
         verb = "saved" if written else "already stored (same signature, no longer)"
         stdout.write(f"{verb}: {path}\nreplay:  cowcheck replay {path} --trace\n")
     return 1

@@ -82,18 +82,14 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
                       record.examples, record.steps, done - started)
 
 
-def store(result: HuntResult, *, impl_spec: str, capacity: int, make_impl: Callable[[], object],
-          found_by: dict, directory, machine: str = "map", harness_options: dict | None = None,
-          harness_class=None):
+def store(result: HuntResult, *, impl_spec: str, capacity: int, found_by: dict, directory,
+          machine: str = "map", harness_options: dict | None = None):
     """Save the shrunk failure of ``result`` as a counterexample; ``(path, written)``."""
     from properties.counterexample import Counterexample, save
     from properties.replay import expected_results
 
     options = dict(harness_options or {})
-    if harness_class is not None:
-        options["harness_class"] = harness_class
-    expected = expected_results(result.program, make_impl, **options)
-    options.pop("harness_class", None)
+    expected = expected_results(result.program, machine)
     cx = Counterexample.build(result.program, result.failure, impl=impl_spec, capacity=capacity,
                               found_by=found_by, expected=expected, machine=machine,
                               white_box=options.get("white_box", True),

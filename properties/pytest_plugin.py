@@ -44,8 +44,7 @@ def pytest_runtest_makereport(item, call):
     steps, failure = shrink(record.last.steps, call.excinfo.value.failure, make, **options)
     result = HuntResult(failure, steps, len(record.last.steps), record.first_failure_at, 0.0, 0.0,
                         record.examples, record.steps, 0.0)
-    path, _ = store(result, impl_spec=impl.spec, capacity=config.capacity, make_impl=make,
-                    found_by={"tool": "pytest", "test": item.nodeid, "generator": "hypothesis"},
+    path, _ = store(result, impl_spec=impl.spec, capacity=config.capacity, found_by={"tool": "pytest", "test": item.nodeid, "generator": "hypothesis"},
                     directory=item.config.getoption("--cowcheck-dir"), harness_options=options)
     report.sections.append(("cowcheck counterexample",
                             format_failure(failure, steps, impl.spec, config.capacity)

@@ -102,6 +102,8 @@ def to_pytest(cx: Counterexample, impl_spec: str, source_name: str) -> str:
     body = []
     for i, (step, expected) in enumerate(zip(cx.steps, cx.expected)):
         lines = _line(step, expected)
+        if step.op == "snapshot" and not any(s.uses_sid() == step.args[0] for s in cx.steps[i + 1:]):
+            lines = [f"m.snapshot()  # s{step.args[0]}: stays live, never released"]
         if i == cx.failing_step:
             lines[-1] += f"  # failed here: {cx.failure.kind} {cx.failure.code}"
         body += lines

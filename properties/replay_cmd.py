@@ -129,7 +129,7 @@ def shrink_file(args, stdout: TextIO, stderr: TextIO) -> int:
             stdout.write(f"{path}: already minimal at {len(cx.steps)} steps; left unchanged\n")
             continue
         shorter = attrs.evolve(cx, steps=tuple(steps), failing_step=failure.step_index, failure=failure,
-                               expected=tuple(expected_results(steps, make, **options)))
+                               expected=tuple(expected_results(steps, cx.machine)))
         write_atomically(Path(path), json.dumps(shorter.to_json(), indent=2) + "\n")
         stdout.write(f"{path}: shrunk {len(cx.steps)} -> {len(steps)} steps\n")
     return status

@@ -26,7 +26,7 @@ def _stored(tmp_path, steps=PROGRAM, impl="mutant:skip-prefix-copy"):
     make = lambda: resolve(impl).new(capacity=4)
     failure = replay(steps, make)
     cx = Counterexample.build(steps, failure, impl=impl, capacity=4, found_by={"tool": "test", "seed": 0},
-                              expected=expected_results(steps, make))
+                              expected=expected_results(steps))
     return save(cx, tmp_path)[0]
 
 
@@ -161,3 +161,23 @@ def test_failure_values_survive_the_round_trip(tmp_path):
                               impl="reference", capacity=4, found_by={})
     path, _ = save(cx, tmp_path)
     assert (load(path).failure.expected, load(path).failure.actual) == ([1], [2])
+
+
+STORED = sorted((ROOT / "tests" / "regressions" / "counterexamples").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: p.stem)
+def test_stored_counterexamples_reproduce_on_their_mutant_and_pass_on_the_reference(path):
+    from properties.replay_cmd import replay_setup
+    from properties.shrink import signature_of
+
+    cx = load(path)
+    _, make, options, _ = replay_setup(cx, cx.implementation)
+    assert signature_of(replay(list(cx.steps), make, **options)) == signature_of(cx.failure)
+    _, make, options, _ = replay_setup(cx, "reference")
+    assert replay(list(cx.steps), make, **options) is None
+
+
+def test_the_repository_keeps_regressions_from_real_mutant_finds():
+    assert len(STORED) >= 5
+    assert len(list((ROOT / "tests" / "regressions").glob("test_*.py"))) == len(STORED)

@@ -1,6 +1,5 @@
 """The state machines against the reference and the model, and that they bite."""
 
-import copy
 
 import pytest
 from hypothesis import settings
@@ -11,7 +10,6 @@ from properties.harness import CheckFailure
 from properties.machines import MachineConfig, RunRecord, make_map_machine
 from properties.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from reference import CopyOnWriteStateMap
-from reference.cow_state_map import StateMapEntry
 
 # Runs under whatever --hypothesis-profile selects (ci in CI).
 TestReferenceMachine = make_map_machine(CopyOnWriteStateMap).TestCase

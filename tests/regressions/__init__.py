@@ -1,0 +1,1 @@
+"""Regression tests generated from real mutant finds by `cowcheck replay --to-pytest`."""

@@ -1,0 +1,39 @@
+"""Every seeded bug in the catalogue is killed by the suite (ci profile, fixed seed)."""
+
+import pytest
+from hypothesis import settings
+
+from properties.impls import resolve
+from properties.mutants import catalogue
+from properties.mutants_cmd import run_mutant
+
+CATALOGUE = catalogue()
+SEED = 0
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_mutant_is_killed_with_white_box_checks(name):
+    row = run_mutant(CATALOGUE[name], white_box=True, seed=SEED, examples=2000, max_seconds=120,
+                     profile=settings.get_profile("ci"))
+    assert row.killed, f"{name} survived {row.examples} examples"
+    assert row.shrunk_length >= 1
+
+
+def test_catalogue_has_at_least_15_map_mutants_each_described_with_its_catching_property():
+    map_mutants = [m for m in CATALOGUE.values() if m.machine == "map"]
+    assert len(map_mutants) >= 15
+    assert all(m.description and m.expected for m in CATALOGUE.values())
+
+
+def test_catalogue_includes_the_real_flink_bugs_that_apply_to_the_map():
+    sources = {m.source for m in CATALOGUE.values()}
+    assert {"FLINK-9601", "FLINK-7683", "FLINK-26853"} <= sources
+    assert "release-resets-required-version" in CATALOGUE
+
+
+def test_map_mutants_resolve_as_implementations_and_are_not_the_reference():
+    reference = resolve("reference").factory
+    for mutant in (m for m in CATALOGUE.values() if m.machine == "map"):
+        impl = resolve(f"mutant:{mutant.name}")
+        assert impl.factory is not reference
+        assert issubclass(impl.factory, reference)
