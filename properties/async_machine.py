@@ -24,14 +24,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from hypothesis import event
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, rule
+from hypothesis.stateful import rule
 
 from properties.async_harness import AsyncHarness, AsyncMachineConfig
-from properties.harness import CheckFailure
-from properties.machines import RunRecord
-from properties.program import Step
+from properties.machines import HarnessMachine, RunRecord
 
 __all__ = ["AsyncMachineConfig", "make_async_machine", "record_programs"]
 
@@ -60,27 +57,10 @@ def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMach
     timeout = config.buffer_timeout
     waits = sorted({1, max(1, timeout // 2), max(1, timeout), 3 * timeout or 20})
 
-    class AsyncMachine(RuleBasedStateMachine):
+    class AsyncMachine(HarnessMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.harness = AsyncHarness(factory, config)
-            self.seen: set = set()
-            record.last = self.harness
-            record.examples += 1
-            if record.on_example is not None:
-                record.on_example(record)
-
-        def apply(self, op: str, *args) -> None:
-            record.steps += 1
-            try:
-                self.harness.apply(Step(op, args))
-            except CheckFailure:
-                if record.first_failure_at is None:
-                    record.first_failure_at = (record.examples, record.steps)
-                raise
-            for name in self.harness.coverage.keys() - self.seen:
-                self.seen.add(name)
-                event(name)
+            self.attach(AsyncHarness(factory, config))
 
         @rule(arrival=arrival)
         def arrive(self, arrival):

@@ -28,14 +28,11 @@ import functools
 from typing import Callable
 
 import attrs
-from hypothesis import event
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, rule
+from hypothesis.stateful import Bundle, consumes, rule
 
 from properties.checkpoint_harness import STATES, CheckpointHarness
-from properties.harness import CheckFailure
-from properties.machines import RunRecord
-from properties.program import Step
+from properties.machines import HarnessMachine, RunRecord
 from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, HeapKeyedStateBackend
 from reference.hashing import key_group
 from reference.state_table import KeyGroupRange
@@ -81,31 +78,14 @@ def make_checkpoint_machine(factory: Callable[[], object] | None = None,
     values = st.lists(st.integers(0, 9), max_size=3)
     groups = st.integers(owned.start, owned.end)
 
-    class CheckpointMachine(RuleBasedStateMachine):
+    class CheckpointMachine(HarnessMachine):
         running = Bundle("running")
         completed = Bundle("completed")
 
         def __init__(self) -> None:
             super().__init__()
-            self.harness = CheckpointHarness(factory(), white_box=config.white_box)
+            self.attach(CheckpointHarness(factory(), white_box=config.white_box))
             self.next_cid = 0
-            self.seen: set = set()
-            record.last = self.harness
-            record.examples += 1
-            if record.on_example is not None:
-                record.on_example(record)
-
-        def apply(self, op: str, *args) -> None:
-            record.steps += 1
-            try:
-                self.harness.apply(Step(op, args))
-            except CheckFailure:
-                if record.first_failure_at is None:
-                    record.first_failure_at = (record.examples, record.steps)
-                raise
-            for name in self.harness.coverage.keys() - self.seen:
-                self.seen.add(name)
-                event(name)
 
         @rule(at=keyed, value=values)
         def put(self, at, value):

@@ -35,7 +35,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, precond
 from properties.harness import CheckFailure, Harness
 from properties.program import SNAPSHOT_TRANSFORMERS, Step
 
-__all__ = ["MachineConfig", "RunRecord", "make_map_machine", "MachineKind", "MACHINE_KINDS", "machine_kind",
+__all__ = ["MachineConfig", "RunRecord", "HarnessMachine", "make_map_machine", "MachineKind", "MACHINE_KINDS", "machine_kind",
            "replay_setup"]
 
 
@@ -77,6 +77,36 @@ def _spec_of(factory: Callable) -> str:
     return f"{factory.__module__}:{factory.__qualname__}"
 
 
+class HarnessMachine(RuleBasedStateMachine):
+    """Base of the suite's machines: each rule becomes a Step applied through
+    ``self.harness``; examples and steps are counted in the class's
+    ``record`` (a RunRecord) and each scenario reached is a Hypothesis event."""
+
+    record: RunRecord
+
+    def attach(self, harness) -> None:
+        self.harness = harness
+        self.seen: set = set()
+        record = self.record
+        record.last = harness
+        record.examples += 1
+        if record.on_example is not None:
+            record.on_example(record)
+
+    def apply(self, op: str, *args) -> None:
+        record = self.record
+        record.steps += 1
+        try:
+            self.harness.apply(Step(op, args))
+        except CheckFailure:
+            if record.first_failure_at is None:
+                record.first_failure_at = (record.examples, record.steps)
+            raise
+        for name in self.harness.coverage.keys() - self.seen:
+            self.seen.add(name)
+            event(name)
+
+
 def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
                      record: RunRecord | None = None, impl_spec: str | None = None) -> type:
     """A machine class testing maps built by ``factory(capacity=, state_copier=)``.
@@ -91,32 +121,14 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
     states = st.lists(st.integers(0, 9), max_size=3)
     values = st.integers(0, 9)
 
-    class MapMachine(RuleBasedStateMachine):
+    class MapMachine(HarnessMachine):
         snapshots = Bundle("snapshots")
 
         def __init__(self) -> None:
             super().__init__()
             impl = factory(capacity=config.capacity, state_copier=copy.deepcopy)
-            self.harness = Harness(impl, white_box=config.white_box,
-                                   strict_live_iteration=config.strict_live_iteration)
+            self.attach(Harness(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration))
             self.next_sid = 0
-            self.seen: set = set()
-            record.last = self.harness
-            record.examples += 1
-            if record.on_example is not None:
-                record.on_example(record)
-
-        def apply(self, op: str, *args) -> None:
-            record.steps += 1
-            try:
-                self.harness.apply(Step(op, args))
-            except CheckFailure:
-                if record.first_failure_at is None:
-                    record.first_failure_at = (record.examples, record.steps)
-                raise
-            for name in self.harness.coverage.keys() - self.seen:
-                self.seen.add(name)
-                event(name)
 
         @rule(kn=pairs, state=states)
         def put(self, kn, state):
