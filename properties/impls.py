@@ -1,7 +1,8 @@
 """Implementations under test, named by a spec string.
 
 ``reference`` (the Flink port), ``model`` (the oracle itself), ``mutant:NAME``
-(a seeded bug from the catalogue), or
+(a seeded bug from the catalogue), ``flink`` (Flink 2.3.0's own map through
+JPype, capacity 128 only: ``properties.flink_bridge``), or
 ``MODULE:FACTORY``: any importable callable that accepts the keyword arguments
 ``capacity`` and ``state_copier`` and returns a map speaking SPEC §15. An
 implementation with ``introspect()`` gets the white-box invariants too.
@@ -30,7 +31,7 @@ REQUIRED_METHODS = ("get", "contains_key", "put", "put_and_get_old", "remove", "
 # Further spec prefixes register a resolver here; the modules named below are
 # imported on first use of their prefix.
 _RESOLVERS: dict[str, Callable[[str], "Implementation"]] = {}
-_RESOLVER_MODULES = {"mutant": "properties.mutants"}
+_RESOLVER_MODULES = {"mutant": "properties.mutants", "flink": "properties.flink_bridge"}
 
 
 class UnknownImplementationError(ValueError):
@@ -81,9 +82,10 @@ def resolve(spec: str) -> Implementation:
         from model import ModelMap
         return _probe(spec, ModelMap, "the snapshot model (oracle)")
     prefix, sep, rest = spec.partition(":")
-    if sep and prefix in _RESOLVER_MODULES and prefix not in _RESOLVERS:
+    # A registered prefix names an implementation with or without ":REST" ("flink").
+    if prefix in _RESOLVER_MODULES and prefix not in _RESOLVERS:
         importlib.import_module(_RESOLVER_MODULES[prefix])
-    if sep and prefix in _RESOLVERS:
+    if prefix in _RESOLVERS:
         return _RESOLVERS[prefix](rest)
     if not sep or not prefix or not rest:
         raise UnknownImplementationError(
