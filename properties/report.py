@@ -45,7 +45,9 @@ def format_failure(failure: Failure, steps: list[Step], impl_spec: str, capacity
     """The failing program as Python, the failing step marked, expected vs actual under it."""
     lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk)"]
     if capacity is not None:
-        lines += [f"  # implementation: {impl_spec}, capacity {capacity}", f"  m = make_map(capacity={capacity})"]
+        lines += ["  from properties.impls import resolve",
+                  "  from properties.program import SNAPSHOT_TRANSFORMERS, transform_append, visit_and_prune_even",
+                  f"  m = resolve({impl_spec!r}).new(capacity={capacity})"]
     else:
         lines.append(f"  # implementation: {impl_spec}")
     for i, step in enumerate(steps):
