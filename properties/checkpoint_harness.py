@@ -47,7 +47,7 @@ from typing import Any
 
 from model.checkpoint_model import CheckpointModel
 from properties.harness import CRASH, DIVERGENCE, CheckFailure, Failure
-from properties.program import Step, transform_append
+from properties.program import Step, entries, transform_append
 from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, CheckpointStreamFactory, PendingCheckpoint
 from reference.hashing import key_group
 from reference.serializers import IntSerializer, ListSerializer, LongSerializer
@@ -174,10 +174,6 @@ def checkpoint_step_from_json(data: Any) -> Step:
     if not isinstance(args, list) or len(args) != len(CHECKPOINT_OPS[op][0]):
         raise ValueError(f"{op}: expected arguments {list(CHECKPOINT_OPS[op][0])}, got {args!r:.80}")
     return Step(op, tuple(args))
-
-
-def _canon(entries) -> list[str]:
-    return sorted(json.dumps([k, n, s]) for k, n, s in entries)
 
 
 def _split(key_group_range: KeyGroupRange, parts: int) -> list[KeyGroupRange]:
@@ -483,8 +479,8 @@ class CheckpointHarness:
 
     def _expect_restored(self, step, cid, restored, key_group_range, code: str, what: str) -> None:
         for name, _, _ in STATES:
-            want = _canon(self.model.frozen_entries(cid, name, key_group_range))
-            got = _canon(self._call(step, list, restored.state(name)))
+            want = entries(self.model.frozen_entries(cid, name, key_group_range))
+            got = entries(self._call(step, list, restored.state(name)))
             if want != got:
                 missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
                 self._fail(DIVERGENCE, code, f"{render_checkpoint_step(step)}: {what} into {key_group_range}, "
