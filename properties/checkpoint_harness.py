@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import copy
 import errno
-import json
 import os
 import tempfile
 from collections import Counter
