@@ -321,7 +321,7 @@ def _java_value(value):
         else:
             raise TypeError(f"Flink bridge: key or namespace {value} does not fit a Java long")
     elif t is str:
-        java = _Java.JString(value)
+        java = _java_string(value)
     elif t is bool:
         java = _Java.Boolean.valueOf(value)
     elif value is None:
@@ -333,6 +333,25 @@ def _java_value(value):
         _JAVA_VALUES.clear()
     _JAVA_VALUES[cache_key] = java
     return java
+
+
+def _java_string(value: str):
+    """A java.lang.String with the same UTF-16 code units (lone surrogates included,
+    which JPype's UTF-8 conversion rejects)."""
+    try:
+        return _Java.JString(value)
+    except UnicodeEncodeError:
+        units = value.encode("utf-16-be", "surrogatepass")
+        chars = [(units[i] << 8) | units[i + 1] for i in range(0, len(units), 2)]
+        return _Java.JString(_Java.jpype.JArray(_Java.jpype.JChar)([chr(c) for c in chars]))
+
+
+def _python_string(java_string) -> str:
+    try:
+        return str(java_string)
+    except UnicodeDecodeError:  # lone surrogates: go through the UTF-16 code units
+        return b"".join(ord(c).to_bytes(2, "big") for c in java_string.toCharArray()).decode("utf-16-be",
+                                                                                           "surrogatepass")
 
 
 def _ints(java_int_array) -> list:
@@ -872,7 +891,7 @@ def _to_java(serializer, value):
     if isinstance(serializer, ref.IntSerializer):
         return _Java.Integer.valueOf(value)
     if isinstance(serializer, ref.StringSerializer):
-        return _Java.JString(value)
+        return _java_string(value)
     if isinstance(serializer, ref.BytesSerializer):
         return jpype.JArray(jpype.JByte)(bytes(value))
     if isinstance(serializer, ref.ListSerializer):
@@ -896,7 +915,7 @@ def _from_java(value):
     if isinstance(value, (_Java.Integer, _Java.Long)):
         return int(value)
     if isinstance(value, jpype.JClass("java.lang.String")):
-        return str(value)
+        return _python_string(value)
     if isinstance(value, jpype.JArray(jpype.JByte)):
         return bytes(value)
     if isinstance(value, jpype.JClass("java.util.List")):
