@@ -148,18 +148,26 @@ class Harness:
         self.check_after_step(step)
 
     def check_after_step(self, step: Step) -> None:
+        self.check_size(step)
+        if self.white_box:
+            self.check_invariants(step)
+
+    def check_size(self, step: Step) -> None:
+        """P4 after ``step``: the implementation's size equals the model's."""
         n_impl = self._call(step, len, self.impl)
         if n_impl != len(self.model):
             self._fail(DIVERGENCE, "P4", f"after {_describe(step)}: model has {len(self.model)} entries, "
                                          f"map reports {n_impl}", len(self.model), n_impl)
-        if self.white_box:
-            view = self.impl.introspect()
-            live = [s.version for s, _ in self.snapshots.values() if not s.released]
-            violations = check_structure(view, live) + self.guard.check()
-            if violations:
-                v = violations[0]
-                more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
-                self._fail(INVARIANT, v.code, f"after {_describe(step)}: {v.message}{more}")
+
+    def check_invariants(self, step: Step) -> None:
+        """I1–I9 after ``step`` (white-box); O(table length + entries each live snapshot reaches)."""
+        view = self.impl.introspect()
+        live = [s.version for s, _ in self.snapshots.values() if not s.released]
+        violations = check_structure(view, live) + self.guard.check()
+        if violations:
+            v = violations[0]
+            more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+            self._fail(INVARIANT, v.code, f"after {_describe(step)}: {v.message}{more}")
 
     def _count_scenarios(self, step: Step) -> None:
         """Scenarios the model can see, and (white-box) those the structure shows."""
@@ -288,14 +296,15 @@ class Harness:
         self._expect_snapshot(step, sid, msnap.iterate(), got, len(msnap), len(snap))
 
     def _expect_snapshot(self, step, sid, want, got, want_size, got_size):
-        self.observed = (entries(want), entries(got))
-        if entries(want) != entries(got) or want_size != got_size:
-            missing = sorted(set(entries(want)) - set(entries(got)))
-            extra = sorted(set(entries(got)) - set(entries(want)))
+        want, got = entries(want), entries(got)
+        self.observed = (want, got)
+        if want != got or want_size != got_size:
+            missing = sorted(set(want) - set(got))
+            extra = sorted(set(got) - set(want))
             self._fail(DIVERGENCE, "P2", f"{_describe(step)}: snapshot s{sid} differs from its frozen copy: "
                                          f"missing {missing[:3]}, unexpected {extra[:3]}, "
                                          f"size {got_size} (expected {want_size})",
-                       entries(want), entries(got))
+                       want, got)
 
     def _op_read_snapshot_transformed(self, step, sid, transformer):
         snap, msnap = self._snapshot_pair(step, sid)
@@ -327,11 +336,11 @@ class Harness:
         self._expect_live(step, got)
 
     def _expect_live(self, step, got):
-        want = list(self.model)
-        self.observed = (entries(want), entries(got))
-        if entries(want) != entries(got):
-            self._fail(DIVERGENCE, "P1", f"{_describe(step)}: live iteration gave {sorted(entries(got))[:4]}…, "
-                                         f"model {sorted(entries(want))[:4]}…", entries(want), entries(got))
+        want, got = entries(list(self.model)), entries(got)
+        self.observed = (want, got)
+        if want != got:
+            self._fail(DIVERGENCE, "P1", f"{_describe(step)}: live iteration gave {got[:4]}…, "
+                                         f"model {want[:4]}…", want, got)
 
     def _op_iterate_modify(self, step, position, key, namespace, change):
         total = len(self.model)

@@ -61,10 +61,14 @@ def _append_marker(state):
     return list(state) + [-1] if isinstance(state, list) else state
 
 
+# json.dumps(x, sort_keys=True, default=repr) without building an encoder per call.
+_encode = json.JSONEncoder(sort_keys=True, default=repr).encode
+
+
 def entries(iterable) -> list[str]:
     """Entries ``(key, namespace, state)`` as sorted JSON strings: an order-free,
     process-independent way to compare contents."""
-    return sorted(json.dumps([k, n, s], sort_keys=True, default=repr) for k, n, s in iterable)
+    return sorted([_encode([k, n, s]) for k, n, s in iterable])
 
 
 def drain(iterator):
