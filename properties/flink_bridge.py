@@ -155,14 +155,15 @@ _JVM: JvmInfo | None = None
 def _flink_lib() -> Path:
     override = os.environ.get("COWCHECK_FLINK_LIB")
     if override:
-        return Path(override)
-    spec = importlib.util.find_spec("pyflink")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for location in locations:
-        if (Path(location) / "lib" / _FLINK_JAR).is_file():
-            return Path(location) / "lib"
+        candidates = [Path(override)]
+    else:
+        spec = importlib.util.find_spec("pyflink")
+        candidates = [Path(p) / "lib" for p in (spec.submodule_search_locations or [])] if spec else []
+    for lib in candidates:
+        if (lib / _FLINK_JAR).is_file():
+            return lib
     raise FlinkUnavailableError(
-        f"{_FLINK_JAR} not found (looked in pyflink/lib of {locations or 'no pyflink package'}); "
+        f"{_FLINK_JAR} not found (looked in {', '.join(map(str, candidates)) or 'no pyflink package'}); "
         f"install it with: pip install 'cowcheck[flink]' (or set COWCHECK_FLINK_LIB to its directory)")
 
 

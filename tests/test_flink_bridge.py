@@ -1,0 +1,342 @@
+"""The Flink bridge (properties.flink_bridge): Flink 2.3.0's own CopyOnWriteStateMap,
+in this process's JVM, behind the SPEC §15 API. Every test here runs the real jar."""
+
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from properties.flink_bridge import (
+    BATCH_OPS,
+    FlinkCapacityError,
+    FlinkStateMap,
+    FlinkUnavailableError,
+    jvm,
+    run_batch,
+)
+from properties.impls import resolve
+from properties.program import OPS, Step
+from reference import ConcurrentModificationError
+from reference.serializers import IntSerializer, ListSerializer, StringSerializer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _python(script: str) -> subprocess.CompletedProcess:
+    """Run ``script`` in a fresh interpreter (its own JVM, or none)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+
+
+# ----------------------------------------------------------------- resolving
+
+
+def test_resolve_flink_is_white_box_and_starts_no_jvm():
+    result = _python("""
+        import jpype
+        from properties.impls import resolve
+        impl = resolve("flink")
+        print(impl.spec, impl.white_box, jpype.isJVMStarted())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["flink", "True", "False"]
+
+
+def test_flink_with_options_is_an_unknown_implementation():
+    from properties.impls import UnknownImplementationError
+
+    with pytest.raises(UnknownImplementationError) as caught:
+        resolve("flink:fast")
+    assert caught.value.spec == "flink:fast"
+
+
+@pytest.mark.parametrize("capacity", [4, 64, 256, 128.0])
+def test_capacity_other_than_128_is_a_usage_error_naming_the_fix(capacity):
+    with pytest.raises(FlinkCapacityError) as caught:
+        FlinkStateMap(capacity=capacity)
+    assert caught.value.capacity == capacity
+    assert "--capacity 128" in str(caught.value)
+    assert isinstance(caught.value, ValueError)
+
+
+def test_jvm_reports_how_it_started():
+    info = jvm()
+    assert info.pid == os.getpid()
+    assert any(path.endswith("flink-dist-2.3.0.jar") for path in info.classpath)
+    assert info.start_seconds > 0
+
+
+# -------------------------------------------------------- forks and executors
+
+
+def test_forked_executors_each_start_their_own_jvm_on_first_use():
+    result = _python("""
+        import multiprocessing, os
+        import jpype
+        from properties.impls import resolve
+
+        impl = resolve("flink")  # the driver resolves, and starts no JVM
+
+        def work(n):
+            m = impl.new(capacity=128)
+            state = [n]
+            m.put(n, 0, state)
+            return m.get(n, 0) is state, jpype.isJVMStarted(), os.getpid()
+
+        with multiprocessing.get_context("fork").Pool(2) as pool:
+            results = pool.map(work, range(4))
+        print(all(same and started for same, started, _ in results), jpype.isJVMStarted())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "False"]
+
+
+def test_a_child_forked_after_the_jvm_started_gets_a_clear_error():
+    result = _python("""
+        import os
+        from properties.flink_bridge import FlinkStateMap, FlinkUnavailableError, jvm
+        jvm()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                FlinkStateMap()
+            except FlinkUnavailableError as exc:
+                os._exit(0 if "does not survive fork" in exc.reason else 2)
+            os._exit(1)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0"
+
+
+def test_missing_flink_jar_is_reported_without_starting_a_jvm(tmp_path):
+    env = dict(os.environ, COWCHECK_FLINK_LIB=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", "from properties.flink_bridge import available; print(available())"],
+                            cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+    assert "flink-dist-2.3.0.jar not found" in result.stdout
+
+
+# ------------------------------------------------------------------ identity
+
+
+def test_get_returns_the_callers_object_until_a_snapshot_then_one_fresh_copy():
+    # Flink's testCopyOnWriteContracts, through the bridge.
+    m = FlinkStateMap()
+    original = [1]
+    m.put(1, 0, original)
+    assert m.get(1, 0) is original
+    s = m.snapshot()
+    copy = m.get(1, 0)
+    assert copy == original and copy is not original
+    assert m.get(1, 0) is copy
+    s.release()
+    assert m.get(1, 0) is copy
+
+
+def test_in_place_mutation_of_a_returned_state_is_what_flink_copies_and_writes():
+    m = FlinkStateMap()
+    m.put(1, 0, [1])
+    m.get(1, 0).append(2)  # no snapshot: the map's own object
+    s = m.snapshot()
+    copy = m.get(1, 0)
+    copy.append(3)  # the copy is the map's now; the snapshot keeps [1, 2]
+    assert list(s) == [(1, 0, [1, 2])]
+    out = io.BytesIO()
+    s.write_state(out, IntSerializer(), IntSerializer(), ListSerializer(IntSerializer()))
+    assert out.getvalue().hex() == "00000001" "00000000" "00000001" "00000002" "00000001" "00000002"
+    assert m.get(1, 0) == [1, 2, 3]
+
+
+def test_transform_passes_the_old_state_and_a_copy_under_a_snapshot():
+    m = FlinkStateMap()
+    state = [1]
+    m.put("k", "n", state)
+    seen = []
+
+    def append(old, value):
+        seen.append(old)
+        old.append(value)
+        return old
+
+    m.transform("k", "n", 2, append)
+    assert seen[0] is state and m.get("k", "n") is state and state == [1, 2]
+    s = m.snapshot()
+    m.transform("k", "n", 3, append)
+    assert seen[1] is not state and seen[1] == [1, 2, 3]
+    assert list(s) == [("k", "n", [1, 2])]
+
+
+def test_an_exception_in_the_transform_function_comes_back_unchanged():
+    m = FlinkStateMap()
+
+    def boom(old, value):
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        m.transform(1, 0, 0, boom)
+    m.put(1, 0, [1])  # the map is still usable
+    assert m.get(1, 0) == [1]
+
+
+def test_states_must_be_lists_of_int32_and_keys_int_str_or_bool():
+    m = FlinkStateMap()
+    with pytest.raises(TypeError, match="lists of int32"):
+        m.put(1, 0, ["x"])
+    with pytest.raises(TypeError, match="lists of int32"):
+        m.put(1, 0, [1 << 40])
+    with pytest.raises(TypeError, match="int, str or bool"):
+        m.put(1.5, 0, [])
+    m.put(1 << 40, "ns", [])
+    m.put(True, -(1 << 63), [])
+    assert sorted(map(repr, m)) == ["(1099511627776, 'ns', [])", "(True, -9223372036854775808, [])"]
+
+
+def test_twins_of_unreachable_states_are_forgotten_and_identity_still_holds():
+    m = FlinkStateMap()
+    held = {}
+    for i in range(12_000):
+        state = [i]
+        m.put(i % 40, 0, state)
+        held[i % 40] = state
+        assert m.get(i % 40, 0) is held[i % 40]
+    assert len(m._twins) < 4_500
+
+
+# ---------------------------------------------------------------- iteration
+
+
+def test_live_iteration_after_an_insert_raises_concurrent_modification_error():
+    m = FlinkStateMap()
+    for k in range(3):
+        m.put(k, 0, [])
+    it = iter(m)
+    next(it)
+    m.put(99, 0, [])
+    with pytest.raises(ConcurrentModificationError) as caught:
+        list(it)
+    assert (caught.value.expected_mod_count, caught.value.actual_mod_count) == (3, 4)
+
+
+def test_a_change_after_the_last_entry_raises_nothing():
+    m = FlinkStateMap()
+    m.put(1, 0, [])
+    it = iter(m)
+    assert next(it) == (1, 0, [])
+    m.remove(1, 0)
+    assert list(it) == []
+
+
+def test_keys_and_size_of_namespace_are_flinks():
+    m = FlinkStateMap()
+    for k in range(5):
+        m.put(k, k % 2, [])
+    assert sorted(m.keys(1)) == [1, 3]
+    assert m.size_of_namespace(0) == 3
+
+
+def test_incremental_visitor_returns_whole_chains_and_removes_through_the_map():
+    m = FlinkStateMap()
+    for k in range(6):
+        m.put(k, k, [k])  # key == namespace: hash 0, one chain
+    visitor = m.incremental_visitor(4)
+    chains = []
+    while visitor.has_next():
+        chain = visitor.next_entries()
+        chains.append(chain)
+        for entry in chain:
+            if entry[0] % 2 == 0:
+                visitor.remove(entry)
+    assert [len(c) for c in chains if c] == [6]
+    assert sorted(k for k, _, _ in m) == [1, 3, 5]
+
+
+# ---------------------------------------------------------------- white box
+
+
+def test_introspection_keeps_one_mirror_per_java_entry_across_views():
+    m = FlinkStateMap()
+    m.put(1, 0, [1])
+    first = next(e for e in m.introspect().primary_table if e is not None)
+    s = m.snapshot()
+    m.put(2, 0, [2])
+    view = m.introspect()
+    assert first in view.primary_table
+    m.get(1, 0)  # copy-on-write replaces the entry in the table
+    view = m.introspect()
+    copied = next(e for e in view.primary_table if e is not None and e.key == 1)
+    assert copied is not first and first.entry_version == 0 and copied.entry_version == 1
+    assert list(s.entry_objects()) == [first]
+    assert (view.state_map_version, view.highest_required_snapshot_version, view.snapshot_versions) == (1, 1, {1})
+
+
+def test_introspection_shows_flinks_table_at_the_98th_insert():
+    m = FlinkStateMap()
+    for k in range(98):
+        m.put(k, 0, [])
+    view = m.introspect()
+    assert (len(view.primary_table), len(view.incremental_rehash_table), view.is_rehashing) == (128, 256, True)
+    assert (view.threshold, view.rehash_index, view.primary_table_size) == (192, 0, 98)
+
+
+# ------------------------------------------------------------------- batch
+
+
+def test_batch_mode_knows_every_program_operation():
+    assert sorted(BATCH_OPS) == sorted(OPS)
+
+
+def test_batch_runs_a_program_in_one_call_with_identity_numbers():
+    program = [Step("put", (1, 0, [5])), Step("get", (1, 0)), Step("snapshot", (0,)), Step("get_mutate", (1, 0, 6)),
+               Step("read_snapshot", (0,)), Step("iterate_modify", (0, 2, 0, "put"))]
+    steps, final = run_batch(program, digest="none")
+    results = [row[0] for row in steps]
+    assert results[:5] == [None, [[5], 1], [1, 1], [[5], 2], [[1, 0, [5], 1]]]
+    assert results[5] == [[], "ConcurrentModificationError"]  # an insert before the first next()
+    assert final is None
+
+
+def test_batch_rejects_an_unknown_snapshot_transformer():
+    with pytest.raises(ValueError, match="unknown snapshot transformer"):
+        run_batch([Step("snapshot", (0,)), Step("read_snapshot_transformed", (0, "nope"))])
+
+
+# ------------------------------------------------------------- command line
+
+
+def _cowcheck(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "properties", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_cowcheck_check_impl_flink_runs_the_machine_on_flink(tmp_path):
+    result = _cowcheck("check", "--impl", "flink", "--capacity", "128", "--examples", "3", "--seed", "1",
+                       "--profile", "ci", "--save-dir", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "flink (Apache Flink 2.3.0 CopyOnWriteStateMap" in result.stdout
+    assert "white-box" in result.stdout
+
+
+def test_cowcheck_check_impl_flink_at_another_capacity_is_bad_usage(tmp_path):
+    result = _cowcheck("check", "--impl", "flink", "--examples", "1", "--save-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "capacity 128" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_cowcheck_replay_impl_flink_reproduces_the_live_iteration_finding():
+    result = _cowcheck("replay", "docs/findings/live-iteration-rehash.json", "--impl", "flink")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "reproduces at step 98: DIVERGENCE P7" in result.stdout
+
+
+def test_finding_counterexamples_are_valid_and_name_flink():
+    for name in ("live-iteration-rehash.json", "live-iteration-rehash-skip.json"):
+        with open(os.path.join(ROOT, "docs", "findings", name)) as f:
+            data = json.load(f)
+        assert data["implementation"] == {"spec": "flink", "capacity": 128, "copier": "deepcopy"}
+        assert data["checks"]["strict_live_iteration"] is True
+        assert (data["failure"]["kind"], data["failure"]["code"]) == ("DIVERGENCE", "P7")
