@@ -1,0 +1,413 @@
+"""The campaign executor: one seed in, one :class:`Outcome` out. Pure Python, no Spark.
+
+``run_seed(seed, config)`` builds a program from the seed, runs it against
+the implementation under test and the model step by step through
+:class:`~properties.harness.Harness` (so P1–P7 and, white-box, I1–I9 apply),
+and on failure shrinks it (:mod:`properties.shrink`) and returns the
+counterexample as JSON data (the file format of docs/counterexample-format.md).
+The Spark driver only spreads seeds and gathers outcomes; everything that
+decides a verdict is here and is tested without Spark.
+
+Two executors:
+
+- ``raw`` (default): a seeded *swarm* walk. Each seed draws its own op
+  weights (some ops switched off), key and namespace space sizes and how often
+  key == namespace (hash 0: one long chain), then emits steps one at a time
+  (:func:`walk_program` is a generator, so a walk costs no memory up front).
+  Rare interleavings that uniform generation misses in minutes show up in a
+  fraction of a second when whole walks are skewed.
+- ``hypothesis``: the map state machine of :mod:`properties.machines` run by
+  :func:`properties.hunt.hunt` with the seed as Hypothesis seed.
+
+Determinism: generation uses ``random.Random(seed)`` only (never ``hash()``,
+never set or dict order of strings), and layouts use the Java-compatible
+hashes, so a seed gives the same program and the same outcome in every
+process, executor and machine (``Outcome`` equality ignores timing).
+
+>>> outcome = run_seed(7, CampaignConfig(impl="reference", steps=50))
+>>> outcome.kind, outcome.ops
+('PASS', 51)
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import random
+import time
+from collections import Counter
+from typing import Iterator
+
+import attrs
+
+from properties.harness import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure, Harness
+from properties.program import SNAPSHOT_TRANSFORMERS, Step
+
+__all__ = ["CampaignConfig", "Outcome", "run_seed", "walk_program", "SampledHarness", "PASS", "DIVERGENCE",
+           "INVARIANT", "CRASH", "TIMEOUT", "KINDS", "EXECUTORS", "WALK_OPS"]
+
+PASS = "PASS"
+KINDS = (PASS, DIVERGENCE, INVARIANT, CRASH, TIMEOUT)
+EXECUTORS = ("raw", "hypothesis")
+
+# Codes of outcomes that are not a harness failure (no replayable program).
+RAISED = "raised"  # the harness itself raised (the implementation broke its API contract)
+TIME_LIMIT = "time-limit"  # the seed ran longer than CampaignConfig.seed_time_limit
+
+# The map machine's rules, one op each (properties.machines.make_map_machine).
+WALK_OPS = ("put", "put_and_get_old", "get", "get_mutate", "contains_key", "remove", "remove_and_get_old",
+            "transform", "rehash", "snapshot", "read_snapshot", "read_snapshot_transformed", "release",
+            "iterate", "iterate_modify", "keys", "size_of_namespace", "visit")
+_WRITES = ("put", "put_and_get_old", "transform")
+_NEEDS_SNAPSHOT = ("read_snapshot", "read_snapshot_transformed", "release")
+_TRANSFORMERS = tuple(sorted(SNAPSHOT_TRANSFORMERS))
+# Swarm testing: each op is switched off in a walk with this probability.
+_SWARM_OFF = 0.3
+_KEY_SPACES = (2, 3, 4, 6, 8, 12, 16, 32)
+_NAMESPACE_SPACES = (1, 2, 3, 4)
+_CHAIN_BIAS = (0.0, 0.1, 0.3, 0.5, 0.8)  # probability that namespace == key (hash 0)
+
+
+def _positive(instance, attribute, value):
+    if value <= 0:
+        raise ValueError(f"{attribute.name} must be > 0, got {value!r} ({type(value).__name__})")
+
+
+@attrs.frozen
+class CampaignConfig:
+    """What every seed of a campaign runs.
+
+    ``invariants_every``: check the structural invariants I1–I9 after every
+    n-th step and at the end of the walk (1: after every step, as the
+    Hypothesis machines do). The model properties P1–P7 run after every step
+    whatever this is. A failure found with n > 1 is replayed with checks after
+    every step before it is shrunk and stored, so counterexamples are the same
+    either way; what n > 1 gives up is noticing a broken invariant that a later
+    step repairs before the next check. White-box checks cost O(table length +
+    entries each live snapshot reaches) per step; see docs/campaigns.md for
+    measured throughput.
+
+    ``steps``: steps per walk (raw) or per example (hypothesis);
+    ``examples``: Hypothesis examples per seed (hypothesis executor only);
+    ``seed_time_limit``: seconds a walk may take (then TIMEOUT); shrinking gets
+    as long again.
+    """
+
+    impl: str = "reference"
+    executor: str = attrs.field(default="raw", validator=attrs.validators.in_(EXECUTORS))
+    capacity: int = 4
+    steps: int = attrs.field(default=300, validator=_positive)
+    examples: int = attrs.field(default=5, validator=_positive)
+    invariants_every: int = attrs.field(default=1, validator=_positive)
+    white_box: bool | None = None
+    strict_live_iteration: bool = False
+    seed_time_limit: float = attrs.field(default=60.0, validator=_positive)
+    shrink: bool = True
+
+    def to_json(self) -> dict:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CampaignConfig":
+        fields = attrs.fields_dict(cls)
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+def _sorted_counts(counter) -> dict:
+    return {k: int(counter[k]) for k in sorted(counter)}
+
+
+@attrs.frozen
+class Outcome:
+    """What one seed did. ``kind`` is PASS or a failure kind (DIVERGENCE,
+    INVARIANT, CRASH, TIMEOUT); ``code`` the property or invariant (P1–P7,
+    I1–I9), ``raised`` (the harness itself raised: the implementation broke the
+    API contract), ``time-limit`` or ``worker-exit`` (the process running the
+    seed died). ``counterexample`` is the shrunk failure as counterexample JSON
+    data (None when there is no replayable program). ``ops``: steps applied and
+    checked. Equality ignores ``seconds``.
+    """
+
+    seed: int
+    kind: str = attrs.field(validator=attrs.validators.in_(KINDS))
+    impl_spec: str = ""
+    code: str = ""
+    message: str = ""
+    ops: int = 0
+    coverage: dict = attrs.Factory(dict)
+    findings: dict = attrs.Factory(dict)
+    op_mix: dict = attrs.Factory(dict)
+    failing_op: str = ""
+    original_steps: int = 0
+    counterexample: dict | None = None
+    seconds: float = attrs.field(default=0.0, eq=False)
+
+    @property
+    def failed(self) -> bool:
+        return self.kind != PASS
+
+    @property
+    def signature(self) -> str:
+        """The stable name of the bug: the counterexample's (its file name
+        without ``.json``), else built the same way from kind, code and op."""
+        if self.counterexample is not None:
+            return self.counterexample["signature"]
+        if not self.failed:
+            return ""
+        from properties.counterexample import _slug
+
+        op = f"--{self.failing_op}" if self.failing_op else ""
+        return f"{_slug(self.impl_spec)}--{self.kind}-{self.code}{op}"
+
+    def to_json(self) -> dict:
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Outcome":
+        return cls(**data)
+
+
+# ------------------------------------------------------------------ walks
+
+
+def walk_program(seed: int, steps: int, visitor: bool = True) -> Iterator[Step]:
+    """The swarm walk of ``seed``: ``steps`` steps, then a read of every snapshot
+    still live (P2 at the end, as the machines' teardown does). A generator:
+    each step is drawn when it is needed.
+
+    ``visitor``: whether the implementation offers the incremental visitor
+    (the machine's precondition); the random draws are the same either way, so
+    a seed gives the same program on every implementation that offers it.
+
+    >>> [s.op for s in walk_program(3, 4)]
+    ['visit', 'put_and_get_old', 'size_of_namespace', 'snapshot', 'read_snapshot']
+    """
+    r = random.Random(seed)
+    weights = [0.0 if r.random() < _SWARM_OFF else r.random() for _ in WALK_OPS]
+    if not any(weights[WALK_OPS.index(op)] for op in _WRITES):
+        weights[0] = 1.0  # a walk that never writes tests nothing
+    if not visitor:
+        weights[WALK_OPS.index("visit")] = 0.0
+    cumulative = list(_accumulate(weights))
+    total = cumulative[-1]
+    keys = r.choice(_KEY_SPACES)
+    namespaces = r.choice(_NAMESPACE_SPACES)
+    chain_bias = r.choice(_CHAIN_BIAS)
+    live: list[int] = []  # sids of snapshots taken and not yet released, oldest first
+    taken = 0
+    randrange, rand = r.randrange, r.random
+
+    def pair():
+        k = randrange(keys)
+        return (k, k) if rand() < chain_bias else (k, randrange(namespaces))
+
+    for _ in range(steps):
+        op = WALK_OPS[bisect.bisect(cumulative, rand() * total, 0, len(WALK_OPS) - 1)]
+        if op in _NEEDS_SNAPSHOT and not live:
+            op = "snapshot"
+        if op in ("put", "put_and_get_old"):
+            k, n = pair()
+            yield Step(op, (k, n, [randrange(10) for _ in range(randrange(4))]))
+        elif op in ("get", "contains_key", "remove", "remove_and_get_old"):
+            yield Step(op, pair())
+        elif op in ("get_mutate", "transform"):
+            k, n = pair()
+            yield Step(op, (k, n, randrange(10)))
+        elif op == "rehash":
+            yield Step(op, (randrange(1, 9),))
+        elif op == "snapshot":
+            live.append(taken)
+            taken += 1
+            yield Step(op, (live[-1],))
+        elif op == "read_snapshot":
+            yield Step(op, (live[randrange(len(live))],))
+        elif op == "read_snapshot_transformed":
+            yield Step(op, (live.pop(randrange(len(live))), _TRANSFORMERS[randrange(len(_TRANSFORMERS))]))
+        elif op == "release":
+            yield Step(op, (live.pop(randrange(len(live))),))
+        elif op == "iterate":
+            yield Step(op, ())
+        elif op == "iterate_modify":
+            position = randrange(9)
+            k, n = pair()
+            yield Step(op, (position, k, n, "put" if rand() < 0.5 else "remove"))
+        elif op in ("keys", "size_of_namespace"):
+            yield Step(op, (randrange(namespaces),))
+        else:  # visit
+            yield Step(op, (randrange(1, 5),))
+    for sid in live:
+        yield Step("read_snapshot", (sid,))
+
+
+def _accumulate(weights):
+    total = 0.0
+    for w in weights:
+        total += w
+        yield total
+
+
+class SampledHarness(Harness):
+    """The harness with the structural invariants I1–I9 checked after every
+    ``every``-th step only (and on demand, :meth:`final_check`); the model
+    properties P1–P7 still run after every step."""
+
+    def __init__(self, impl, *, every: int, **options) -> None:
+        super().__init__(impl, **options)
+        self.every = every
+
+    def check_after_step(self, step: Step) -> None:
+        self.check_size(step)
+        if self.white_box and len(self.steps) % self.every == 0:
+            self.check_invariants(step)
+
+    def final_check(self) -> None:
+        if self.white_box and self.steps and len(self.steps) % self.every:
+            self.check_invariants(self.steps[-1])
+
+
+# ----------------------------------------------------------------- run_seed
+
+
+@functools.lru_cache(maxsize=16)
+def _implementation(spec: str):
+    from properties.impls import resolve
+
+    return resolve(spec)
+
+
+def _white_box(config: CampaignConfig, impl) -> bool:
+    return impl.white_box if config.white_box is None else bool(config.white_box and impl.white_box)
+
+
+def run_seed(seed: int, config: CampaignConfig) -> Outcome:
+    """Run seed ``seed`` of a campaign; never raises for anything the
+    implementation does (a harness failure, an exception escaping the harness,
+    a walk over the time limit all become outcomes)."""
+    started = time.perf_counter()
+    impl = _implementation(config.impl)
+    if config.executor == "hypothesis":
+        outcome = _run_hypothesis(seed, config, impl)
+    else:
+        outcome = _run_walk(seed, config, impl, started)
+    return attrs.evolve(outcome, seconds=time.perf_counter() - started)
+
+
+def _options(config: CampaignConfig, impl) -> dict:
+    return {"white_box": _white_box(config, impl), "strict_live_iteration": config.strict_live_iteration}
+
+
+def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcome:
+    options = _options(config, impl)
+    instance = impl.new(capacity=config.capacity)
+    every = config.invariants_every
+    harness = (SampledHarness(instance, every=every, **options) if every > 1 and options["white_box"]
+               else Harness(instance, **options))
+    deadline = started + config.seed_time_limit
+    visitor = callable(getattr(instance, "incremental_visitor", None))
+    base = dict(seed=seed, impl_spec=config.impl)
+    try:
+        for i, step in enumerate(walk_program(seed, config.steps, visitor)):
+            harness.apply(step)
+            if not i & 63 and time.perf_counter() > deadline:
+                return Outcome(kind=TIMEOUT, code=TIME_LIMIT, failing_op=step.op, **base,
+                               message=f"walk still running after {config.seed_time_limit:g} s "
+                                       f"({len(harness.steps)} steps)", **_counts(harness))
+        if isinstance(harness, SampledHarness):
+            harness.final_check()
+    except CheckFailure as exc:
+        return _failed(seed, config, impl, harness, exc.failure, options, deadline)
+    except Exception as exc:  # escaped the harness: e.g. a snapshot whose len() raises
+        step = harness.steps[-1] if harness.steps else None
+        return Outcome(kind=CRASH, code=RAISED, failing_op=step.op if step else "", **base,
+                       message=f"the harness raised {type(exc).__name__}: {exc}"
+                               + (f" at step {len(harness.steps) - 1} ({step.op})" if step else ""),
+                       **_counts(harness))
+    return Outcome(kind=PASS, **base, **_counts(harness))
+
+
+def _counts(harness: Harness) -> dict:
+    return dict(ops=len(harness.steps), coverage=_sorted_counts(harness.coverage),
+                findings=_sorted_counts(harness.findings), op_mix=_sorted_counts(Counter(s.op for s in harness.steps)))
+
+
+def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure, options: dict,
+            walk_deadline: float) -> Outcome:
+    from properties.shrink import replay
+
+    program = list(harness.steps)
+    make = functools.partial(impl.new, capacity=config.capacity)
+    if isinstance(harness, SampledHarness):
+        # Checked after every step, the program may fail earlier or with another
+        # code: that failure is the one `cowcheck replay` shows.
+        failure = replay(program, make, **options) or failure
+        program = program[: failure.step_index + 1]
+    original = len(program)
+    if config.shrink:
+        budget = time.perf_counter() + config.seed_time_limit
+        program, failure = _shrink_within(program, failure, make, options, budget)
+    return _with_counterexample(seed, config, program, failure, make, options, "walk", original,
+                                _counts(harness))
+
+
+def _shrink_within(program, failure, make, options, budget):
+    """Shrink in rounds of a bounded number of replays until a fixpoint or the budget is spent."""
+    from properties.shrink import shrink
+
+    while time.perf_counter() < budget:
+        shorter, failure = shrink(program, failure, make, max_replays=500, **options)
+        if shorter == program:
+            break
+        program = shorter
+    return program, failure
+
+
+def _with_counterexample(seed, config, program, failure, make, options, generator, original, counts) -> Outcome:
+    from properties.counterexample import Counterexample
+    from properties.replay import expected_results
+
+    found_by = {"tool": "cowcheck campaign", "generator": generator, "seed": seed, "executor": config.executor,
+                "steps": counts["ops"]}
+    cx = Counterexample.build(program, failure, impl=config.impl, capacity=config.capacity, found_by=found_by,
+                              expected=expected_results(program), **options)
+    return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
+                   failing_op=program[failure.step_index].op, original_steps=original,
+                   counterexample=cx.to_json(), impl_spec=config.impl, **counts)
+
+
+def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
+    from hypothesis import settings
+
+    from properties.hunt import hunt
+    from properties.machines import MachineConfig, RunRecord, make_map_machine
+    from properties.profiles import PROFILES, stabilise_generation
+
+    stabilise_generation()
+    options = _options(config, impl)
+    op_mix: Counter = Counter()
+    record = RunRecord()
+    machine_config = MachineConfig(capacity=config.capacity, **options)
+    profile = settings(**dict(PROFILES["ci"], max_examples=config.examples, stateful_step_count=config.steps,
+                              derandomize=False))
+    make = functools.partial(impl.new, capacity=config.capacity)
+    previous: list = []
+
+    def on_example(rec: RunRecord) -> None:
+        if previous:
+            op_mix.update(s.op for s in previous[-1].steps)
+        previous[:] = [rec.last]
+
+    record.on_example = on_example
+    result = hunt(lambda rec: make_map_machine(impl.factory, machine_config, rec, impl_spec=impl.spec), make,
+                  base_seed=seed, profile=profile, examples=config.examples, record=record,
+                  harness_options=options)
+    coverage = Counter(record.coverage)
+    if record.last is not None:
+        op_mix.update(s.op for s in record.last.steps)
+        if result.failure is not None:
+            coverage.update(record.last.coverage)
+    counts = dict(ops=record.steps, coverage=_sorted_counts(coverage), findings=_sorted_counts(record.findings),
+                  op_mix=_sorted_counts(op_mix))
+    if result.failure is None:
+        return Outcome(seed=seed, kind=PASS, impl_spec=config.impl, **counts)
+    return _with_counterexample(seed, config, result.program, result.failure, make, options, "hypothesis",
+                                result.original_length, counts)

@@ -1,0 +1,192 @@
+"""The campaign executor without Spark: run_seed, swarm walks, seed ranges under a guard."""
+
+import inspect
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from pathlib import Path
+
+import attrs
+import pytest
+
+from properties.cli import main
+from properties.counterexample import Counterexample, save
+from properties.scenarios import MAP_SCENARIOS
+from spark_fuzz import CampaignConfig, Outcome, run_range, run_seed, walk_program
+from spark_fuzz.executor import WALK_OPS
+from spark_fuzz.ranges import guarded_run_seed
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _first_failure(config: CampaignConfig, seeds=range(200)) -> Outcome:
+    for seed in seeds:
+        outcome = run_seed(seed, config)
+        if outcome.failed:
+            return outcome
+    raise AssertionError(f"no seed of {seeds} fails on {config.impl}")
+
+
+def test_a_walk_is_generated_lazily_one_step_at_a_time():
+    program = walk_program(1, 10**12)
+    assert inspect.isgenerator(program)
+    assert [step.op in WALK_OPS for step in (next(program), next(program))] == [True, True]
+
+
+def test_a_walk_ends_by_reading_every_snapshot_still_live():
+    for seed in range(50):
+        steps = list(walk_program(seed, 100))
+        live = set()
+        for step in steps[:100]:
+            if step.op == "snapshot":
+                live.add(step.args[0])
+            elif step.op in ("release", "read_snapshot_transformed"):
+                live.discard(step.args[0])
+        assert [s.args[0] for s in steps[100:]] == sorted(live)
+        assert {s.op for s in steps[100:]} <= {"read_snapshot"}
+
+
+def test_walks_are_swarms_each_seed_has_its_own_op_mix():
+    mixes = [Counter(step.op for step in walk_program(seed, 300)) for seed in range(20)]
+    switched_off = [set(WALK_OPS) - set(mix) for mix in mixes]
+    assert len({frozenset(s) for s in switched_off}) > 10
+    assert all(mix["put"] + mix["put_and_get_old"] + mix["transform"] > 0 for mix in mixes)
+
+
+def test_reference_passes_every_seed_and_reaches_every_map_scenario():
+    coverage = Counter()
+    for seed in range(150):
+        outcome = run_seed(seed, CampaignConfig(impl="reference", steps=200))
+        assert (seed, outcome.kind) == (seed, "PASS")
+        coverage.update(outcome.coverage)
+    assert [name for name in MAP_SCENARIOS if not coverage[name]] == []
+
+
+def test_a_seeded_bug_is_found_shrunk_and_returned_as_a_counterexample():
+    outcome = _first_failure(CampaignConfig(impl="mutant:skip-prefix-copy"))
+    cx = Counterexample.from_json(outcome.counterexample)
+    assert (outcome.kind, outcome.code) == ("INVARIANT", "I9")
+    assert cx.signature == outcome.signature == "mutant-skip-prefix-copy--INVARIANT-I9--" + outcome.failing_op
+    assert len(cx.steps) < outcome.original_steps
+    assert cx.found_by["seed"] == outcome.seed
+    assert cx.found_by["generator"] == "walk"
+
+
+def test_the_returned_counterexample_replays_with_cowcheck_replay(tmp_path):
+    outcome = _first_failure(CampaignConfig(impl="mutant:skip-prefix-copy"))
+    path, _ = save(Counterexample.from_json(outcome.counterexample), tmp_path)
+    out = io.StringIO()
+    assert main(["replay", str(path)], out, io.StringIO()) == 1
+    assert "reproduces" in out.getvalue()
+
+
+def test_sampled_invariants_store_the_failure_full_checks_would_store():
+    full = _first_failure(CampaignConfig(impl="mutant:skip-prefix-copy", invariants_every=1))
+    sampled = run_seed(full.seed, CampaignConfig(impl="mutant:skip-prefix-copy", invariants_every=25))
+    assert sampled.counterexample["checks"] == {"white_box": True, "strict_live_iteration": False}
+    assert (sampled.signature, sampled.counterexample["steps"]) == (full.signature, full.counterexample["steps"])
+
+
+def test_black_box_config_checks_the_model_properties_only():
+    outcome = _first_failure(CampaignConfig(impl="mutant:skip-prefix-copy", white_box=False))
+    assert outcome.kind == "DIVERGENCE"
+    assert outcome.counterexample["checks"]["white_box"] is False
+    assert outcome.coverage.keys() <= {"release-oldest-of-2", "release-newest-of-2", "release-oldest-of-3",
+                                       "release-middle-of-3", "release-newest-of-3",
+                                       "mutate-returned-under-snapshot", "transform-under-snapshot"}
+
+
+def test_the_hypothesis_executor_runs_the_map_machine_from_the_seed():
+    config = CampaignConfig(impl="mutant:skip-prefix-copy", executor="hypothesis", steps=60, examples=20)
+    outcome = _first_failure(config, range(10))
+    assert outcome.counterexample["found_by"]["generator"] == "hypothesis"
+    assert run_seed(outcome.seed, config) == outcome
+    passed = run_seed(0, attrs.evolve(config, impl="reference", examples=3))
+    assert (passed.kind, passed.ops > 0, sum(passed.op_mix.values())) == ("PASS", True, passed.ops)
+
+
+def test_outcomes_round_trip_through_json():
+    outcome = _first_failure(CampaignConfig(impl="mutant:get-versions-lte"))
+    assert Outcome.from_json(json.loads(json.dumps(outcome.to_json()))) == outcome
+
+
+def test_a_walk_over_its_time_limit_is_a_timeout_outcome():
+    outcome = run_seed(3, CampaignConfig(steps=10**9, seed_time_limit=0.2))
+    assert (outcome.kind, outcome.code, outcome.counterexample) == ("TIMEOUT", "time-limit", None)
+    assert outcome.ops > 64
+
+
+_OUTCOMES = textwrap.dedent("""
+    import json, sys
+    from spark_fuzz import CampaignConfig, run_seed
+    out = []
+    for impl, executor, seed in [("reference", "raw", 11), ("mutant:skip-prefix-copy", "raw", 0),
+                                 ("mutant:remove-without-prev-copy", "raw", 4),
+                                 ("mutant:skip-prefix-copy", "hypothesis", 1)]:
+        o = run_seed(seed, CampaignConfig(impl=impl, executor=executor, steps=60, examples=5))
+        d = o.to_json(); d.pop("seconds")
+        out.append(d)
+    print(json.dumps(out, sort_keys=True))
+""")
+
+
+def test_same_seed_same_outcome_in_two_processes_with_different_hash_seeds(tmp_path):
+    runs = []
+    for hashseed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=hashseed, HYPOTHESIS_STORAGE_DIRECTORY=str(tmp_path / hashseed))
+        done = subprocess.run([sys.executable, "-c", _OUTCOMES], env=env, capture_output=True, text=True,
+                              check=True, cwd=tmp_path)
+        runs.append(done.stdout)
+    first = json.loads(runs[0])
+    assert runs[0] == runs[1]
+    assert [o["kind"] for o in first][0] == "PASS"
+    assert all(o["counterexample"] for o in first[1:] if o["kind"] != "PASS")
+
+
+# ---------------------------------------------------------------- ranges
+
+
+def test_a_range_runs_each_seed_once_in_order():
+    result = run_range(5, 9, CampaignConfig(steps=30))
+    assert [o.seed for o in result.outcomes] == [5, 6, 7, 8]
+    assert result.ops == sum(o.ops for o in result.outcomes)
+    assert result.started <= result.finished
+
+
+def test_a_seed_that_kills_its_process_is_a_crash_outcome_and_the_range_goes_on():
+    result = run_range(0, 40, CampaignConfig(impl="spark_fuzz.faults:exits_on_77"))
+    crashed = [(o.seed, o.kind, o.code) for o in result.failures]
+    assert [o.seed for o in result.outcomes] == list(range(40))
+    assert crashed == [(19, "CRASH", "worker-exit"), (28, "CRASH", "worker-exit"), (30, "CRASH", "worker-exit"),
+                       (39, "CRASH", "worker-exit")]
+    assert "exit code 3" in result.failures[0].message
+    assert result.kinds()["PASS"] == 36
+
+
+def test_a_seed_that_hangs_inside_an_operation_is_killed_and_is_a_timeout_outcome():
+    result = run_range(17, 21, CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", seed_time_limit=0.3))
+    assert [(o.seed, o.kind, o.code) for o in result.failures] == [(19, "TIMEOUT", "time-limit")]
+    assert [o.kind for o in result.outcomes] == ["PASS", "PASS", "TIMEOUT", "PASS"]
+
+
+def test_an_exception_escaping_the_harness_is_a_crash_outcome_with_its_seed():
+    result = run_range(18, 20, CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77"), isolate=False)
+    assert [(o.seed, o.kind, o.code) for o in result.outcomes] == [(18, "PASS", ""), (19, "CRASH", "raised")]
+    assert "RuntimeError: white-box view lost" in result.outcomes[1].message
+
+
+def test_an_exception_escaping_run_seed_is_a_crash_outcome():
+    outcome = guarded_run_seed(4, CampaignConfig(impl="no_such_module:factory"))
+    assert (outcome.seed, outcome.kind, outcome.code) == (4, "CRASH", "raised")
+    assert "UnknownImplementationError" in outcome.message
+
+
+def test_config_rejects_unknown_executors_and_non_positive_settings():
+    with pytest.raises(ValueError):
+        CampaignConfig(executor="quickcheck")
+    with pytest.raises(ValueError, match="invariants_every must be > 0"):
+        CampaignConfig(invariants_every=0)
