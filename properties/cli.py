@@ -103,6 +103,7 @@ COMMAND_MODULES = [
     "properties.mutants_cmd",
     "properties.replay_cmd",
     "properties.checkpoint_cmd",
+    "properties.campaign_cmd",
 ]
 
 

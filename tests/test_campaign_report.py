@@ -1,0 +1,198 @@
+"""Campaign rows to reports, the campaign directory, seed planning and dedupe: all without Spark."""
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from spark_fuzz.driver import distinct_failures_locally, missing_ranges, plan_ranges, prefer
+from spark_fuzz.executor import CampaignConfig
+from spark_fuzz.ranges import run_range
+from spark_fuzz.report import (
+    busy_seconds,
+    render_html,
+    render_markdown,
+    replay_command,
+    summarise,
+    throughput_segments,
+    totals,
+    write_report,
+)
+from spark_fuzz.store import CampaignStore, CampaignStoreError
+
+CONFIG = CampaignConfig(impl="mutant:skip-prefix-copy", steps=120)
+
+
+def _run(start, stop, host="h", pid=1, started=100.0, finished=110.0, ops=1000, **kinds):
+    row = {"range_start": start, "range_stop": stop, "seeds": stop - start, "ops": ops, "seconds": finished - started,
+           "started": started, "finished": finished, "host": host, "pid": pid, "round": 1,
+           "passed": stop - start, "divergence": 0, "invariant": 0, "crash": 0, "timeout": 0,
+           "coverage": {"put-empty-bucket": 3}, "op_mix": {"put": ops}, "findings": {}, "impl": "reference",
+           "executor": "raw"}
+    row.update(kinds)
+    return row
+
+
+def _failure(seed, signature="impl--INVARIANT-I9--put", steps=4, cx=True):
+    return {"signature": signature, "kind": "INVARIANT", "code": "I9", "seed": seed, "range_start": 0,
+            "range_stop": 10, "message": "m", "failing_op": "put", "ops": 50, "original_steps": 50,
+            "shrunk_steps": steps if cx else None, "steps_json": "[]" if cx else None,
+            "counterexample_json": json.dumps({"signature": signature}) if cx else None, "impl": "mutant:x",
+            "executor": "raw"}
+
+
+@pytest.fixture(scope="module")
+def found():
+    result = run_range(0, 6, CONFIG, isolate=False)
+    return [result.runs_row(CONFIG, 1)], result.failure_rows(CONFIG)
+
+
+# ----------------------------------------------------------------- planning
+
+
+def test_missing_ranges_are_the_gaps_between_finished_ranges():
+    assert missing_ranges(0, 10, []) == [(0, 10)]
+    assert missing_ranges(0, 10, [(0, 10)]) == []
+    assert missing_ranges(5, 20, [(0, 6), (8, 9), (18, 30)]) == [(6, 8), (9, 18)]
+
+
+def test_plan_ranges_spreads_seeds_evenly_and_caps_the_range_size():
+    assert plan_ranges([(0, 8)], 4) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+    assert plan_ranges([(0, 3), (10, 12)], 2) == [(0, 3), (10, 12)]
+    assert len(plan_ranges([(0, 10_000)], 4)) == 40
+    assert plan_ranges([], 4) == []
+
+
+# ------------------------------------------------------------------- dedupe
+
+
+def test_prefer_keeps_the_shorter_program_then_the_lower_seed_and_adds_up_occurrences():
+    assert prefer((_failure(5, steps=4), 2), (_failure(3, steps=6), 1)) == (_failure(5, steps=4), 3)
+    assert prefer((_failure(5), 1), (_failure(3), 1))[0]["seed"] == 3
+    assert prefer((_failure(1, cx=False), 1), (_failure(9), 1))[0]["seed"] == 9
+
+
+def test_distinct_failures_are_one_row_per_signature_with_occurrences():
+    rows = [_failure(4), _failure(2, steps=7), _failure(8, signature="impl--CRASH-worker-exit", cx=False)]
+    distinct = distinct_failures_locally(rows)
+    assert [(r["signature"], r["seed"], r["occurrences"]) for r in distinct] == \
+        [("impl--CRASH-worker-exit", 8, 1), ("impl--INVARIANT-I9--put", 4, 2)]
+
+
+# -------------------------------------------------------------------- store
+
+
+def test_the_store_round_trips_runs_and_failures_through_parquet(tmp_path, found):
+    runs, failures = found
+    store = CampaignStore(tmp_path / "c")
+    store.begin(CONFIG.to_json(), resume=False)
+    store.append(runs, failures)
+    assert store.runs() == runs
+    assert store.failures() == failures
+    assert store.completed_seeds() == [(0, 6)]
+    assert pq.read_table(tmp_path / "c" / "runs").num_rows == 1
+
+
+def test_failure_rows_without_a_runs_row_do_not_count(tmp_path, found):
+    runs, failures = found
+    store = CampaignStore(tmp_path / "c")
+    store.begin(CONFIG.to_json(), resume=False)
+    store.append([], failures)  # killed between the two renames
+    assert (store.runs(), store.failures()) == ([], [])
+    store.append(runs, failures)  # the range ran again on --resume
+    assert store.failures() == failures
+
+
+def test_leftovers_of_an_interrupted_write_are_ignored(tmp_path, found):
+    store = CampaignStore(tmp_path / "c")
+    store.begin(CONFIG.to_json(), resume=False)
+    (store.tmp_dir / "runs-part-x.parquet").write_bytes(b"PAR1 torn")
+    store.append(*found)
+    assert len(store.runs()) == 1
+
+
+def test_a_campaign_directory_is_neither_overwritten_nor_resumed_with_other_settings(tmp_path):
+    store = CampaignStore(tmp_path / "c")
+    store.begin(CONFIG.to_json(), resume=False)
+    with pytest.raises(CampaignStoreError, match="already holds a campaign"):
+        store.begin(CONFIG.to_json(), resume=False)
+    with pytest.raises(CampaignStoreError, match=r"steps: 120 -> 99"):
+        store.begin(CampaignConfig(impl=CONFIG.impl, steps=99).to_json(), resume=True)
+    store.begin(CONFIG.to_json(), resume=True)
+
+
+def test_counterexamples_are_stored_under_their_signature(tmp_path, found):
+    _, failures = found
+    store = CampaignStore(tmp_path / "c")
+    store.begin(CONFIG.to_json(), resume=False)
+    data = json.loads(failures[0]["counterexample_json"])
+    path, written = store.save_counterexample(data)
+    assert (path.name, written) == (f"{failures[0]['signature']}.json", True)
+    assert store.put_counterexample(data) == path
+
+
+# ------------------------------------------------------------------- report
+
+
+def test_busy_seconds_counts_overlapping_ranges_once_and_pauses_not_at_all():
+    assert busy_seconds([_run(0, 1, started=0, finished=10), _run(1, 2, started=5, finished=12),
+                         _run(2, 3, started=100, finished=101)]) == 13.0
+    assert busy_seconds([]) == 0.0
+
+
+def test_throughput_segments_are_one_per_range_relative_to_the_first_start():
+    segments = throughput_segments([_run(0, 5, pid=7, started=50, finished=52, ops=400),
+                                    _run(5, 9, pid=8, started=51, finished=55, ops=400)])
+    assert segments == [("h:7", 0.0, 2.0, 200.0), ("h:8", 1.0, 5.0, 100.0)]
+
+
+def test_summary_adds_up_seeds_ops_and_outcome_kinds():
+    s = summarise([_run(0, 5, ops=100), _run(5, 9, ops=50, passed=3, invariant=1)], [_failure(7)],
+                  [_failure(7)], "reference", "raw")
+    assert (s.seeds, s.ranges, s.ops, s.failures, s.distinct) == (9, 2, 150, 1, 1)
+    assert s.kinds == {"passed": 8, "divergence": 0, "invariant": 1, "crash": 0, "timeout": 0}
+    assert s.ops_per_second == 15.0
+
+
+def test_totals_sum_a_map_column():
+    assert totals([_run(0, 1), _run(1, 2)], "coverage") == {"put-empty-bucket": 6}
+
+
+def test_replay_command_is_cowcheck_replay_or_a_one_seed_campaign():
+    assert replay_command("out", _failure(3)) == "cowcheck replay out/counterexamples/impl--INVARIANT-I9--put.json --trace"
+    assert replay_command("out", _failure(3, cx=False)) == \
+        "cowcheck campaign --impl mutant:x --executor raw --seeds 3:4 --out out/seed-3"
+
+
+def test_the_markdown_report_has_the_summary_failures_coverage_and_plots(found):
+    runs, failures = found
+    distinct = distinct_failures_locally(failures)
+    text = render_markdown("DIR", runs, failures, distinct, CONFIG.impl, "raw", {"master": "local[2]"})
+    assert "| seeds | 6 in 1 ranges |" in text
+    assert f"`cowcheck replay DIR/counterexamples/{distinct[0]['signature']}.json --trace`" in text
+    assert "## SPEC §13 scenario coverage:" in text
+    assert "![Throughput per partition over time](plots/throughput.png)" in text
+
+
+def test_the_html_report_escapes_what_it_shows():
+    failure = dict(_failure(1), signature="<script>")
+    text = render_html("DIR", [_run(0, 2)], [failure], [dict(failure, occurrences=1)], "a<b", "raw", {})
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "<img src='plots/coverage.png'" in text
+
+
+def test_an_empty_campaign_reports_no_failures():
+    text = render_markdown("DIR", [], [], [], "reference", "raw", {})
+    assert "None: every seed passed." in text
+    assert "0/26 reached" in text
+
+
+def test_write_report_renders_both_reports_and_three_plots(tmp_path, found):
+    runs, failures = found
+    md, html = write_report(tmp_path, runs, failures, distinct_failures_locally(failures), CONFIG,
+                            {"master": "local[2]", "partitions": 4})
+    assert md.read_text().startswith("# cowcheck campaign: mutant:skip-prefix-copy")
+    assert "</html>" in html.read_text()
+    for name in ("throughput", "op_mix", "coverage"):
+        assert (tmp_path / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

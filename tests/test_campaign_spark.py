@@ -1,0 +1,177 @@
+"""Campaigns on a real local Spark (local[2]), one SparkContext for the whole test session.
+
+The verdicts are the pure executor's (tests/test_campaign_executor.py); these
+tests check what Spark adds: spreading and gathering, Parquet output,
+deduplication, faults, interruption and resume, the command line.
+"""
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from properties.cli import main
+from spark_fuzz.driver import run_campaign
+from spark_fuzz.executor import CampaignConfig
+from spark_fuzz.store import CampaignStore
+
+MUTANT = CampaignConfig(impl="mutant:skip-prefix-copy", steps=150)
+SEEDS = (0, 24)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from spark_fuzz.session import start
+
+    sc, _ = start("local[2]")
+    yield sc
+    sc.stop()
+
+
+@pytest.fixture(scope="module")
+def mutant_campaign(spark, tmp_path_factory):
+    out = tmp_path_factory.mktemp("mutant") / "campaign"
+    return run_campaign(spark, MUTANT, out, seeds=SEEDS, partitions=6, meta={"master": spark.master})
+
+
+def _seeds_covered(runs):
+    return sorted(seed for row in runs for seed in range(row["range_start"], row["range_stop"]))
+
+
+def test_a_campaign_against_a_seeded_bug_finds_it_and_writes_a_replayable_counterexample(mutant_campaign):
+    out = Path(mutant_campaign.out)
+    files = sorted(out.glob("counterexamples/*.json"))
+    assert mutant_campaign.distinct
+    assert {row["signature"].split("--")[1] for row in mutant_campaign.distinct} == {"INVARIANT-I9"}
+    assert [p.stem for p in files] == [row["signature"] for row in mutant_campaign.distinct]
+    replayed = subprocess.run([sys.executable, "-m", "properties", "replay", str(files[0])],
+                              capture_output=True, text=True)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "reproduces" in replayed.stdout
+
+
+def test_every_seed_gets_exactly_one_runs_row_and_the_tables_read_as_parquet(mutant_campaign):
+    runs = pd.read_parquet(Path(mutant_campaign.out) / "runs")
+    failures = pd.read_parquet(Path(mutant_campaign.out) / "failures")
+    assert _seeds_covered(mutant_campaign.runs) == list(range(*SEEDS))
+    assert int(runs["seeds"].sum()) == SEEDS[1] - SEEDS[0]
+    assert int(runs[["passed", "divergence", "invariant", "crash", "timeout"]].sum().sum()) == SEEDS[1] - SEEDS[0]
+    assert len(failures) == int(runs["invariant"].sum()) == len(mutant_campaign.failures)
+    assert set(failures["kind"]) == {"INVARIANT"}
+    assert list((Path(mutant_campaign.out) / ".tmp").iterdir()) == []
+
+
+def test_failures_are_deduplicated_by_signature_keeping_the_shortest_program(mutant_campaign):
+    for row in mutant_campaign.distinct:
+        same = [f for f in mutant_campaign.failures if f["signature"] == row["signature"]]
+        shortest = min(f["shrunk_steps"] for f in same if f["shrunk_steps"] is not None)
+        assert (row["occurrences"], row["shrunk_steps"]) == (len(same), shortest)
+
+
+def test_the_report_lists_the_failures_with_replay_commands_and_the_coverage(mutant_campaign):
+    out = Path(mutant_campaign.out)
+    markdown = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    for row in mutant_campaign.distinct:
+        assert f"cowcheck replay {out / 'counterexamples' / row['signature']}.json --trace" in markdown
+        assert row["signature"] in html
+    assert "SPEC §13 scenario coverage" in markdown
+    assert all((out / "plots" / name).stat().st_size > 1000 for name in ("throughput.png", "op_mix.png",
+                                                                        "coverage.png"))
+
+
+def test_the_reference_passes_a_campaign(spark, tmp_path):
+    result = run_campaign(spark, CampaignConfig(steps=150), tmp_path / "ref", seeds=(0, 40), partitions=4)
+    assert (result.failures, result.distinct, result.seeds) == ([], [], 40)
+    assert list((tmp_path / "ref" / "counterexamples").iterdir()) == []
+    assert "None: every seed passed." in (tmp_path / "ref" / "report.md").read_text()
+
+
+def test_resume_after_an_interrupted_run_loses_nothing(spark, tmp_path, mutant_campaign):
+    out = tmp_path / "interrupted"
+    batches = []
+
+    def interrupt(state):
+        batches.append(state.seeds)
+        if len(batches) == 1:
+            raise KeyboardInterrupt  # as Ctrl-C would, while the job runs
+
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(spark, MUTANT, out, seeds=SEEDS, partitions=6, on_batch=interrupt)
+    store = CampaignStore(out)
+    kept = {p.name: p.read_text() for p in (out / "counterexamples").glob("*.json")}
+    half_done = _seeds_covered(store.runs())
+    assert 0 < len(half_done) < SEEDS[1] - SEEDS[0] and kept
+    (out / ".tmp" / "runs-part-torn.parquet").write_bytes(b"PAR1 half a file")  # a write cut short
+
+    resumed = run_campaign(spark, MUTANT, out, seeds=SEEDS, partitions=6, resume=True)
+    assert _seeds_covered(resumed.runs) == list(range(*SEEDS))
+    assert set(kept) <= {p.name for p in (out / "counterexamples").glob("*.json")}
+    assert sorted((f["seed"], f["signature"]) for f in resumed.failures) == \
+        sorted((f["seed"], f["signature"]) for f in mutant_campaign.failures)
+    assert [(r["signature"], r["shrunk_steps"]) for r in resumed.distinct] == \
+        [(r["signature"], r["shrunk_steps"]) for r in mutant_campaign.distinct]
+
+
+def test_a_task_that_raises_is_reported_not_fatal(spark, tmp_path):
+    config = CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", steps=300)
+    result = run_campaign(spark, config, tmp_path / "raises", seeds=(0, 40), partitions=4)
+    assert [(f["seed"], f["kind"], f["code"]) for f in sorted(result.failures, key=lambda f: f["seed"])] == \
+        [(19, "CRASH", "raised"), (28, "CRASH", "raised"), (30, "CRASH", "raised"), (39, "CRASH", "raised")]
+    assert result.seeds == 40 and sum(r["passed"] for r in result.runs) == 36
+
+
+def test_a_seed_that_kills_its_process_is_a_crash_row_and_the_campaign_goes_on(spark, tmp_path):
+    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", steps=300)
+    result = run_campaign(spark, config, tmp_path / "exits", seeds=(16, 32), partitions=4)
+    assert sorted((f["seed"], f["code"]) for f in result.failures) == \
+        [(19, "worker-exit"), (28, "worker-exit"), (30, "worker-exit")]
+    assert _seeds_covered(result.runs) == list(range(16, 32))
+
+
+def test_without_isolation_a_dying_python_worker_costs_a_retry_not_the_campaign(spark, tmp_path):
+    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", steps=300)
+    result = run_campaign(spark, config, tmp_path / "no-isolation", seeds=(17, 21), partitions=2, isolate=False)
+    assert [(f["seed"], f["code"]) for f in result.failures] == [(19, "spark-task-failed")]
+    assert "Python worker exited unexpectedly" in result.failures[0]["message"]
+    assert _seeds_covered(result.runs) == [17, 18, 19, 20]
+
+
+def test_a_seed_that_hangs_is_killed_and_is_a_timeout_row(spark, tmp_path):
+    config = CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", steps=300, seed_time_limit=1.0)
+    result = run_campaign(spark, config, tmp_path / "hangs", seeds=(17, 21), partitions=2)
+    assert [(f["seed"], f["kind"], f["code"]) for f in result.failures] == [(19, "TIMEOUT", "time-limit")]
+
+
+def test_a_campaign_by_minutes_runs_rounds_of_consecutive_seeds(spark, tmp_path):
+    result = run_campaign(spark, CampaignConfig(steps=100), tmp_path / "minutes", minutes=0.12, partitions=2)
+    rounds = {row["round"] for row in result.runs}
+    assert len(rounds) >= 2
+    assert _seeds_covered(result.runs) == list(range(result.seeds))
+
+
+def test_the_hypothesis_executor_runs_on_spark_too(spark, tmp_path):
+    config = CampaignConfig(impl="mutant:skip-prefix-copy", executor="hypothesis", steps=60, examples=20)
+    result = run_campaign(spark, config, tmp_path / "hypothesis", seeds=(0, 4), partitions=2)
+    assert result.distinct
+    assert {r["executor"] for r in result.runs} == {"hypothesis"}
+
+
+def test_the_cli_runs_resumes_and_refuses_to_overwrite_a_campaign(spark, tmp_path):
+    out = tmp_path / "cli"
+    args = ["campaign", "--impl", "mutant:skip-prefix-copy", "--master", "local[2]", "--seeds", "0:8",
+            "--partitions", "2", "--steps", "150", "--out", str(out)]
+    stdout, stderr = io.StringIO(), io.StringIO()
+    assert main(args, stdout, stderr) == 1
+    assert "cowcheck replay" in stdout.getvalue() and "report:" in stdout.getvalue()
+    assert "tasks 2/2" in stderr.getvalue()
+    again = io.StringIO()
+    assert main(args, again, io.StringIO()) == 2
+    assert main(args + ["--resume"], io.StringIO(), io.StringIO()) == 1
+    assert _seeds_covered(CampaignStore(out).runs()) == list(range(8))
+    changed = io.StringIO()
+    assert main(args[:-4] + ["--steps", "99", "--out", str(out), "--resume"], io.StringIO(), changed) == 2
+    assert "steps: 150 -> 99" in changed.getvalue()
