@@ -82,7 +82,7 @@ from reference.snapshot import SnapshotView
 __all__ = [
     "FLINK_CAPACITY",
     "BATCH_OPS",
-    "DIGEST_MODES",
+    "DETAILS",
     "FlinkUnavailableError",
     "FlinkCapacityError",
     "FlinkStateMap",
@@ -109,7 +109,7 @@ BATCH_OPS = ("put", "put_and_get_old", "get", "get_mutate", "contains_key", "rem
              "iterate", "iterate_modify", "keys", "size_of_namespace", "visit")
 _OP_CODE = {op: i for i, op in enumerate(BATCH_OPS)}
 _TRANSFORMER_CODE = {"drop_even": 0, "append_marker": 1}
-DIGEST_MODES = {"none": 0, "final": 1, "every_step": 2}
+DETAILS = {"results": 0, "summary": 1, "final": 2, "every_step": 3}  # Batch.DETAIL_*
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -992,17 +992,20 @@ def _encode_program(steps: list[Step]) -> tuple[list[int], list]:
     return out, table
 
 
-def run_batch(steps: list[Step], digest: str = "final") -> list:
+def run_batch(steps: list[Step], detail: str = "final") -> list:
     """Run a whole program on a fresh Flink map inside Java, in one call.
 
     Returns ``[per-step observations, final digest or None]`` exactly as
     ``properties.parity.observe`` computes them for any white-box map (so the
     reference's observations equal Flink's iff they behave the same).
-    ``digest``: ``none``, ``final`` or ``every_step``.
+    ``detail``: ``results``, ``summary``, ``final`` or ``every_step``
+    (see ``observe``).
     """
+    if detail not in DETAILS:
+        raise ValueError(f"run_batch: detail must be one of {', '.join(DETAILS)}, got {detail!r}")
     jvm()
     program, table = _encode_program(steps)
-    return _json(_Java.Batch.run(_Java.int_array(program), _Java.object_array(table), DIGEST_MODES[digest]))
+    return _json(_Java.Batch.run(_Java.int_array(program), _Java.object_array(table), DETAILS[detail]))
 
 
 # ----------------------------------------------------------------- resolver

@@ -10,7 +10,7 @@ observations inside the JVM, so for Flink a whole program costs one call.
 
 >>> from reference import CopyOnWriteStateMap
 >>> from properties.program import Step
->>> obs = observe(CopyOnWriteStateMap(capacity=4), [Step("put", (1, 0, [5])), Step("get", (1, 0))], digest="none")
+>>> obs = observe(CopyOnWriteStateMap(capacity=4), [Step("put", (1, 0, [5])), Step("get", (1, 0))], "results")
 >>> obs[0][1][0]   # get: content [5], the first object seen (the one put)
 [[5], 1]
 
@@ -234,23 +234,34 @@ class _Observer:
         return chains
 
 
-def observe(m, steps: list[Step], digest: str = "final") -> list:
+def observe(m, steps: list[Step], detail: str = "final") -> list:
     """``[per step [result, size, summary(, digest)], final digest or None]``.
 
-    ``digest``: ``none``, ``final`` (after the last step) or ``every_step``;
-    summaries and digests need ``m.introspect()`` (None otherwise)."""
-    if digest not in ("none", "final", "every_step"):
-        raise ValueError(f"observe: digest must be none, final or every_step, got {digest!r}")
+    ``detail``: ``results`` (no summaries), ``summary`` (the structure summary
+    after every step), ``final`` (summaries, and the digest after the last
+    step) or ``every_step`` (summaries and digests after every step).
+    Summaries and digests need ``m.introspect()`` (None otherwise)."""
+    if detail not in ("results", "summary", "final", "every_step"):
+        raise ValueError(f"observe: detail must be results, summary, final or every_step, got {detail!r}")
     obs = _Observer(m)
+    white_box = obs.white_box and detail != "results"
     out = []
     for step in steps:
         result = obs.step(step)
-        row = [result, len(m), summary(m.introspect()) if obs.white_box else None]
-        if digest == "every_step":
-            row.append(obs.digest() if obs.white_box else None)
+        row = [result, _caught(len, m), _caught(lambda: summary(m.introspect())) if white_box else None]
+        if detail == "every_step":
+            row.append(_caught(obs.digest) if white_box else None)
         out.append(row)
-    final = obs.digest() if digest == "final" and obs.white_box else None
+    final = _caught(obs.digest) if detail == "final" and white_box else None
     return [out, final]
+
+
+def _caught(fn, *args):
+    """``fn(*args)``, or Raised if it raised (a broken map may fail even its size)."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return Raised(_raised_name(exc))
 
 
 @attrs.frozen

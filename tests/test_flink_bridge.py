@@ -293,7 +293,7 @@ def test_batch_mode_knows_every_program_operation():
 def test_batch_runs_a_program_in_one_call_with_identity_numbers():
     program = [Step("put", (1, 0, [5])), Step("get", (1, 0)), Step("snapshot", (0,)), Step("get_mutate", (1, 0, 6)),
                Step("read_snapshot", (0,)), Step("iterate_modify", (0, 2, 0, "put"))]
-    steps, final = run_batch(program, digest="none")
+    steps, final = run_batch(program, detail="results")
     results = [row[0] for row in steps]
     assert results[:5] == [None, [[5], 1], [1, 1], [[5], 2], [[1, 0, [5], 1]]]
     assert results[5] == [[], "ConcurrentModificationError"]  # an insert before the first next()

@@ -46,10 +46,14 @@ public final class Batch {
     static final int SIZE_OF_NAMESPACE = 16;
     static final int VISIT = 17;
 
-    /** Digest modes: none, after the last step only, after every step. */
-    public static final int DIGEST_NONE = 0;
-    public static final int DIGEST_FINAL = 1;
-    public static final int DIGEST_EVERY_STEP = 2;
+    /**
+     * How much each step reports besides its result and the size: nothing, the structure summary,
+     * the summary and the whole structure after the last step, the whole structure after every step.
+     */
+    public static final int DETAIL_RESULTS = 0;
+    public static final int DETAIL_SUMMARY = 1;
+    public static final int DETAIL_FINAL = 2;
+    public static final int DETAIL_EVERY_STEP = 3;
 
     private static final Integer MINUS_ONE = -1;
 
@@ -58,7 +62,7 @@ public final class Batch {
     private final Object[] keys;
     private final int[] program;
     private int pc;
-    private final Json out = new Json();
+    private final Json out;
     private final IdentityHashMap<Object, Integer> objects = new IdentityHashMap<>();
     private final IdentityHashMap<Object, Integer> entryNumbers = new IdentityHashMap<>();
     private final Map<Integer, CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>>> snapshots = new HashMap<>();
@@ -67,27 +71,33 @@ public final class Batch {
     private Batch(int[] program, Object[] keys) {
         this.program = program;
         this.keys = keys;
+        this.out = new Json(16 * program.length + 64);
     }
 
     /**
      * Runs {@code program} (op code and arguments per step; keys and namespaces are indexes into
-     * {@code keys}) and returns {@code [[result, size, summary(, digest)] per step, final digest or
-     * null]}.
+     * {@code keys}) and returns {@code [[result, size, summary or null(, digest)] per step, final
+     * digest or null]}.
      */
-    public static String run(int[] program, Object[] keys, int digestMode) {
+    public static String run(int[] program, Object[] keys, int detail) {
         Batch b = new Batch(program, keys);
         b.out.open().open();
         while (b.pc < program.length) {
             b.out.open();
             b.step();
-            b.out.i(b.map.size()).ints(Internals.summary(b.map));
-            if (digestMode == DIGEST_EVERY_STEP) {
+            b.out.i(b.map.size());
+            if (detail == DETAIL_RESULTS) {
+                b.out.nil();
+            } else {
+                b.out.ints(Internals.summary(b.map));
+            }
+            if (detail == DETAIL_EVERY_STEP) {
                 b.digest();
             }
             b.out.close();
         }
         b.out.close();
-        if (digestMode == DIGEST_FINAL) {
+        if (detail == DETAIL_FINAL) {
             b.digest();
         } else {
             b.out.nil();

@@ -8,7 +8,15 @@ import java.util.List;
  * {"raised": name} for an exception.
  */
 final class Json {
-    private final StringBuilder out = new StringBuilder(256);
+    private final StringBuilder out;
+
+    Json() {
+        this(256);
+    }
+
+    Json(int capacity) {
+        out = new StringBuilder(capacity);
+    }
 
     private void separate() {
         int n = out.length();

@@ -1,0 +1,230 @@
+"""Flink's own map through the bridge: parity with the reference, and what it costs.
+
+Run from the repository root (needs ``pip install -e '.[flink]'``)::
+
+    python -m benchmarks.bench_flink [--programs N] [--seeds 1,2,3,4] [--steps S] [--workers W]
+
+What it does, in this order:
+
+1. **Parity.** ``--programs`` seeded programs (``properties.parity.random_program``,
+   split evenly over the ``--seeds``; most of them double the table and run the
+   incremental rehash under snapshots) run on the reference at capacity 128 in
+   Python and on Flink in one Java call each (``run_batch``); every step's
+   result, size and structure summary, and the final structure digest (chains,
+   entry and state versions, entry and state identity, every live snapshot's
+   entries in order) must be identical. Every ``--every``-th program also runs
+   call by call through the bridge with the full digest after every step
+   (white-box mirrors), against the reference's. Programs are spread over
+   ``--workers`` processes forked before any JVM exists; each starts its own
+   JVM on first use, as campaign executors do (their start times are printed).
+2. **JVM start** in this process (compile of the helper if not cached, start,
+   class loading).
+3. **Calls one at a time** through the bridge: get, contains_key, put of a
+   known list, put of a new list (two Java calls), and an empty Java call.
+4. **Batched**: a 200k-op put/get/contains/remove sequence in one Java call
+   (Java time alone, and end to end), and the parity programs' ops/s in Java.
+5. **Harness** (campaign-style): steps/s of ``Harness.apply`` on
+   ``--impl flink`` and ``--impl reference`` (capacity 128), white-box and
+   black-box, over the same programs.
+
+Times are wall-clock (``time.perf_counter``); the parity counts are exact.
+Exit 1 if any program differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import sys
+import time
+from collections import Counter
+
+from properties.parity import first_difference, observe, random_program
+
+SEED_STRIDE = 1_000_000
+
+
+def program_seeds(programs: int, seeds: list[int]) -> list[int]:
+    """``programs`` program seeds spread evenly over the base ``seeds``."""
+    per, extra = divmod(programs, len(seeds))
+    out = []
+    for i, base in enumerate(seeds):
+        out += [base * SEED_STRIDE + j for j in range(per + (i < extra))]
+    return out
+
+
+def parity_chunk(args: tuple) -> dict:
+    """Parity of the reference and Flink on some program seeds (runs in a worker)."""
+    seeds, steps, every = args
+    from properties.flink_bridge import FlinkStateMap, jvm, run_batch
+    from reference import CopyOnWriteStateMap
+
+    counts: Counter = Counter()
+    differences: list[str] = []
+    started = time.perf_counter()
+    info = jvm()
+    for n, seed in enumerate(seeds):
+        program = random_program(seed, steps)
+        flink = run_batch(program, detail="final")
+        reference = observe(CopyOnWriteStateMap(capacity=128), program, detail="final")
+        diff = first_difference(reference, flink)
+        if diff is None and every and n % every == 0:
+            counts["call-by-call programs"] += 1
+            single = observe(FlinkStateMap(), program, detail="every_step")
+            diff = first_difference(observe(CopyOnWriteStateMap(capacity=128), program, detail="every_step"), single)
+        if diff is not None:
+            counts["differences"] += 1
+            differences.append(f"seed {seed}: " + diff.describe(program, "reference", "flink")[:2000])
+        counts["programs"] += 1
+        counts["steps"] += len(program)
+        rehashing = False
+        for _, _, summary in flink[0]:
+            now = summary[1] > 2
+            counts["steps while rehashing"] += now
+            counts["steps with a live snapshot"] += summary[8] > 0
+            counts["rehash runs finished"] += rehashing and not now
+            counts["steps after a doubling"] += summary[0] > 128
+            rehashing = now
+    return {"counts": counts, "differences": differences, "jvm_start": info.start_seconds,
+            "seconds": time.perf_counter() - started}
+
+
+def run_parity(programs: int, seeds: list[int], steps: int, workers: int, every: int) -> dict:
+    all_seeds = program_seeds(programs, seeds)
+    chunks = [(all_seeds[i::workers], steps, every) for i in range(workers)]
+    started = time.perf_counter()
+    if workers == 1:
+        results = [parity_chunk(chunks[0])]
+    else:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            results = pool.map(parity_chunk, chunks)
+    counts: Counter = Counter()
+    for r in results:
+        counts.update(r["counts"])
+    return {"counts": counts, "differences": [d for r in results for d in r["differences"]],
+            "jvm_starts": [r["jvm_start"] for r in results], "seconds": time.perf_counter() - started}
+
+
+def calls_one_at_a_time(n: int) -> dict:
+    """Bridge operations per second, one Python -> Java call (or two) each."""
+    from properties.flink_bridge import FlinkStateMap
+
+    m = FlinkStateMap()
+    states = [[k] for k in range(1000)]
+    for k, s in enumerate(states):
+        m.put(k, 0, s)
+    rates = {}
+
+    def rate(name, fn):
+        t = time.perf_counter()
+        fn()
+        rates[name] = n / (time.perf_counter() - t)
+
+    rate("get", lambda: [m.get(i % 1000, 0) for i in range(n)])
+    rate("contains_key", lambda: [m.contains_key(i % 1000, 0) for i in range(n)])
+    rate("put (its own list)", lambda: [m.put(i % 1000, 0, states[i % 1000]) for i in range(n)])
+    rate("put (a new list: 2 calls)", lambda: [m.put(i % 1000, 0, [i]) for i in range(n)])
+    handle = m._handle
+    rate("empty Java call (size)", lambda: [handle.size() for _ in range(n)])
+    return rates
+
+
+def batched(ops: int, parity_programs: list) -> dict:
+    from properties import flink_bridge as fb
+    from properties.program import Step
+
+    keys = 1000
+    program = []
+    for i in range(ops):
+        k = (i * 7919) % keys
+        op = ("put", "get", "contains_key", "get", "put", "remove")[i % 6]
+        program.append(Step(op, (k, 0, [i % 10]) if op == "put" else (k, 0)))
+    code, table = fb._encode_program(program)
+    code, table = fb._Java.int_array(code), fb._Java.object_array(table)
+    fb._Java.Batch.run(code, table, fb.DETAILS["results"])  # warm up the JIT
+    t = time.perf_counter()
+    fb._Java.Batch.run(code, table, fb.DETAILS["results"])
+    java = time.perf_counter() - t
+    t = time.perf_counter()
+    fb.run_batch(program, detail="results")
+    end_to_end = time.perf_counter() - t
+    encoded = [(fb._Java.int_array(c), fb._Java.object_array(tb)) for c, tb in map(fb._encode_program, parity_programs)]
+    t = time.perf_counter()
+    for c, tb in encoded:
+        fb._Java.Batch.run(c, tb, fb.DETAILS["results"])
+    mixed = time.perf_counter() - t
+    return {"put/get/contains/remove, Java alone": ops / java,
+            "put/get/contains/remove, end to end": ops / end_to_end,
+            "parity programs (every op), Java alone": sum(map(len, parity_programs)) / mixed}
+
+
+def harness_rates(programs: list) -> dict:
+    """Steps/s of Harness.apply per implementation and mode (campaign-style)."""
+    from properties.flink_bridge import FlinkStateMap
+    from properties.harness import CheckFailure, Harness
+    from reference import CopyOnWriteStateMap
+
+    rates = {}
+    for name, factory in (("flink", FlinkStateMap), ("reference", lambda: CopyOnWriteStateMap(capacity=128))):
+        for white_box in (True, False):
+            steps = 0
+            t = time.perf_counter()
+            for program in programs:
+                harness = Harness(factory(), white_box=white_box)
+                try:
+                    for step in program:
+                        harness.apply(step)
+                        steps += 1
+                except CheckFailure as exc:
+                    raise SystemExit(f"harness failure on {name}: {exc}") from None
+            rates[f"{name}, {'white' if white_box else 'black'}-box"] = steps / (time.perf_counter() - t)
+    return rates
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bench_flink", description=__doc__.split("\n\n")[0])
+    p.add_argument("--programs", type=int, default=10_000, help="parity programs (default 10000)")
+    p.add_argument("--seeds", default="1,2,3,4", help="base seeds the programs are spread over (default 1,2,3,4)")
+    p.add_argument("--steps", type=int, default=300, help="steps per program (default 300)")
+    p.add_argument("--workers", type=int, default=2, help="worker processes for parity (default 2)")
+    p.add_argument("--every", type=int, default=100,
+                   help="every n-th program also runs call by call with digests after every step (0: never)")
+    p.add_argument("--calls", type=int, default=200_000, help="calls per single-call measurement")
+    p.add_argument("--harness-programs", type=int, default=20, help="programs for the harness ops/s (default 20)")
+    args = p.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    out = sys.stdout
+
+    parity = run_parity(args.programs, seeds, args.steps, args.workers, args.every)
+    c = parity["counts"]
+    out.write(f"parity (reference vs Flink 2.3.0, capacity 128), seeds {args.seeds}, {args.workers} workers, "
+              f"{parity['seconds']:.1f} s\n")
+    for name in ("programs", "steps", "call-by-call programs", "steps while rehashing", "rehash runs finished",
+                 "steps after a doubling", "steps with a live snapshot", "differences"):
+        out.write(f"  {name:<28} {c[name]:>12,}\n")
+    out.write("  JVM start in each worker     " + ", ".join(f"{s:.2f} s" for s in parity["jvm_starts"]) + "\n")
+    for d in parity["differences"][:3]:
+        out.write(d + "\n")
+
+    from properties.flink_bridge import jvm
+
+    t = time.perf_counter()
+    info = jvm()
+    out.write(f"JVM (this process): {time.perf_counter() - t:.2f} s to first use (javac {info.compile_seconds:.2f} s, "
+              f"start + class loading {info.start_seconds:.2f} s), Java {info.java_version}\n")
+
+    out.write("calls one at a time (ops/s)\n")
+    for name, rate in calls_one_at_a_time(args.calls).items():
+        out.write(f"  {name:<38} {rate:>12,.0f}\n")
+    sample = [random_program(s, args.steps) for s in program_seeds(200, seeds)]
+    out.write("batched, one Java call per program (ops/s)\n")
+    for name, rate in batched(200_000, sample).items():
+        out.write(f"  {name:<38} {rate:>12,.0f}\n")
+    out.write(f"harness, campaign-style (steps/s over {args.harness_programs} programs of {args.steps} steps)\n")
+    for name, rate in harness_rates(sample[:args.harness_programs]).items():
+        out.write(f"  {name:<38} {rate:>12,.0f}\n")
+    return 1 if c["differences"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
