@@ -37,7 +37,7 @@ def register(sub) -> None:
                     "counterexample per distinct failure and report.md/report.html to --out. Exit 0: all "
                     "passed, 1: failures found, 2: bad usage, 130: interrupted (resume with --resume).")
     p.add_argument("--impl", default="reference", help="reference | model | mutant:NAME | MODULE:FACTORY")
-    p.add_argument("--master", help="Spark master (default: local[*], or spark-submit's)")
+    p.add_argument("--master", help="Spark master (default local[*]; ignored under spark-submit, which sets its own)")
     p.add_argument("--partitions", type=positive_int,
                    help="seed ranges per Spark job (default: 4 per core; --seeds ranges hold at most 250 seeds)")
     budget = p.add_mutually_exclusive_group()
@@ -70,26 +70,30 @@ def register(sub) -> None:
 def _invariants(config, white_box: bool) -> str:
     if not white_box:
         return "black-box: P1-P7 after every step, no I1-I9"
-    if config.invariants_every == 1:
+    if config.invariants_every == 1 or config.executor == "hypothesis":
         return "P1-P7 and I1-I9 after every step"
     return f"P1-P7 after every step, I1-I9 after every {config.invariants_every}th step and at the end"
 
 
 def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
+    from properties.impls import resolve
     from spark_fuzz.driver import run_campaign
-    from spark_fuzz.executor import CampaignConfig, _implementation, _white_box
+    from spark_fuzz.executor import CampaignConfig
     from spark_fuzz.report import replay_command
     from spark_fuzz.session import start
     from spark_fuzz.store import CampaignStoreError
 
-    impl = _implementation(args.impl)
+    if args.executor == "hypothesis" and args.invariants_every != 1:
+        raise UsageError("--invariants-every applies to --executor raw only (the Hypothesis machine checks "
+                         "I1-I9 after every step)")
+    impl = resolve(args.impl)
     config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=args.capacity, steps=args.steps,
                             examples=args.examples, invariants_every=args.invariants_every,
                             white_box=False if args.black_box else None,
                             strict_live_iteration=args.strict_live_iteration,
                             seed_time_limit=args.seed_time_limit)
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
-    white_box = _white_box(config, impl)
+    white_box = impl.white_box and not args.black_box
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minutes"
     stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
                  f"{_invariants(config, white_box)}, out {args.out}\n")

@@ -17,9 +17,9 @@ What :func:`start` sets, before the JVM starts (it cannot change afterwards):
   the serial collector, which start faster; the driver JVM only schedules
   tasks, the work is in the Python workers.
 
-Settings already given (``spark-defaults.conf``, ``spark-submit --conf``,
-environment) win. Under ``spark-submit`` the context it configured is used
-as is (``--master`` there, not here).
+Under ``spark-submit`` none of this is applied: its ``--master`` and
+``--conf`` settings stand as given (docs/campaigns.md lists the ones to pass);
+only the log level is set to WARN once the context runs.
 
 >>> conf = campaign_conf("local[2]")
 >>> conf["spark.ui.enabled"], conf["spark.master"]
@@ -74,16 +74,15 @@ def start(master: str | None = None, app_name: str = "cowcheck campaign"):
     active = SparkContext._active_spark_context
     if active is not None:
         return active, 0.0
-    if master is None and not started_under_spark_submit():
-        master = DEFAULT_MASTER
-    if master is not None and master.startswith("local"):
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     # pyspark imports its test helpers on the first JVM call, which warn about pandas 3.
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     conf = SparkConf()
-    for key, value in campaign_conf(master, app_name).items():
-        if not conf.contains(key):
+    if not started_under_spark_submit():  # under spark-submit its settings stand as given
+        master = master or DEFAULT_MASTER
+        if master.startswith("local"):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        for key, value in campaign_conf(master, app_name).items():
             conf.set(key, value)
     context = SparkContext.getOrCreate(conf)
     context.setLogLevel("WARN")
