@@ -340,3 +340,48 @@ def test_finding_counterexamples_are_valid_and_name_flink():
         assert data["implementation"] == {"spec": "flink", "capacity": 128, "copier": "deepcopy"}
         assert data["checks"]["strict_live_iteration"] is True
         assert (data["failure"]["kind"], data["failure"]["code"]) == ("DIVERGENCE", "P7")
+
+
+# ------------------------------------------------------------------ machines
+
+
+def test_map_machine_on_flink_with_keys_enough_to_rehash_passes_and_reaches_the_rehash_scenarios():
+    from hypothesis import settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from properties.machines import MachineConfig, RunRecord, make_map_machine
+
+    record = RunRecord()
+    machine = make_map_machine(FlinkStateMap, MachineConfig(capacity=128, keys=160, namespaces=2), record,
+                               impl_spec="flink")
+    run_state_machine_as_test(machine, settings=settings(settings.get_profile("ci"), max_examples=15,
+                                                         stateful_step_count=300))
+    assert machine.impl_spec == "flink"
+    assert record.coverage["rehash-step-copies"] > 0
+    assert record.coverage["rehash-finish-under-snapshot"] > 0
+
+
+@pytest.mark.parametrize("name", ["live-iteration-rehash.json", "live-iteration-rehash-skip.json"])
+def test_the_live_iteration_finding_is_flinks_and_the_references_alike(name):
+    from properties.counterexample import load
+    from properties.harness import Harness
+    from properties.shrink import replay
+    from reference import CopyOnWriteStateMap
+
+    cx = load(os.path.join(ROOT, "docs", "findings", name))
+    for make in (FlinkStateMap, lambda: CopyOnWriteStateMap(capacity=128)):
+        strict = replay(list(cx.steps), make, white_box=True, strict_live_iteration=True)
+        assert (strict.kind, strict.code, strict.step_index) == ("DIVERGENCE", "P7", cx.failing_step)
+        lenient = Harness(make(), white_box=True)
+        for step in cx.steps:
+            lenient.apply(step)
+        assert lenient.findings["live-iteration-quirk"] == 1
+
+
+def test_the_shorter_live_iteration_counterexample_is_minimal_for_the_shrinker():
+    from properties.counterexample import load
+    from properties.shrink import shrink
+
+    cx = load(os.path.join(ROOT, "docs", "findings", "live-iteration-rehash.json"))
+    steps, _ = shrink(list(cx.steps), cx.failure, FlinkStateMap, white_box=False, strict_live_iteration=True)
+    assert len(steps) == len(cx.steps) == 99
