@@ -448,7 +448,7 @@ class EntryMirror:
     """A Python view of one Flink ``StateMapEntry``: one object per Java entry,
     updated in place by every ``introspect()`` (so ``is`` compares entries)."""
 
-    __slots__ = ("key", "namespace", "state", "hash", "next", "entry_version", "state_version", "__weakref__")
+    __slots__ = ("key", "namespace", "state", "hash", "next", "entry_version", "state_version")
 
     def __init__(self, key, namespace) -> None:
         self.key = key

@@ -385,3 +385,26 @@ def test_the_shorter_live_iteration_counterexample_is_minimal_for_the_shrinker()
     cx = load(os.path.join(ROOT, "docs", "findings", "live-iteration-rehash.json"))
     steps, _ = shrink(list(cx.steps), cx.failure, FlinkStateMap, white_box=False, strict_live_iteration=True)
     assert len(steps) == len(cx.steps) == 99
+
+
+def test_spec_3_flinks_private_constructor_with_capacity_0_writes_into_the_shared_empty_table():
+    # In a subprocess: the stray entry would show up in every map of this JVM.
+    result = _python("""
+        import jpype
+        from properties.flink_bridge import FlinkStateMap, jvm
+        jvm()
+        Map = jpype.JClass("org.apache.flink.runtime.state.heap.CopyOnWriteStateMap")
+        constructor = Map.class_.getDeclaredConstructor(
+            jpype.JInt, jpype.JClass("org.apache.flink.api.common.typeutils.TypeSerializer"))
+        constructor.setAccessible(True)
+        serializer = jpype.JClass("org.apache.flink.api.common.typeutils.base.IntSerializer").INSTANCE
+        Integer = jpype.JClass("java.lang.Integer")
+        state = jpype.JClass("java.util.ArrayList")()
+        state.add(Integer.valueOf(3))
+        constructor.newInstance(jpype.JInt(0), serializer).put(Integer.valueOf(1), Integer.valueOf(2), state)
+        other = FlinkStateMap()  # capacity 128, not rehashing: its rehash table is the shared empty table
+        other.put(7, 0, [7])
+        print(len(other), list(other))
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1 [(7, 0, [7]), (1, 2, [3])]"
