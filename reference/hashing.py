@@ -5,6 +5,10 @@ bucket here: every function below reproduces the int32 arithmetic of the JVM,
 so layouts are identical in every process, on every Spark executor, and to
 Flink's own ``CopyOnWriteStateMap``.
 
+The int32 helpers state their contracts in PEP 316 docstring lines
+(``pre:``/``post:``, ``__return__`` is the result), which ``cowcheck prove``
+hands to CrossHair; preconditions bound inputs to the Java types they model.
+
 >>> bit_mix(1), murmur_hash(0), key_group("abc", 128)
 (1364076727, 593689054, 115)
 """
@@ -16,13 +20,16 @@ from typing import Any, Callable
 __all__ = [
     "INT_MIN",
     "INT_MAX",
+    "MAX_PARALLELISM_UPPER_BOUND",
     "to_int32",
+    "java_string_hash",
     "java_hash_code",
     "register_java_hash",
     "bit_mix",
     "bit_mix_cached",
     "composite_hash",
     "murmur_hash",
+    "key_group_for_hash",
     "key_group",
 ]
 
@@ -32,6 +39,8 @@ _MASK32 = 0xFFFFFFFF
 _MASK64 = 0xFFFFFFFFFFFFFFFF
 _LONG_MIN = -(1 << 63)
 _LONG_MAX = (1 << 63) - 1
+# Flink KeyGroupRangeAssignment.UPPER_BOUND_MAX_PARALLELISM (Short.MAX_VALUE + 1).
+MAX_PARALLELISM_UPPER_BOUND = 1 << 15
 
 # Extension point for key/namespace types beyond int, str and bool: a function
 # returning the Java hashCode of a value. Never falls back to hash().
@@ -48,17 +57,46 @@ def to_int32(value: int) -> int:
 
     >>> to_int32(2**31), to_int32(-1)
     (-2147483648, -1)
+
+    post: INT_MIN <= __return__ <= INT_MAX
+    post: (__return__ - value) % 2**32 == 0  # same value modulo 2**32: only the high bits are dropped
     """
     value &= _MASK32
     return value - 0x100000000 if value & 0x80000000 else value
 
 
-def _string_hash(s: str) -> int:
+def java_string_hash(s: str) -> int:
+    """Java ``String.hashCode``: ``h = 31*h + c`` over the UTF-16 code units, int32 wrap.
+
+    >>> java_string_hash("Aa") == java_string_hash("BB") == 2112
+    True
+
+    post: INT_MIN <= __return__ <= INT_MAX
+    post: (__return__ - _polynomial_hash(_utf16_units(s))) % 2**32 == 0  # sum of c[i] * 31**(n-1-i)
+    """
     h = 0
     data = s.encode("utf-16-be", "surrogatepass")
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & _MASK32
     return h - 0x100000000 if h & 0x80000000 else h
+
+
+def _utf16_units(s: str) -> list[int]:
+    """UTF-16 code units of ``s`` (a contract helper): characters above U+FFFF become surrogate pairs."""
+    units = []
+    for ch in s:
+        c = ord(ch)
+        if c > 0xFFFF:
+            units += [0xD800 + ((c - 0x10000) >> 10), 0xDC00 + ((c - 0x10000) & 0x3FF)]
+        else:
+            units.append(c)
+    return units
+
+
+def _polynomial_hash(units: list[int]) -> int:
+    """``sum(c[i] * 31**(n-1-i))`` without wrapping (a contract helper)."""
+    n = len(units)
+    return sum(c * 31 ** (n - 1 - i) for i, c in enumerate(units))
 
 
 def java_hash_code(value: Any) -> int:
@@ -79,7 +117,7 @@ def java_hash_code(value: Any) -> int:
     if t is str:
         h = _STR_CACHE.get(value)
         if h is None:
-            h = _string_hash(value)
+            h = java_string_hash(value)
             if len(_STR_CACHE) >= _STR_CACHE_LIMIT:
                 _STR_CACHE.clear()
             _STR_CACHE[value] = h
@@ -108,7 +146,12 @@ def register_java_hash(klass: type, fn: Callable[[Any], int]) -> None:
 
 
 def bit_mix(h: int) -> int:
-    """Murmur3 fmix32 in int32 arithmetic (Flink ``MathUtils.bitMix``)."""
+    """Murmur3 fmix32 in int32 arithmetic (Flink ``MathUtils.bitMix``).
+
+    pre: INT_MIN <= h <= 0xFFFFFFFF  # an int32, or its 32 bits read unsigned (murmur_hash passes those)
+    post: INT_MIN <= __return__ <= INT_MAX
+    post: (__return__ == 0) == (h == 0)  # a bijection fixing 0: composite hash 0 means equal hash codes
+    """
     h &= _MASK32
     h ^= h >> 16
     h = (h * 0x85EBCA6B) & _MASK32
@@ -153,7 +196,11 @@ def _rotl32(x: int, r: int) -> int:
 
 
 def murmur_hash(code: int) -> int:
-    """Flink ``MathUtils.murmurHash(int)``: non-negative int32."""
+    """Flink ``MathUtils.murmurHash(int)``: non-negative int32.
+
+    pre: INT_MIN <= code <= INT_MAX
+    post: 0 <= __return__ <= INT_MAX
+    """
     c = code & _MASK32
     c = (c * 0xCC9E2D51) & _MASK32
     c = _rotl32(c, 15)
@@ -169,8 +216,27 @@ def murmur_hash(code: int) -> int:
     return 0
 
 
+def key_group_for_hash(key_hash: int, max_parallelism: int) -> int:
+    """Flink ``computeKeyGroupForKeyHash``: ``murmur_hash(key_hash) % max_parallelism``.
+
+    pre: INT_MIN <= key_hash <= INT_MAX
+    pre: 0 < max_parallelism <= MAX_PARALLELISM_UPPER_BOUND
+    post: 0 <= __return__ < max_parallelism
+    """
+    return murmur_hash(key_hash) % max_parallelism
+
+
 def key_group(key: Any, max_parallelism: int) -> int:
-    """Flink's key-group assignment: ``murmur_hash(hashCode(key)) % max_parallelism``."""
+    """Flink's key-group assignment: ``murmur_hash(hashCode(key)) % max_parallelism``.
+
+    The contract covers int (Java Integer and Long) and str keys; the length
+    bound only narrows what CrossHair explores.
+
+    pre: 0 < max_parallelism <= MAX_PARALLELISM_UPPER_BOUND
+    pre: isinstance(key, int) and _LONG_MIN <= key <= _LONG_MAX or isinstance(key, str) and len(key) <= 4
+    post: 0 <= __return__ < max_parallelism
+    post: __return__ == key_group(key, max_parallelism)  # deterministic: asked again (string cache warm), same group
+    """
     if max_parallelism <= 0:
         raise ValueError(f"key_group: max_parallelism must be positive, got {max_parallelism}")
-    return murmur_hash(java_hash_code(key)) % max_parallelism
+    return key_group_for_hash(java_hash_code(key), max_parallelism)
