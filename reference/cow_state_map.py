@@ -69,10 +69,13 @@ from reference.layout import (
     MAXIMUM_CAPACITY,
     MIN_TRANSFERRED_PER_INCREMENTAL_REHASH,
     MINIMUM_CAPACITY,
+    doubled_capacity,
     is_valid_capacity,
+    new_bucket,
     snapshot_array_length,
     snapshot_regions,
     threshold_for,
+    uses_primary_table,
 )
 
 __all__ = ["CopyOnWriteStateMap", "StateMapEntry", "EMPTY_TABLE"]
@@ -183,21 +186,20 @@ class CopyOnWriteStateMap:
 
     def _select_active_table(self, h: int) -> list:
         primary = self.primary_table
-        return primary if (h & (len(primary) - 1)) >= self.rehash_index else self.incremental_rehash_table
+        return primary if uses_primary_table(h, len(primary), self.rehash_index) else self.incremental_rehash_table
 
     def _double_capacity(self) -> None:
         if self.incremental_rehash_table is not EMPTY_TABLE:
             raise RehashInProgressError()
-        old_capacity = len(self.primary_table)
-        if old_capacity == MAXIMUM_CAPACITY:
+        new_capacity = doubled_capacity(len(self.primary_table))
+        if new_capacity is None:
             return
-        self.incremental_rehash_table = self._make_table(old_capacity * 2)
+        self.incremental_rehash_table = self._make_table(new_capacity)
 
     def _incremental_rehash(self) -> None:
         old_map = self.primary_table
         new_map = self.incremental_rehash_table
         old_capacity = len(old_map)
-        new_mask = len(new_map) - 1
         required = self.highest_required_snapshot_version
         version = self.state_map_version
         rh_idx = self.rehash_index
@@ -210,7 +212,7 @@ class CopyOnWriteStateMap:
                 if e.entry_version < required:
                     e = StateMapEntry(e.key, e.namespace, e.state, e.hash, e.next, version, e.state_version)
                 n = e.next
-                pos = e.hash & new_mask
+                pos = new_bucket(e.hash, old_capacity)
                 e.next = new_map[pos]
                 new_map[pos] = e
                 e = n
@@ -264,7 +266,7 @@ class CopyOnWriteStateMap:
                 h = bit_mix_cached(key ^ namespace)
         else:
             h = _hash_of(key, namespace)
-        # select_active_table(h): buckets below rehash_index have moved
+        # layout.uses_primary_table, then layout.bucket_index, inlined; tests/test_contracts.py checks they agree
         tab = self.primary_table
         index = h & (len(tab) - 1)
         if index < self.rehash_index:
@@ -307,7 +309,7 @@ class CopyOnWriteStateMap:
                 h = bit_mix_cached(key ^ namespace)
         else:
             h = _hash_of(key, namespace)
-        # select_active_table(h): buckets below rehash_index have moved
+        # layout.uses_primary_table, then layout.bucket_index, inlined; tests/test_contracts.py checks they agree
         tab = self.primary_table
         index = h & (len(tab) - 1)
         if index < self.rehash_index:
@@ -339,7 +341,7 @@ class CopyOnWriteStateMap:
         if self.incremental_rehash_table is not EMPTY_TABLE:
             self._incremental_rehash()
         h = _hash_of(key, namespace)
-        # select_active_table(h): buckets below rehash_index have moved
+        # layout.uses_primary_table, then layout.bucket_index, inlined; tests/test_contracts.py checks they agree
         tab = self.primary_table
         index = h & (len(tab) - 1)
         if index < self.rehash_index:
@@ -367,7 +369,7 @@ class CopyOnWriteStateMap:
                 h = bit_mix_cached(key ^ namespace)
         else:
             h = _hash_of(key, namespace)
-        # select_active_table(h): buckets below rehash_index have moved
+        # layout.uses_primary_table, then layout.bucket_index, inlined; tests/test_contracts.py checks they agree
         tab = self.primary_table
         index = h & (len(tab) - 1)
         if index < self.rehash_index:
@@ -405,7 +407,7 @@ class CopyOnWriteStateMap:
                 h = bit_mix_cached(key ^ namespace)
         else:
             h = _hash_of(key, namespace)
-        # select_active_table(h): buckets below rehash_index have moved
+        # layout.uses_primary_table, then layout.bucket_index, inlined; tests/test_contracts.py checks they agree
         tab = self.primary_table
         index = h & (len(tab) - 1)
         if index < self.rehash_index:
