@@ -32,7 +32,7 @@ from typing import Callable, TextIO
 
 import attrs
 
-from spark_fuzz.executor import CRASH, CampaignConfig, Outcome
+from spark_fuzz.executor import CRASH, RAISED, CampaignConfig, Outcome
 from spark_fuzz.ranges import RangeResult, run_range
 from spark_fuzz.store import CampaignStore
 
@@ -131,7 +131,7 @@ def _task(config: CampaignConfig, isolate: bool, round_no: int):
         except Exception as exc:  # the guard itself failed: every seed of the range is a CRASH row
             now = time.time()
             result = RangeResult(start, stop, tuple(
-                Outcome(seed=s, kind=CRASH, code="raised", impl_spec=config.impl,
+                Outcome(seed=s, kind=CRASH, code=RAISED, impl_spec=config.impl,
                         message=f"run_range raised {type(exc).__name__}: {exc}") for s in range(start, stop)),
                 now, now)
         sink.add([(result.runs_row(config, round_no), result.failure_rows(config))])
@@ -193,6 +193,11 @@ class _Job:
     def cancel(self) -> None:
         self.sc.cancelJobGroup(self.group)
         self.thread.join()
+
+    def release(self) -> None:
+        """Drop the rows taken (the accumulator stays registered with pyspark for the session)."""
+        self.sink.value.clear()
+        self.taken = 0
 
 
 # -------------------------------------------------------------- progress
@@ -269,6 +274,8 @@ class _Campaign:
             self.last_flush = time.monotonic()
 
     def show(self, job: _Job | None, force: bool = False) -> None:
+        if self.progress.stream is None:
+            return
         elapsed = max(time.monotonic() - self.started, 1e-9)
         tasks = ""
         if job is not None:
@@ -308,6 +315,7 @@ class _Campaign:
             self.flush(force=True)
             raise
         arrived |= self._take(job)
+        job.release()
         self.flush()
         self.show(job, force=True)
         if job.error is not None and not _is_spark_failure(job.error):
@@ -386,6 +394,8 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
     ranges per job (default: 4 per core of the cluster). ``on_batch(state)``
     runs whenever results arrive (tests use it to interrupt a campaign).
     Raises KeyboardInterrupt after saving what arrived if interrupted."""
+    if (seeds is None) == (minutes is None):
+        raise ValueError("run_campaign needs seeds=(first, stop) or minutes=M, not both")
     store = CampaignStore(out)
     store.begin(config.to_json(), resume)
     partitions = partitions or 4 * sc.defaultParallelism
@@ -397,7 +407,7 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
             campaign.round = 1
             campaign.run(plan_ranges(missing_ranges(seeds[0], seeds[1], store.completed_seeds()), partitions))
         else:
-            _rounds(campaign, store, partitions, began + (minutes or 1.0) * 60)
+            _rounds(campaign, store, partitions, began + minutes * 60)
     except KeyboardInterrupt:
         interrupted = True
     finally:

@@ -309,7 +309,7 @@ def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcom
         for i, step in enumerate(walk_program(seed, config.steps, visitor)):
             harness.apply(step)
             if not i & 63 and time.perf_counter() > deadline:
-                return Outcome(kind=TIMEOUT, code=TIME_LIMIT, failing_op=step.op, **base,
+                return Outcome(kind=TIMEOUT, code=TIME_LIMIT, **base,
                                message=f"walk still running after {config.seed_time_limit:g} s "
                                        f"({len(harness.steps)} steps)", **_counts(harness))
         if isinstance(harness, SampledHarness):
