@@ -53,7 +53,7 @@ def walk_steps(seed: int, steps: int = STEPS) -> tuple[int, list[Step]]:
     namespaces: list = list(range(n_ns))
     if r.random() < 0.3:
         keys += list(BOUNDARY_KEYS)
-        namespaces += [-1, 1 << 20]
+        namespaces += [-1, 1 << 20] + list(BOUNDARY_KEYS[:4])
     if r.random() < 0.3:
         keys += list(STR_KEYS)
         namespaces += ["ns", "NS"]
