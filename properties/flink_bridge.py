@@ -676,7 +676,7 @@ class FlinkStateMap:
         or an unreleased snapshot is brought up to date."""
         reader = _Reader(self._handle.introspect())
         raw = reader.raw
-        plen, rlen, psize, rsize, rehash_index, threshold, mod_count, version, required = (raw() for _ in range(9))
+        _, _, psize, rsize, rehash_index, threshold, mod_count, version, required = (raw() for _ in range(9))
         rehashing = raw() == 1
         versions = {raw() for _ in range(raw())}
         self._entry_records(reader)

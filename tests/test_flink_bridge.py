@@ -14,14 +14,13 @@ from properties.flink_bridge import (
     BATCH_OPS,
     FlinkCapacityError,
     FlinkStateMap,
-    FlinkUnavailableError,
     jvm,
     run_batch,
 )
 from properties.impls import resolve
 from properties.program import OPS, Step
 from reference import ConcurrentModificationError
-from reference.serializers import IntSerializer, ListSerializer, StringSerializer
+from reference.serializers import IntSerializer, ListSerializer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -26,7 +26,7 @@ def reference():
     return CopyOnWriteStateMap(capacity=128)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def flink_summaries(seed: int) -> list:
     """Per step ``[result, size, summary]`` of parity program ``seed`` on Flink."""
     return run_batch(random_program(seed, STEPS), "summary")[0]
