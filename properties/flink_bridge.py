@@ -69,6 +69,7 @@ from typing import Any, Callable, Iterator
 import attrs
 
 from properties.cli import UsageError
+from properties.impls import Implementation, UnknownImplementationError, register_resolver
 from properties.parity import Raised
 from properties.program import SNAPSHOT_TRANSFORMERS, Step
 from reference.errors import (
@@ -90,6 +91,7 @@ __all__ = [
     "FlinkView",
     "EntryMirror",
     "JvmInfo",
+    "FlinkImplementation",
     "available",
     "jvm",
     "flink_serialize",
@@ -1011,24 +1013,24 @@ def run_batch(steps: list[Step], detail: str = "final") -> list:
 # ----------------------------------------------------------------- resolver
 
 
-def resolve_flink(rest: str):
+class FlinkImplementation(Implementation):
+    """The ``flink`` implementation: ``new()`` builds a map of capacity 128 unless
+    told otherwise (then FlinkCapacityError)."""
+
+    def new(self, capacity: int = FLINK_CAPACITY, state_copier=copy.deepcopy):
+        return self.factory(capacity=capacity, state_copier=state_copier)
+
+
+def resolve_flink(rest: str) -> FlinkImplementation:
     """``resolve("flink")``: checks that jpype1 and the Flink jar are installed,
     without starting the JVM (a campaign driver resolves before forking)."""
-    from properties.impls import Implementation, UnknownImplementationError
-
     if rest:
         raise UnknownImplementationError(f"flink:{rest}", "the Flink bridge takes no options: use 'flink'")
     reason = available()
     if reason is not None:
         raise UnknownImplementationError("flink", reason)
-    return Implementation("flink", FlinkStateMap, True,
-                          "Apache Flink 2.3.0 CopyOnWriteStateMap through JPype (capacity 128 only)")
+    return FlinkImplementation("flink", FlinkStateMap, True,
+                               "Apache Flink 2.3.0 CopyOnWriteStateMap through JPype (capacity 128 only)")
 
 
-def _register() -> None:
-    from properties.impls import register_resolver
-
-    register_resolver("flink", resolve_flink)
-
-
-_register()
+register_resolver("flink", resolve_flink)

@@ -407,3 +407,10 @@ def test_spec_3_flinks_private_constructor_with_capacity_0_writes_into_the_share
     """)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1 [(7, 0, [7]), (1, 2, [3])]"
+
+
+def test_the_resolved_implementation_builds_capacity_128_maps_by_default():
+    impl = resolve("flink")
+    assert len(impl.new().introspect().primary_table) == 128
+    with pytest.raises(FlinkCapacityError):
+        impl.new(capacity=4)
