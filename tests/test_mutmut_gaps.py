@@ -221,3 +221,53 @@ def test_every_keyed_operation_hashes_correctly_on_a_memo_miss():
             fresh(m.remove, k, n)
         assert not fresh(m.contains_key, k, n)
     assert 0 == len(m)
+
+
+# ------------------------------------------------------------- copy-on-write
+
+def collided_map():
+    """capacity-4 map whose bucket 0 holds the chain 3 -> 2 -> 1 (key == namespace hashes to 0)."""
+    m = CopyOnWriteStateMap(capacity=4)
+    for k in (1, 2, 3):
+        m.put(k, k, [k])
+    return m
+
+
+def same_objects(left, right) -> bool:
+    return len(left) == len(right) and all(a is b for a, b in zip(left, right))
+
+
+def test_chained_copy_reuses_middle_entries_already_copied_for_the_newest_snapshot():
+    """SPEC §4 chained_copy_on_write: "nodes already newer are reused" — not
+    just the head. Chain 3 -> 2 -> 1 under a snapshot: writing 2 copies 3 and
+    2; writing 1 afterwards must reuse both copies and copy only 1.
+    Kills xǁCopyOnWriteStateMapǁ_chained_copy_on_write__mutmut_24 (``<=``)."""
+    m = collided_map()
+    s = m.snapshot()
+    m.put(2, 2, [20])
+    new3, new2, old1 = chain(m.primary_table[0])
+    m.put(1, 1, [10])
+    after = chain(m.primary_table[0])
+    assert after[0] is new3 and after[1] is new2
+    assert after[2] is not old1
+    assert [(3, 3, [3]), (2, 2, [2]), (1, 1, [1])] == list(s)
+    # remove goes through the same walk: prev (2') is newer, rewritten in place
+    m.remove(1, 1)
+    assert same_objects([new3, new2], chain(m.primary_table[0]))
+
+
+def test_foreign_snapshot_error_names_the_snapshot_version():
+    """errors.py: ForeignSnapshotError carries the version it refused.
+    Kills xǁCopyOnWriteStateMapǁrelease_snapshot__mutmut_2."""
+    from reference.errors import ForeignSnapshotError
+
+    m, other = CopyOnWriteStateMap(capacity=4), CopyOnWriteStateMap(capacity=4)
+    m.snapshot()
+    s = m.snapshot()
+    try:
+        other.release_snapshot(s)
+    except ForeignSnapshotError as exc:
+        assert 2 == exc.version
+        assert "version 2" in str(exc)
+    else:
+        raise AssertionError("releasing another map's snapshot did not raise")
