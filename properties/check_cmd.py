@@ -25,7 +25,11 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, help="seed for generation (default: random, printed)")
     p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="dev",
                    help="Hypothesis settings profile (default: dev)")
-    p.add_argument("--capacity", type=capacity_arg, default=4, help="initial map capacity (default: 4)")
+    p.add_argument("--capacity", type=capacity_arg,
+                   help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
+    p.add_argument("--keys", type=positive_int,
+                   help="distinct keys the map machine uses (default: 12, or 5/4 of the capacity if larger, "
+                        "so the map fills up and rehashes)")
     p.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
@@ -50,7 +54,8 @@ def check(args, stdout: TextIO, stderr: TextIO) -> int:
     stabilise_generation()
     white_box = impl.white_box and not args.black_box
     map_machine = args.machine == "map"
-    capacity = args.capacity if map_machine else None
+    capacity = (args.capacity or impl.default_capacity) if map_machine else None
+    keys = args.keys or (max(12, capacity * 5 // 4) if map_machine else None)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)
@@ -63,7 +68,7 @@ def check(args, stdout: TextIO, stderr: TextIO) -> int:
 
     progress = Progress(stderr, total, deadline)
     record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
-    config = kind.config(capacity=capacity, white_box=False if args.black_box else None,
+    config = kind.config(capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                          strict_live_iteration=args.strict_live_iteration)
     builder = kind.load("builder")
     make_impl, options = kind.load("replay_setup")(impl.factory, config)

@@ -1030,7 +1030,8 @@ def resolve_flink(rest: str) -> FlinkImplementation:
     if reason is not None:
         raise UnknownImplementationError("flink", reason)
     return FlinkImplementation("flink", FlinkStateMap, True,
-                               "Apache Flink 2.3.0 CopyOnWriteStateMap through JPype (capacity 128 only)")
+                               "Apache Flink 2.3.0 CopyOnWriteStateMap through JPype (capacity 128 only)",
+                               default_capacity=FLINK_CAPACITY)
 
 
 register_resolver("flink", resolve_flink)

@@ -51,6 +51,7 @@ class Implementation:
     factory: Callable
     white_box: bool
     description: str = ""
+    default_capacity: int = 4  # what the machines use unless told otherwise
 
     def new(self, capacity: int = 4, state_copier=copy.deepcopy):
         return self.factory(capacity=capacity, state_copier=state_copier)
