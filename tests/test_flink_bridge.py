@@ -320,8 +320,14 @@ def test_cowcheck_check_impl_flink_runs_the_machine_on_flink(tmp_path):
     assert "white-box" in result.stdout
 
 
+def test_cowcheck_check_impl_flink_defaults_to_capacity_128(tmp_path):
+    result = _cowcheck("check", "--impl", "flink", "--examples", "1", "--seed", "1", "--save-dir", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "capacity 128" in result.stdout
+
+
 def test_cowcheck_check_impl_flink_at_another_capacity_is_bad_usage(tmp_path):
-    result = _cowcheck("check", "--impl", "flink", "--examples", "1", "--save-dir", str(tmp_path))
+    result = _cowcheck("check", "--impl", "flink", "--capacity", "4", "--examples", "1", "--save-dir", str(tmp_path))
     assert result.returncode == 2
     assert "capacity 128" in result.stderr and "Traceback" not in result.stderr
 
