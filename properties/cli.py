@@ -104,6 +104,7 @@ COMMAND_MODULES = [
     "properties.replay_cmd",
     "properties.checkpoint_cmd",
     "properties.campaign_cmd",
+    "properties.prove_cmd",
 ]
 
 
