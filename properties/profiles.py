@@ -34,6 +34,11 @@ PROFILES = {
                 phases=FIND_ONLY),
     "nightly": dict(max_examples=20_000, stateful_step_count=200, deadline=None, database=None,
                     suppress_health_check=_SUPPRESS, phases=FIND_ONLY),
+    # CrossHair's symbolic backend (hypothesis-crosshair): ~10 examples a second, so for short
+    # programs (properties.short_programs), not the state machines; see docs/crosshair.md.
+    "crosshair": dict(backend="crosshair", max_examples=200, stateful_step_count=10, deadline=None,
+                      database=None, suppress_health_check=_SUPPRESS,
+                      phases=FIND_ONLY + [Phase.shrink]),
 }
 
 
