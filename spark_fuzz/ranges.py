@@ -25,6 +25,7 @@ A seed range is the unit of work a Spark task runs, of resume and of the
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -188,6 +189,7 @@ def _supervise(seeds: list[int], config: CampaignConfig, outcomes: dict) -> int 
         status = 0
         try:
             os.close(read_fd)
+            gc.freeze()  # the collector need not walk (and so copy) the pages inherited from the parent
             _child(seeds, config, write_fd)
         except BaseException:
             status = 70
