@@ -315,7 +315,7 @@ def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcom
         if isinstance(harness, SampledHarness):
             harness.final_check()
     except CheckFailure as exc:
-        return _failed(seed, config, impl, harness, exc.failure, options, deadline)
+        return _failed(seed, config, impl, harness, exc.failure, options)
     except Exception as exc:  # escaped the harness: e.g. a snapshot whose len() raises
         step = harness.steps[-1] if harness.steps else None
         return Outcome(kind=CRASH, code=RAISED, failing_op=step.op if step else "", **base,
@@ -330,8 +330,7 @@ def _counts(harness: Harness) -> dict:
                 findings=_sorted_counts(harness.findings), op_mix=_sorted_counts(Counter(s.op for s in harness.steps)))
 
 
-def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure, options: dict,
-            walk_deadline: float) -> Outcome:
+def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure, options: dict) -> Outcome:
     from properties.shrink import replay
 
     program = list(harness.steps)

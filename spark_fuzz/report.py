@@ -240,16 +240,18 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
     return "\n".join(lines) + "\n"
 
 
+_STYLE = ("<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
+          "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
+          "code{font-size:90%}.never{color:#b00;font-weight:bold}</style>")
+
+
 def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[dict], impl: str, executor: str,
                 meta: dict) -> str:
     e = html.escape
     s = summarise(runs, failures, distinct, impl, executor)
     white_box = meta.get("white_box", True)
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
-             f"<title>cowcheck campaign: {e(impl)}</title>",
-             "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
-             "code{font-size:90%}.never{color:#b00;font-weight:bold}</style></head><body>",
+             f"<title>cowcheck campaign: {e(impl)}</title>", _STYLE, "</head><body>",
              f"<h1>cowcheck campaign: {e(impl)}</h1>", "<table>"]
     parts += [f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _summary_rows(s, meta)]
     parts += ["</table>", "<h2>Distinct failures</h2>"]

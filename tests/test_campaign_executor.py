@@ -143,7 +143,7 @@ def test_same_seed_same_outcome_in_two_processes_with_different_hash_seeds(tmp_p
         runs.append(done.stdout)
     first = json.loads(runs[0])
     assert runs[0] == runs[1]
-    assert [o["kind"] for o in first][0] == "PASS"
+    assert first[0]["kind"] == "PASS"
     assert all(o["counterexample"] for o in first[1:] if o["kind"] != "PASS")
 
 
