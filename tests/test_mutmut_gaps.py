@@ -271,3 +271,24 @@ def test_foreign_snapshot_error_names_the_snapshot_version():
         assert "version 2" in str(exc)
     else:
         raise AssertionError("releasing another map's snapshot did not raise")
+
+
+def test_rehash_moves_entries_created_after_the_newest_snapshot_without_copying():
+    """SPEC §5: a rehash step copies a moved entry only if its entry_version
+    < R; entries created after the newest snapshot move as they are (same
+    objects, same versions), so nothing is copied twice.
+    Kills xǁCopyOnWriteStateMapǁ_incremental_rehash__mutmut_15 (``<=``)."""
+    m = CopyOnWriteStateMap(capacity=4)
+    s = m.snapshot()
+    for k in range(5):  # the 5th insert starts the rehash
+        m.put(k, 0, [k])
+    assert m.is_rehashing
+    before = {e.key: e for e in m.entries()}
+    assert {1} == {e.entry_version for e in before.values()} == {m.highest_required_snapshot_version}
+    while m.is_rehashing:
+        m.contains_key(-1, -1)
+    after = {e.key: e for e in m.entries()}
+    assert before.keys() == after.keys()
+    assert all(after[k] is before[k] for k in before)
+    assert {1} == {e.entry_version for e in after.values()}
+    s.release()
