@@ -71,6 +71,22 @@ def replay_setup(cx, impl_spec: str):
     return impl, make_impl, options, kind
 
 
+def trace_of(path, impl_spec: str | None = None, diagrams: bool = True) -> str:
+    """The step-by-step trace of a counterexample file as text (no timings): the
+    same bytes in every process, whatever PYTHONHASHSEED is."""
+    import io
+
+    from properties.counterexample import load
+    from properties.replay import replay_traced
+
+    cx = load(path)
+    impl, make_impl, options, kind = replay_setup(cx, impl_spec or cx.implementation)
+    out = io.StringIO()
+    replay_traced(list(cx.steps), make_impl, out, impl_name=impl.spec, diagrams=diagrams,
+                  render_step=kind.load("render"), **options)
+    return out.getvalue()
+
+
 def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
     from properties.counterexample import write_atomically
     from properties.regression import test_name_for, to_pytest

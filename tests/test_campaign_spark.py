@@ -176,3 +176,13 @@ def test_the_cli_runs_resumes_and_refuses_to_overwrite_a_campaign(spark, tmp_pat
     changed = io.StringIO()
     assert main(args[:-4] + ["--steps", "99", "--out", str(out), "--resume"], io.StringIO(), changed) == 2
     assert "steps: 150 -> 99" in changed.getvalue()
+
+
+def test_a_counterexample_replays_to_the_same_trace_byte_for_byte_on_a_spark_executor(spark):
+    from properties.replay_cmd import trace_of
+
+    stored = sorted(str(p) for p in (Path(__file__).parent / "regressions" / "counterexamples").glob("*.json"))
+    on_driver = [trace_of(path) for path in stored]
+    on_executors = spark.parallelize(stored, 2).map(trace_of).collect()
+    assert on_executors == on_driver
+    assert all("FAILS:" in trace for trace in on_driver)
