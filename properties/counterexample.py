@@ -12,7 +12,7 @@ wins), and written atomically.
 >>> cx = Counterexample.build([Step("put", (1, 0, []))], Failure("CRASH", "P7", "m", 0),
 ...                           impl="mutant:x", capacity=4, found_by={"tool": "doctest"})
 >>> cx.signature
-'mutant-x--CRASH-P7--put'
+'mutant-x--CRASH-P7'
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from properties.harness import Failure
 from properties.program import Step, step_from_json, step_to_json
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Counterexample", "CounterexampleError", "DEFAULT_DIR", "load", "save",
-           "tool_versions"]
+           "signature", "tool_versions"]
 
 FORMAT = "cowcheck-counterexample"
 FORMAT_VERSION = 1
@@ -69,6 +69,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "impl"
 
 
+def signature(impl_spec: str, kind: str, code: str) -> str:
+    """The stable name of a bug: ``<implementation>--<KIND>-<CODE>``."""
+    return f"{_slug(impl_spec)}--{kind}-{_slug(code)}"
+
+
 @attrs.frozen
 class Counterexample:
     """One stored failure. ``expected[i]`` is the model's result of ``steps[i]``
@@ -89,8 +94,9 @@ class Counterexample:
 
     @property
     def signature(self) -> str:
-        op = self.steps[self.failing_step].op if self.steps else "none"
-        return f"{_slug(self.implementation)}--{self.failure.kind}-{self.failure.code}--{op}"
+        """One bug, one name: the implementation and the broken property or
+        invariant (not the operation it showed in, which varies by program)."""
+        return signature(self.implementation, self.failure.kind, self.failure.code)
 
     @classmethod
     def build(cls, steps: list[Step], failure: Failure, *, impl: str, capacity: int, found_by: dict,

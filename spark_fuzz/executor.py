@@ -149,15 +149,14 @@ class Outcome:
     @property
     def signature(self) -> str:
         """The stable name of the bug: the counterexample's (its file name
-        without ``.json``), else built the same way from kind, code and op."""
+        without ``.json``), else built the same way from kind and code."""
         if self.counterexample is not None:
             return self.counterexample["signature"]
         if not self.failed:
             return ""
-        from properties.counterexample import _slug
+        from properties.counterexample import signature
 
-        op = f"--{self.failing_op}" if self.failing_op else ""
-        return f"{_slug(self.impl_spec)}--{self.kind}-{self.code}{op}"
+        return signature(self.impl_spec, self.kind, self.code)
 
     def to_json(self) -> dict:
         return attrs.asdict(self)

@@ -33,7 +33,7 @@ def _run(start, stop, host="h", pid=1, started=100.0, finished=110.0, ops=1000, 
     return row
 
 
-def _failure(seed, signature="impl--INVARIANT-I9--put", steps=4, cx=True):
+def _failure(seed, signature="impl--INVARIANT-I9", steps=4, cx=True):
     return {"signature": signature, "kind": "INVARIANT", "code": "I9", "seed": seed, "range_start": 0,
             "range_stop": 10, "message": "m", "failing_op": "put", "ops": 50, "original_steps": 50,
             "shrunk_steps": steps if cx else None, "steps_json": "[]" if cx else None,
@@ -76,7 +76,7 @@ def test_distinct_failures_are_one_row_per_signature_with_occurrences():
     rows = [_failure(4), _failure(2, steps=7), _failure(8, signature="impl--CRASH-worker-exit", cx=False)]
     distinct = distinct_failures_locally(rows)
     assert [(r["signature"], r["seed"], r["occurrences"]) for r in distinct] == \
-        [("impl--CRASH-worker-exit", 8, 1), ("impl--INVARIANT-I9--put", 4, 2)]
+        [("impl--CRASH-worker-exit", 8, 1), ("impl--INVARIANT-I9", 4, 2)]
 
 
 # -------------------------------------------------------------------- store
@@ -159,7 +159,7 @@ def test_totals_sum_a_map_column():
 
 
 def test_replay_command_is_cowcheck_replay_or_a_one_seed_campaign():
-    assert replay_command("out", _failure(3)) == "cowcheck replay out/counterexamples/impl--INVARIANT-I9--put.json --trace"
+    assert replay_command("out", _failure(3)) == "cowcheck replay out/counterexamples/impl--INVARIANT-I9.json --trace"
     assert replay_command("out", _failure(3, cx=False)) == \
         "cowcheck campaign --impl mutant:x --executor raw --seeds 3:4 --out out/seed-3"
 

@@ -44,7 +44,7 @@ def test_a_stored_counterexample_loads_back_identically(tmp_path):
     assert list(cx.steps) == PROGRAM
     assert (cx.failure.kind, cx.failure.code, cx.failing_step) == ("INVARIANT", "I9", 3)
     assert cx.expected[3] == []
-    assert path.name == "mutant-skip-prefix-copy--INVARIANT-I9--put_and_get_old.json"
+    assert path.name == "mutant-skip-prefix-copy--INVARIANT-I9.json"
 
 
 def test_same_bug_found_twice_is_stored_once_and_the_shorter_program_wins(tmp_path):

@@ -1,4 +1,4 @@
-"""Regression from mutant-checkpoint-leak-on-abort--DIVERGENCE-C3--recover.json: DIVERGENCE C3 on mutant:checkpoint-leak-on-abort
+"""Regression from mutant-checkpoint-leak-on-abort--DIVERGENCE-C3.json: DIVERGENCE C3 on mutant:checkpoint-leak-on-abort
 (checkpoint machine).
 
 backend = type(backend).restore([h1])  # cancel running checkpoints, go on: checkpoint c3 ended cancelled but the table snapshots of ['a', 'b'] are not released (FLINK-13469)
@@ -17,6 +17,6 @@ IMPL = 'reference'
 STEPS = [KIND.load("step_from_json")(s) for s in json.loads('[{"op": "checkpoint", "args": [1, 20480]}, {"op": "complete", "args": [1]}, {"op": "checkpoint", "args": [3, 20480]}, {"op": "recover", "args": [1]}]')]
 
 
-def test_mutant_checkpoint_leak_on_abort_divergence_c3_recover():
+def test_mutant_checkpoint_leak_on_abort_divergence_c3():
     make, options = KIND.load("replay_setup")(resolve_for(IMPL, KIND.name).factory, KIND.config())
     assert replay(STEPS, make, harness_class=KIND.load("harness_class"), **options) is None

@@ -1,4 +1,4 @@
-"""Regression from mutant-async-key-not-released--CRASH-A10--arrive.json: CRASH A10 on mutant:async-key-not-released
+"""Regression from mutant-async-key-not-released--CRASH-A10.json: CRASH A10 on mutant:async-key-not-released
 (async machine).
 
 arrive(aec, 0, [['put', 'b', 0]]): raised IllegalStateError: key(0) is already occupied.
@@ -17,6 +17,6 @@ IMPL = 'reference'
 STEPS = [KIND.load("step_from_json")(s) for s in json.loads('[{"op": "arrive", "args": [0, [["put", "b", 7]]]}, {"op": "arrive", "args": [0, [["put", "b", 7]]]}, {"op": "arrive", "args": [0, [["sum", "a", "a", "a"]]]}, {"op": "arrive", "args": [0, [["clear", "b"]]]}, {"op": "arrive", "args": [0, [["sum", "b", "b", "b"]]]}, {"op": "arrive", "args": [0, [["put", "b", 0]]]}]')]
 
 
-def test_mutant_async_key_not_released_crash_a10_arrive():
+def test_mutant_async_key_not_released_crash_a10():
     make, options = KIND.load("replay_setup")(resolve_for(IMPL, KIND.name).factory, KIND.config())
     assert replay(STEPS, make, harness_class=KIND.load("harness_class"), **options) is None
