@@ -292,3 +292,32 @@ def test_rehash_moves_entries_created_after_the_newest_snapshot_without_copying(
     assert all(after[k] is before[k] for k in before)
     assert {1} == {e.entry_version for e in after.values()}
     s.release()
+
+
+def test_mod_count_starts_at_0_and_counts_each_structural_change_once():
+    """SPEC §3/§4: mod_count (a white-box field, also reported by
+    ConcurrentModificationError) is 0 for a new map and grows by exactly one
+    per insert of a new key and per remove; updates, reads, copy-on-write,
+    rehash steps, snapshots and removes of absent keys leave it alone.
+    Kills xǁCopyOnWriteStateMapǁ__init____mutmut_17, _insert_entry__mutmut_2/3
+    and _remove_entry__mutmut_62/63."""
+    m = CopyOnWriteStateMap(capacity=4)
+    assert 0 == m.mod_count
+    for k in range(6):  # the 5th insert starts a rehash
+        m.put(k, 0, [k])
+        assert k + 1 == m.mod_count
+    m.put_and_get_old(6, 0, [6])
+    m.transform(7, 0, 7, lambda old, v: [v])
+    assert 8 == m.mod_count
+    s = m.snapshot()
+    m.put(0, 0, [0, 0])
+    m.get(1, 0)
+    m.transform(2, 0, 1, lambda old, v: old + [v])
+    m.contains_key(-1, -1)
+    m.remove(99, 0)
+    assert None is m.remove_and_get_old(98, 0)
+    assert 8 == m.mod_count
+    m.remove(3, 0)
+    assert [4] == m.remove_and_get_old(4, 0)
+    assert 10 == m.mod_count
+    s.release()
