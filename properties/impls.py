@@ -74,6 +74,19 @@ def _probe(spec: str, factory: Callable, description: str) -> Implementation:
     return Implementation(spec, factory, callable(getattr(instance, "introspect", None)), description)
 
 
+def _import_factory(spec: str, module_name: str, attribute: str) -> Callable:
+    """``MODULE:FACTORY``: the callable, or UnknownImplementationError naming what is missing."""
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise UnknownImplementationError(
+            spec, f"cannot import module {module_name!r} ({type(exc).__name__}: {exc})") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise UnknownImplementationError(spec, f"module {module_name!r} has no callable {attribute!r}")
+    return factory
+
+
 def resolve(spec: str) -> Implementation:
     """The implementation named by ``spec``; UnknownImplementationError otherwise."""
     if spec == "reference":
@@ -91,14 +104,7 @@ def resolve(spec: str) -> Implementation:
     if not sep or not prefix or not rest:
         raise UnknownImplementationError(
             spec, "expected reference, model, mutant:NAME or MODULE:FACTORY (e.g. mypkg.maps:make_map)")
-    try:
-        module = importlib.import_module(prefix)
-    except Exception as exc:
-        raise UnknownImplementationError(spec, f"cannot import module {prefix!r} ({type(exc).__name__}: {exc})") from None
-    factory = getattr(module, rest, None)
-    if not callable(factory):
-        raise UnknownImplementationError(spec, f"module {prefix!r} has no callable {rest!r}")
-    return _probe(spec, factory, f"{prefix}.{rest}")
+    return _probe(spec, _import_factory(spec, prefix, rest), f"{prefix}.{rest}")
 
 
 def resolve_for(spec: str, machine: str = "map") -> Implementation:
@@ -124,11 +130,4 @@ def resolve_for(spec: str, machine: str = "map") -> Implementation:
     if not sep or not prefix or not rest:
         raise UnknownImplementationError(spec, f"expected reference, mutant:NAME or MODULE:FACTORY for the "
                                                f"{machine} machine")
-    try:
-        module = importlib.import_module(prefix)
-    except Exception as exc:
-        raise UnknownImplementationError(spec, f"cannot import module {prefix!r} ({type(exc).__name__}: {exc})") from None
-    factory = getattr(module, rest, None)
-    if not callable(factory):
-        raise UnknownImplementationError(spec, f"module {prefix!r} has no callable {rest!r}")
-    return Implementation(spec, factory, True, f"{prefix}.{rest}")
+    return Implementation(spec, _import_factory(spec, prefix, rest), True, f"{prefix}.{rest}")

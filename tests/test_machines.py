@@ -8,6 +8,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from model import ModelMap
 from properties.harness import CheckFailure
 from properties.machines import MachineConfig, RunRecord, make_map_machine
+from properties.map_mutants import SkipPrefixCopy  # copies the entry to change, not the chain prefix
 from properties.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from reference import CopyOnWriteStateMap
 
@@ -47,29 +48,13 @@ def test_strict_live_iteration_contract_fails_on_the_faithful_port():
     assert (caught.value.failure.kind, caught.value.failure.code) == ("DIVERGENCE", "P7")
 
 
-class _CopiesOnlyTheTarget(CopyOnWriteStateMap):
-    """Mutant: copy-on-write copies the entry to change but not the chain prefix
-    before it, splicing the copy into a chain that snapshots still share."""
-
-    def _chained_copy_on_write(self, tab, idx, until):
-        copied = until.copy_with_version(self.state_map_version)
-        if tab[idx] is until:
-            tab[idx] = copied
-        else:
-            prev = tab[idx]
-            while prev.next is not until:
-                prev = prev.next
-            prev.next = copied
-        return copied
-
-
 def test_machine_catches_a_map_that_skips_copying_the_chain_prefix():
     with pytest.raises(CheckFailure) as caught:
-        _run_ci(_CopiesOnlyTheTarget)
+        _run_ci(SkipPrefixCopy)
     assert caught.value.failure.kind in ("INVARIANT", "DIVERGENCE")
 
 
 def test_black_box_machine_catches_the_prefix_mutant_through_the_model_alone():
     with pytest.raises(CheckFailure) as caught:
-        _run_ci(_CopiesOnlyTheTarget, MachineConfig(white_box=False))
+        _run_ci(SkipPrefixCopy, MachineConfig(white_box=False))
     assert caught.value.failure.kind == "DIVERGENCE"
