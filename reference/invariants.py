@@ -11,6 +11,13 @@ by a bridge.
 I8/I9 need to know what each live snapshot saw: :class:`SnapshotGuard`
 records it when the snapshot is taken and checks it later.
 
+Checking after every step: :class:`StructureTracker` gives the verdict of
+:func:`check_structure` at the cost of what the step changed (it remembers
+the structure it last verified and re-walks only changed buckets), and
+``SnapshotGuard.check`` compares all recorded entries in bulk before looking
+at any one. Both fall back to the plain per-entry checks above whenever
+anything differs, so every reported violation comes from those.
+
 >>> from reference import CopyOnWriteStateMap
 >>> m = CopyOnWriteStateMap(capacity=4); m.put(1, 2, [3])
 >>> check_structure(m)
@@ -20,12 +27,14 @@ records it when the snapshot is taken and checks it later.
 from __future__ import annotations
 
 import copy
+from itertools import compress, count, islice, repeat
+from operator import attrgetter, is_, is_not, ne
 from typing import Any, Iterable, NamedTuple
 
 from reference.hashing import composite_hash
 from reference.layout import bucket_index, threshold_for, uses_primary_table
 
-__all__ = ["Violation", "check_structure", "SnapshotGuard", "INVARIANTS"]
+__all__ = ["Violation", "check_structure", "StructureTracker", "SnapshotGuard", "INVARIANTS"]
 
 INVARIANTS = {
     "I1": "every entry sits in the bucket its hash selects, in the table select_active_table picks",
@@ -154,10 +163,213 @@ def check_structure(view, live_versions: Iterable[int] | None = None) -> list[Vi
     return out
 
 
+# The fields of an entry the structural invariants depend on (its state is I8/I9's business).
+_LINKS = attrgetter("key", "namespace", "hash", "next", "entry_version", "state_version")
+_STATE = attrgetter("state")
+_HASH_MEMO_LIMIT = 1 << 14
+_MEMO_TYPES = (int, str)
+
+
+def _non_empty(table: list, start: int = 0, stop: int | None = None) -> Iterable[int]:
+    """Indices of the occupied buckets of ``table[start:stop]`` (C speed)."""
+    part = table if start == 0 and stop is None else table[start:stop]
+    return compress(count(start), map(is_not, part, repeat(None)))
+
+
+class _Verified:
+    """What StructureTracker last verified: every bucket head, and per reachable
+    entry its bucket and :data:`_LINKS` fields."""
+
+    __slots__ = ("plen", "rlen", "rehashing", "rehash_index", "version", "threshold", "heads", "buckets",
+                 "owner", "counts", "entries", "where", "links")
+
+    def flatten(self) -> None:
+        self.entries = [e for chain, _ in self.buckets.values() for e in chain]
+        self.where = [b for b, (chain, _) in self.buckets.items() for _ in chain]
+        self.links = list(map(_LINKS, self.entries))
+
+
+class StructureTracker:
+    """:func:`check_structure` after every step, paying for what the step changed.
+
+    It remembers the structure it last verified: every bucket head, and for
+    every reachable entry its key, namespace, hash, ``next`` and versions.
+    After a step, bulk comparisons (C loops, no Python per entry) find the
+    buckets whose head changed or that hold an entry whose fields changed;
+    only those chains are walked again (I1, I3, I6, chain counts for I2), and
+    I4, I5, I7 and the sizes are checked from the scalars. Everything the
+    invariants depend on is either compared or re-walked, so the verdict is
+    the full check's; a key must not change its hash in place (keys are
+    immutable by the map's contract).
+
+    Whenever it cannot be sure (a table changed length, rehashing started or
+    ended, the rehash index or version went backwards) or finds anything
+    wrong, it runs :func:`check_structure`, which stays the authority: every
+    reported violation comes from it.
+
+    >>> from reference import CopyOnWriteStateMap
+    >>> m = CopyOnWriteStateMap(capacity=4); tracker = StructureTracker()
+    >>> m.put(1, 2, [3]); tracker.check(m), tracker.check(m)
+    ([], [])
+    >>> t = m.primary_table; i = next(i for i, e in enumerate(t) if e)
+    >>> t[i], t[i ^ 1] = t[i ^ 1], t[i]  # move the entry to the wrong bucket
+    >>> [v.code for v in tracker.check(m)]
+    ['I1']
+    """
+
+    def __init__(self) -> None:
+        self._last: _Verified | None = None
+        self._hashes: dict = {}
+        self.full_checks = 0  # how often the full check ran (for tests and benchmarks)
+
+    def check(self, view, live_versions: Iterable[int] | None = None) -> list[Violation]:
+        if self._last is not None and self._verified(view, live_versions):
+            return []
+        self.full_checks += 1
+        out = check_structure(view, live_versions)
+        self._last = None if out else self._remember(view)
+        return out
+
+    def forget(self) -> None:
+        """Verify from scratch next time."""
+        self._last = None
+
+    # ------------------------------------------------------------ remember
+
+    def _remember(self, view) -> _Verified:
+        last = _Verified()
+        primary = view.primary_table
+        last.rehashing = rehashing = view.is_rehashing
+        rehash = view.incremental_rehash_table if rehashing else []
+        last.plen, last.rlen = len(primary), len(rehash)
+        last.rehash_index = view.rehash_index
+        last.version = view.state_map_version
+        last.threshold = view.threshold
+        last.heads = (list(primary), list(rehash))
+        last.buckets = {}
+        last.owner = {}
+        for t, table in enumerate(last.heads):
+            for idx in _non_empty(table):
+                chain = list(_chain(table[idx]))
+                idents = [(e.key, e.namespace) for e in chain]
+                last.buckets[(t, idx)] = (chain, idents)
+                last.owner.update(dict.fromkeys(idents, (t, idx)))
+        last.counts = [view.primary_table_size, view.incremental_rehash_table_size]  # == chain lengths
+        last.flatten()
+        return last
+
+    # -------------------------------------------------------------- verify
+
+    def _verified(self, view, live_versions) -> bool:
+        """True if the structure provably still satisfies I1–I7 (updating what
+        is remembered); False if the full check must decide."""
+        last = self._last
+        primary = view.primary_table
+        plen = len(primary)
+        rehashing = view.is_rehashing
+        if plen != last.plen or rehashing != last.rehashing:
+            return False
+        rehash = view.incremental_rehash_table if rehashing else []
+        if len(rehash) != last.rlen or view.threshold != last.threshold:
+            return False
+        version = view.state_map_version
+        ri = view.rehash_index
+        if version < last.version or ri < last.rehash_index or (ri >= plen if rehashing else ri != 0):
+            return False
+        # I5
+        registered = view.snapshot_versions
+        if registered:
+            top = max(registered)
+            if view.highest_required_snapshot_version != top or top > version or min(registered) <= 0:
+                return False
+        elif view.highest_required_snapshot_version != 0:
+            return False
+        if live_versions is not None and sorted(live_versions) != sorted(registered):
+            return False
+        # I4: the buckets the rehash index passed since last time are empty
+        if ri > last.rehash_index and any(_non_empty(primary, last.rehash_index, ri)):
+            return False
+        # What changed: bucket heads, and the fields of any entry reachable before.
+        heads_p, heads_r = last.heads
+        dirty = {(0, i) for i in compress(count(), map(is_not, primary, heads_p))}
+        if rehashing:
+            dirty.update((1, i) for i in compress(count(), map(is_not, rehash, heads_r)))
+        links = list(map(_LINKS, last.entries))
+        if links != last.links:
+            where = last.where
+            dirty.update(where[i] for i in compress(count(), map(ne, links, last.links)))
+        if dirty and not self._rewalk(last, dirty, primary, rehash, ri, version):
+            return False
+        # I2
+        if view.primary_table_size != last.counts[0] or view.incremental_rehash_table_size != last.counts[1]:
+            return False
+        last.rehash_index, last.version = ri, version
+        return True
+
+    def _rewalk(self, last: _Verified, dirty: set, primary: list, rehash: list, ri: int, version: int) -> bool:
+        buckets, owner, counts = last.buckets, last.owner, last.counts
+        plen = len(primary)
+        hashes = self._hashes
+        if len(hashes) > _HASH_MEMO_LIMIT:
+            hashes.clear()
+        for b in dirty:  # first forget what the changed buckets held, so moves are no duplicates
+            chain, idents = buckets.pop(b, ((), ()))
+            counts[b[0]] -= len(chain)
+            for ident in idents:
+                if owner.get(ident) == b:
+                    del owner[ident]
+        limit = len(last.entries) + 16  # longer: a cycle, or many inserts at once; the full check decides
+        for b in dirty:
+            t, idx = b
+            table = rehash if t else primary
+            mask = len(table) - 1
+            e = table[idx]
+            if e is None:
+                continue
+            if not t and idx < ri and last.rehashing:
+                return False  # I4 / I1: a moved primary bucket holds entries
+            chain, idents = [], []
+            while e is not None:
+                if len(chain) > limit:
+                    return False
+                h = e.hash
+                if h & mask != idx or (t and h & (plen - 1) >= ri) or e.entry_version > version \
+                        or e.state_version > version:
+                    return False
+                ident = (e.key, e.namespace)
+                if ident in owner:
+                    return False
+                # memoised only for int and str: 1, 1.0 and True are one dict key but hash apart in Java
+                memo = type(ident[0]) in _MEMO_TYPES and type(ident[1]) in _MEMO_TYPES
+                expected = hashes.get(ident) if memo else None
+                if expected is None:
+                    try:
+                        expected = composite_hash(*ident)
+                    except (TypeError, ValueError):
+                        expected = h  # not a value type with a Java hash: the full check skips it too
+                    if memo:
+                        hashes[ident] = expected
+                if expected != h:
+                    return False
+                owner[ident] = b
+                chain.append(e)
+                idents.append(ident)
+                e = e.next
+            buckets[b] = (chain, idents)
+            counts[t] += len(chain)
+        last.heads = (list(primary), list(rehash))
+        last.flatten()
+        return True
+
+
 class SnapshotGuard:
     """Remembers, per live snapshot, every entry object it can reach with the
     fields and a deep copy of the state at snapshot time; ``check()`` reports
     I8 (state content changed) and I9 (a shared entry written in place).
+
+    ``check()`` first compares every recorded entry at once (each distinct
+    record once, though overlapping snapshots share most entries) and only on
+    a difference walks the records one by one to name what changed.
 
     ``record`` must run right after the snapshot is taken, before any other
     operation on the map.
@@ -165,25 +377,62 @@ class SnapshotGuard:
 
     def __init__(self, copier=copy.deepcopy) -> None:
         self._copier = copier
-        self._records: dict[int, tuple[Any, list]] = {}
+        self._records: dict[int, tuple[Any, list, list]] = {}  # version -> (snapshot, records, distinct keys)
+        # Each distinct record once: key -> [entry, links, state, content, snapshots sharing it]
+        self._distinct: dict[Any, list] = {}
+        self._bulk: tuple | None = None  # (entries, links, states, contents) of self._distinct
 
     def record(self, snapshot) -> None:
-        saved = []
+        version = snapshot.version
+        saved, keys = [], []
+        distinct = self._distinct
         for e in snapshot.entry_objects():
-            saved.append((e, e.key, e.namespace, e.hash, e.next, e.state, e.entry_version,
-                          e.state_version, self._copier(e.state)))
-        self._records[snapshot.version] = (snapshot, saved)
+            state = e.state
+            content = self._copier(state)
+            saved.append((e, e.key, e.namespace, e.hash, e.next, state, e.entry_version, e.state_version, content))
+            links = _LINKS(e)
+            key = id(e)
+            same = distinct.get(key)
+            if same is not None and not (same[1] == links and same[2] is state and same[3] == content):
+                key, same = (key, version), None  # recorded differently before: check both
+            if same is None:
+                distinct[key] = [e, links, state, content, 1]
+            else:
+                same[4] += 1
+            keys.append(key)
+        self._records[version] = (snapshot, saved, keys)
+        self._bulk = None
 
     def forget(self, version: int) -> None:
-        self._records.pop(version, None)
+        record = self._records.pop(version, None)
+        if record is None:
+            return
+        distinct = self._distinct
+        for key in record[2]:
+            same = distinct[key]
+            same[4] -= 1
+            if not same[4]:
+                del distinct[key]
+        self._bulk = None
 
     @property
     def versions(self) -> list[int]:
         return sorted(self._records)
 
     def check(self) -> list[Violation]:
+        if self._bulk is None:
+            records = self._distinct.values()
+            self._bulk = ([r[0] for r in records], [r[1] for r in records], [r[2] for r in records],
+                          [r[3] for r in records])
+        entries, links, states, contents = self._bulk
+        now = list(map(_STATE, entries))
+        if list(map(_LINKS, entries)) == links and all(map(is_, now, states)) and now == contents:
+            return []
+        return self._explain()
+
+    def _explain(self) -> list[Violation]:
         out: list[Violation] = []
-        for version, (_, saved) in sorted(self._records.items()):
+        for version, (_, saved, _) in sorted(self._records.items()):
             for e, key, ns, h, nxt, state, ev, sv, content in saved:
                 where = f"snapshot {version}, entry ({key!r}, {ns!r})"
                 if (e.key, e.namespace, e.hash) != (key, ns, h) or e.next is not nxt or e.state is not state \
