@@ -100,7 +100,7 @@ class ModelMap:
 
     def snapshot(self) -> "ModelSnapshot":
         self.version += 1
-        frozen = [(k, n, copy.deepcopy(slot[0])) for (k, n), slot in self.data.items()]
+        frozen = [(k, n, self.state_copier(slot[0])) for (k, n), slot in self.data.items()]
         snap = ModelSnapshot(self, self.version, frozen)
         self.live[self.version] = snap
         return snap

@@ -20,14 +20,14 @@ object" and "returns a fresh copy" are both checked.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from typing import Any
 
 import attrs
 
 from model import ModelMap
-from properties.program import SNAPSHOT_TRANSFORMERS, Step, entries, render, transform_append
+from properties.program import (OPS, SNAPSHOT_TRANSFORMERS, Step, copy_state, entries, render, same_entries,
+                                transform_append)
 from properties.scenarios import classify_keyed, classify_release, classify_snapshot
 from reference.hashing import composite_hash
 from reference.invariants import SnapshotGuard, StructureTracker
@@ -41,6 +41,7 @@ TIMEOUT = "TIMEOUT"
 
 _KEYED = {"put", "put_and_get_old", "get", "get_mutate", "contains_key", "remove", "remove_and_get_old", "transform"}
 _MISSING = object()
+_ENTRIES = object()  # marks an observed pair of entry lists not yet turned into entries() strings
 
 
 @attrs.frozen
@@ -83,7 +84,7 @@ class Harness:
     default a breach is only counted as the finding ``live-iteration-quirk``.
     """
 
-    def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy.deepcopy,
+    def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
                  strict_live_iteration: bool = False) -> None:
         self.impl = impl
         self.model = ModelMap(state_copier=state_copier)
@@ -91,14 +92,24 @@ class Harness:
         self.strict_live_iteration = strict_live_iteration
         self.held: dict = {}  # (key, namespace) -> object the implementation should hold
         self.snapshots: dict = {}  # sid -> (impl snapshot, model snapshot)
-        self.guard = SnapshotGuard() if self.white_box else None
+        self.guard = SnapshotGuard(copy_state) if self.white_box else None
         self.tracker = StructureTracker() if self.white_box else None
         self.steps: list[Step] = []
         self.coverage: Counter = Counter()
         self.findings: Counter = Counter()
         self.failure: Failure | None = None
-        # (model result, implementation result) of the latest step that returns a value
-        self.observed: tuple | None = None
+        self.live_versions: dict = {}  # sid -> version of each snapshot taken and not released
+        self._observed: tuple | None = None
+        self._ops = {op: getattr(self, "_op_" + op) for op in OPS}
+
+    @property
+    def observed(self) -> tuple | None:
+        """(model result, implementation result) of the latest step that returns
+        a value; entry lists as :func:`~properties.program.entries` strings."""
+        seen = self._observed
+        if seen is not None and seen[0] is _ENTRIES:
+            seen = self._observed = (entries(seen[1]), entries(seen[2]))
+        return seen
 
     # ------------------------------------------------------------- helpers
 
@@ -116,7 +127,7 @@ class Harness:
                        expected="no error", actual=f"{type(exc).__name__}: {exc}")
 
     def _expect_equal(self, step: Step, expected, actual, code: str = "P1") -> None:
-        self.observed = (expected, actual)  # read (or copy) right after the step
+        self._observed = (expected, actual)  # read (or copy) right after the step
         if expected != actual:
             self._fail(DIVERGENCE, code, f"{_describe(step)}: model returned {expected!r}, map returned {actual!r}",
                        expected, actual)
@@ -143,9 +154,9 @@ class Harness:
     def apply(self, step: Step) -> None:
         """Run one step on both sides and check everything; raises CheckFailure."""
         self.steps.append(step)
-        self.observed = None
+        self._observed = None
         self._count_scenarios(step)
-        getattr(self, "_op_" + step.op)(step, *step.args)
+        self._ops[step.op](step, *step.args)
         self.check_after_step(step)
 
     def check_after_step(self, step: Step) -> None:
@@ -164,8 +175,7 @@ class Harness:
         """I1–I9 after ``step`` (white-box): the verdict of a full check, at the
         cost of what changed (``StructureTracker``, ``SnapshotGuard``)."""
         view = self.impl.introspect()
-        live = [s.version for s, _ in self.snapshots.values() if not s.released]
-        violations = self.tracker.check(view, live) + self.guard.check()
+        violations = self.tracker.check(view, self.live_versions.values()) + self.guard.check()
         if violations:
             v = violations[0]
             more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
@@ -200,14 +210,14 @@ class Harness:
     def _op_put(self, step, key, namespace, state):
         obj = list(state)
         self._call(step, self.impl.put, key, namespace, obj)
-        self.model.put(key, namespace, copy.deepcopy(obj))
+        self.model.put(key, namespace, copy_state(obj))
         self.held[(key, namespace)] = obj
 
     def _op_put_and_get_old(self, step, key, namespace, state):
         obj = list(state)
         copy_expected = self._copy_expected(key, namespace)
         got = self._call(step, self.impl.put_and_get_old, key, namespace, obj)
-        want = self.model.put_and_get_old(key, namespace, copy.deepcopy(obj))
+        want = self.model.put_and_get_old(key, namespace, copy_state(obj))
         self._expect_equal(step, want, got)
         self._expect_identity(step, key, namespace, got, copy_expected)
         self.held[(key, namespace)] = obj
@@ -249,7 +259,7 @@ class Harness:
         seen = {}
 
         def fn(old, v):
-            seen["old"], seen["old_content"] = old, copy.deepcopy(old)
+            seen["old"], seen["old_content"] = old, copy_state(old)
             seen["new"] = transform_append(old, v)
             return seen["new"]
 
@@ -257,7 +267,7 @@ class Harness:
         if "old" not in seen:
             self._fail(DIVERGENCE, "P1", f"{_describe(step)}: the transform function was never called")
         slot = self.model.data.get((key, namespace))
-        self._expect_equal(step, copy.deepcopy(slot[0]) if slot else None, seen["old_content"])
+        self._expect_equal(step, copy_state(slot[0]) if slot else None, seen["old_content"])
         self._expect_identity(step, key, namespace, seen["old"], copy_expected)
         self.model.transform(key, namespace, value, transform_append)
         self.held[(key, namespace)] = seen["new"]
@@ -277,6 +287,7 @@ class Harness:
         if self.guard is not None:
             self.guard.record(snap)
         version = getattr(snap, "version", msnap.version)
+        self.live_versions[sid] = version
         if version != msnap.version:
             self._fail(DIVERGENCE, "P5", f"{_describe(step)}: snapshot version {version}, expected {msnap.version}",
                        msnap.version, version)
@@ -298,9 +309,9 @@ class Harness:
         self._expect_snapshot(step, sid, msnap.iterate(), got, len(msnap), len(snap))
 
     def _expect_snapshot(self, step, sid, want, got, want_size, got_size):
-        want, got = entries(want), entries(got)
-        self.observed = (want, got)
-        if want != got or want_size != got_size:
+        self._observed = (_ENTRIES, want, got)
+        if want_size != got_size or not same_entries(want, got):
+            want, got = self.observed
             missing = sorted(set(want) - set(got))
             extra = sorted(set(got) - set(want))
             self._fail(DIVERGENCE, "P2", f"{_describe(step)}: snapshot s{sid} differs from its frozen copy: "
@@ -326,6 +337,7 @@ class Harness:
         snap, msnap = self._snapshot_pair(step, sid)
         self._call(step, snap.release)
         msnap.release()
+        self.live_versions.pop(sid, None)
         if not snap.released:
             self._fail(DIVERGENCE, "P3", f"{_describe(step)}: snapshot s{sid} does not report released")
         if self.guard is not None:
@@ -338,9 +350,10 @@ class Harness:
         self._expect_live(step, got)
 
     def _expect_live(self, step, got):
-        want, got = entries(list(self.model)), entries(got)
-        self.observed = (want, got)
-        if want != got:
+        want = list(self.model)
+        self._observed = (_ENTRIES, want, got)
+        if not same_entries(want, got):
+            want, got = self.observed
             self._fail(DIVERGENCE, "P1", f"{_describe(step)}: live iteration gave {got[:4]}…, "
                                          f"model {want[:4]}…", want, got)
 

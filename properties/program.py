@@ -12,6 +12,7 @@ m.put(1, 0, [7])
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -21,11 +22,13 @@ __all__ = [
     "Step",
     "drain",
     "entries",
+    "same_entries",
     "visit_and_prune_even",
     "OPS",
     "render",
     "render_program",
     "transform_append",
+    "copy_state",
     "SNAPSHOT_TRANSFORMERS",
     "step_from_json",
     "step_to_json",
@@ -53,6 +56,24 @@ def transform_append(old, value):
     return old
 
 
+_ATOMIC = frozenset({int, str, bool, float, bytes, type(None)})
+
+
+def copy_state(state):
+    """``copy.deepcopy(state)`` without its machinery for the usual states:
+    values of immutable types, and flat lists of them.
+
+    >>> s = [1, 2]; c = copy_state(s); c == s and c is not s
+    True
+    """
+    kind = type(state)
+    if kind in _ATOMIC:
+        return state
+    if kind is list and _ATOMIC.issuperset(map(type, state)):
+        return state[:]
+    return copy.deepcopy(state)
+
+
 def _drop_even_length(state):
     return None if isinstance(state, list) and len(state) % 2 == 0 else state
 
@@ -69,6 +90,15 @@ def entries(iterable) -> list[str]:
     """Entries ``(key, namespace, state)`` as sorted JSON strings: an order-free,
     process-independent way to compare contents."""
     return sorted([_encode([k, n, s]) for k, n, s in iterable])
+
+
+def same_entries(a, b) -> bool:
+    """``entries(a) == entries(b)``, deciding the usual case (same entries in
+    any order, plain values whose ``repr`` names their type and value) by
+    comparing sorted ``repr`` strings, and everything else by the JSON form."""
+    if len(a) != len(b):
+        return False
+    return sorted(map(repr, a)) == sorted(map(repr, b)) or entries(a) == entries(b)
 
 
 def drain(iterator):
