@@ -101,6 +101,7 @@ class Harness:
         self.live_versions: dict = {}  # sid -> version of each snapshot taken and not released
         self._observed: tuple | None = None
         self._ops = {op: getattr(self, "_op_" + op) for op in OPS}
+        self._hashes: dict = {}  # composite hashes of int keys and namespaces seen
 
     @property
     def observed(self) -> tuple | None:
@@ -183,27 +184,31 @@ class Harness:
 
     def _count_scenarios(self, step: Step) -> None:
         """Scenarios the model can see, and (white-box) those the structure shows."""
-        args = step.args
-        if self.model.required_version():
-            if step.op == "get_mutate" and (args[0], args[1]) in self.model.data:
-                self.coverage["mutate-returned-under-snapshot"] += 1
-            elif step.op == "transform":
-                self.coverage["transform-under-snapshot"] += 1
-        if step.op == "release" and args[0] in self.snapshots:
+        op, args = step.op, step.args
+        coverage = self.coverage
+        if self.model.live:
+            if op == "get_mutate" and (args[0], args[1]) in self.model.data:
+                coverage["mutate-returned-under-snapshot"] += 1
+            elif op == "transform":
+                coverage["transform-under-snapshot"] += 1
+        if op == "release" and args[0] in self.snapshots:
             snap = self.snapshots[args[0]][1]
             if not snap.released:
-                self.coverage.update(classify_release(sorted(self.model.live), snap.version))
+                _count(coverage, classify_release(sorted(self.model.live), snap.version))
         if not self.white_box:
             return
-        view = self.impl.introspect()
-        if step.op in _KEYED:
-            try:
-                h = composite_hash(args[0], args[1])
-            except (TypeError, ValueError):
-                return
-            self.coverage.update(classify_keyed(view, step.op, args[0], args[1], h))
-        elif step.op == "snapshot":
-            self.coverage.update(classify_snapshot(view))
+        if op in _KEYED:
+            h = self._hashes.get((args[0], args[1])) if type(args[0]) is int and type(args[1]) is int else None
+            if h is None:
+                try:
+                    h = composite_hash(args[0], args[1])
+                except (TypeError, ValueError):
+                    return
+                if type(args[0]) is int and type(args[1]) is int:
+                    self._hashes[(args[0], args[1])] = h
+            _count(coverage, classify_keyed(self.impl.introspect(), op, args[0], args[1], h))
+        elif op == "snapshot":
+            _count(coverage, classify_snapshot(self.impl.introspect()))
 
     # ------------------------------------------------------------ keyed ops
 
@@ -418,6 +423,12 @@ class Harness:
                     self._call(step, visitor.remove, (key, namespace, state))
                     self.model.remove(key, namespace)
                     self.held.pop((key, namespace), None)
+
+
+def _count(counter: Counter, names) -> None:
+    get = counter.get
+    for name in names:
+        counter[name] = get(name, 0) + 1
 
 
 def _describe(step: Step) -> str:

@@ -168,6 +168,7 @@ _LINKS = attrgetter("key", "namespace", "hash", "next", "entry_version", "state_
 _STATE = attrgetter("state")
 _HASH_MEMO_LIMIT = 1 << 14
 _MEMO_TYPES = (int, str)
+_NO_TABLE: list = []  # the rehash table while not rehashing (never written)
 
 
 def _non_empty(table: list, start: int = 0, stop: int | None = None) -> Iterable[int]:
@@ -180,7 +181,7 @@ class _Verified:
     """What StructureTracker last verified: every bucket head, and per reachable
     entry its bucket and :data:`_LINKS` fields."""
 
-    __slots__ = ("plen", "rlen", "rehashing", "rehash_index", "version", "threshold", "heads", "buckets",
+    __slots__ = ("shape", "rehashing", "rehash_index", "version", "heads", "buckets",
                  "owner", "counts", "entries", "where", "links")
 
     def flatten(self) -> None:
@@ -240,11 +241,10 @@ class StructureTracker:
         last = _Verified()
         primary = view.primary_table
         last.rehashing = rehashing = view.is_rehashing
-        rehash = view.incremental_rehash_table if rehashing else []
-        last.plen, last.rlen = len(primary), len(rehash)
+        rehash = view.incremental_rehash_table if rehashing else _NO_TABLE
+        last.shape = (len(primary), rehashing, len(rehash), view.threshold)
         last.rehash_index = view.rehash_index
         last.version = view.state_map_version
-        last.threshold = view.threshold
         last.heads = (list(primary), list(rehash))
         last.buckets = {}
         last.owner = {}
@@ -265,43 +265,44 @@ class StructureTracker:
         is remembered); False if the full check must decide."""
         last = self._last
         primary = view.primary_table
-        plen = len(primary)
         rehashing = view.is_rehashing
-        if plen != last.plen or rehashing != last.rehashing:
-            return False
-        rehash = view.incremental_rehash_table if rehashing else []
-        if len(rehash) != last.rlen or view.threshold != last.threshold:
-            return False
+        rehash = view.incremental_rehash_table if rehashing else _NO_TABLE
+        if (len(primary), rehashing, len(rehash), view.threshold) != last.shape:
+            return False  # I7 holds while lengths and threshold stay as verified
         version = view.state_map_version
         ri = view.rehash_index
-        if version < last.version or ri < last.rehash_index or (ri >= plen if rehashing else ri != 0):
+        was = last.rehash_index
+        if version < last.version or ri < was or (ri >= last.shape[0] if rehashing else ri):
             return False
         # I5
         registered = view.snapshot_versions
+        required = view.highest_required_snapshot_version
         if registered:
-            top = max(registered)
-            if view.highest_required_snapshot_version != top or top > version or min(registered) <= 0:
+            if required != max(registered) or required > version or min(registered) <= 0:
                 return False
-        elif view.highest_required_snapshot_version != 0:
+        elif required:
             return False
-        if live_versions is not None and sorted(live_versions) != sorted(registered):
+        if live_versions is not None and (len(live_versions) != len(registered)
+                                          or sorted(live_versions) != sorted(registered)):
             return False
         # I4: the buckets the rehash index passed since last time are empty
-        if ri > last.rehash_index and any(_non_empty(primary, last.rehash_index, ri)):
+        if ri != was and any(_non_empty(primary, was, ri)):
             return False
         # What changed: bucket heads, and the fields of any entry reachable before.
         heads_p, heads_r = last.heads
-        dirty = {(0, i) for i in compress(count(), map(is_not, primary, heads_p))}
-        if rehashing:
-            dirty.update((1, i) for i in compress(count(), map(is_not, rehash, heads_r)))
         links = list(map(_LINKS, last.entries))
-        if links != last.links:
+        if any(map(is_not, primary, heads_p)) or (rehashing and any(map(is_not, rehash, heads_r))) \
+                or links != last.links:
+            dirty = {(0, i) for i in compress(count(), map(is_not, primary, heads_p))}
+            if rehashing:
+                dirty.update((1, i) for i in compress(count(), map(is_not, rehash, heads_r)))
             where = last.where
             dirty.update(where[i] for i in compress(count(), map(ne, links, last.links)))
-        if dirty and not self._rewalk(last, dirty, primary, rehash, ri, version):
-            return False
+            if not self._rewalk(last, dirty, primary, rehash, ri, version):
+                return False
         # I2
-        if view.primary_table_size != last.counts[0] or view.incremental_rehash_table_size != last.counts[1]:
+        counts = last.counts
+        if view.primary_table_size != counts[0] or view.incremental_rehash_table_size != counts[1]:
             return False
         last.rehash_index, last.version = ri, version
         return True
