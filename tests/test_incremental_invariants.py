@@ -22,6 +22,14 @@ def reachable(m):
     return out
 
 
+def chain_of(table, h):
+    out, e = [], table[h & (len(table) - 1)]
+    while e is not None:
+        out.append(e)
+        e = e.next
+    return out
+
+
 def step(m, rng, live):
     """One random operation of a workload that keeps the map rehashing often."""
     r = rng.random()
@@ -53,7 +61,11 @@ def corrupt(m, rng) -> str:
     kinds = ["size", "threshold", "rehash-index", "version", "required", "register", "clear-bucket",
              "swap-buckets", "duplicate", "same-value"]
     if entries:
-        kinds += ["hash", "next", "key", "entry-version", "state-version", "old-version", "cycle", "move"]
+        kinds += ["hash", "next", "key", "entry-version", "state-version", "old-version", "cycle", "move",
+                  "duplicate-counted"]
+    movable = [e for e in entries if m.is_rehashing and e in chain_of(table, e.hash)]
+    if movable:
+        kinds.append("to-rehash-table")
     kind = rng.choice(kinds)
     e = rng.choice(entries) if entries else None
     if kind == "hash":
@@ -99,6 +111,30 @@ def corrupt(m, rng) -> str:
             idx = rng.randrange(len(table))
             table[idx] = StateMapEntry(source.key, source.namespace, [0], source.hash, table[idx],
                                        source.entry_version, source.state_version)
+    elif kind == "duplicate-counted":  # a second entry for a key, in its own bucket, sizes adjusted: I3 only
+        idx = e.hash & (len(table) - 1)
+        if m.is_rehashing and idx < m.rehash_index:
+            table = m.incremental_rehash_table
+            idx = e.hash & (len(table) - 1)
+            m.incremental_rehash_table_size += 1
+        else:
+            m.primary_table_size += 1
+        table[idx] = StateMapEntry(e.key, e.namespace, [0], e.hash, table[idx], e.entry_version, e.state_version)
+    elif kind == "to-rehash-table":  # a primary entry moved ahead of the rehash index, sizes adjusted: I1 only
+        e = rng.choice(movable)
+        idx = e.hash & (len(table) - 1)
+        if table[idx] is e:
+            table[idx] = e.next
+        else:
+            prev = table[idx]
+            while prev.next is not e:
+                prev = prev.next
+            prev.next = e.next
+        rehash = m.incremental_rehash_table
+        j = e.hash & (len(rehash) - 1)
+        e.next, rehash[j] = rehash[j], e
+        m.primary_table_size -= 1
+        m.incremental_rehash_table_size += 1
     else:  # same-value: write a field with the value it has
         if e is not None:
             e.hash = e.hash
@@ -118,13 +154,13 @@ def test_tracker_agrees_with_the_full_check_on_healthy_and_corrupted_maps(seed):
             step(m, rng, live)
             versions = [s.version for s in live]
             assert [] == check_structure(m, versions) == tracker.check(m, versions)
-            kinds.add(corrupt(m, rng))
+        kinds.add(corrupt(m, rng))
         versions = [s.version for s in live]
         want = check_structure(m, versions)
         assert want == tracker.check(m, versions)
         broken += bool(want)
     assert broken >= 20
-    assert len(kinds) >= 12
+    assert len(kinds) >= 14
 
 
 def test_the_tracker_mostly_works_incrementally():
