@@ -82,17 +82,20 @@ class Harness:
     the ideal contract (each entry exactly once, or an error) even when reads
     drive the rehash mid-iteration; Flink does not meet it (SPEC §7), so by
     default a breach is only counted as the finding ``live-iteration-quirk``.
+    ``state_copier``: how the model and the suite copy states (a deep copy;
+    :func:`~properties.program.copy_state` by default).
     """
 
     def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
                  strict_live_iteration: bool = False) -> None:
         self.impl = impl
         self.model = ModelMap(state_copier=state_copier)
+        self._copy = state_copier  # the suite's own copies of states (model, guard, expected values)
         self.white_box = has_introspection(impl) if white_box is None else white_box
         self.strict_live_iteration = strict_live_iteration
         self.held: dict = {}  # (key, namespace) -> object the implementation should hold
         self.snapshots: dict = {}  # sid -> (impl snapshot, model snapshot)
-        self.guard = SnapshotGuard(copy_state) if self.white_box else None
+        self.guard = SnapshotGuard(state_copier) if self.white_box else None
         self.tracker = StructureTracker() if self.white_box else None
         self.steps: list[Step] = []
         self.coverage: Counter = Counter()
@@ -215,14 +218,14 @@ class Harness:
     def _op_put(self, step, key, namespace, state):
         obj = list(state)
         self._call(step, self.impl.put, key, namespace, obj)
-        self.model.put(key, namespace, copy_state(obj))
+        self.model.put(key, namespace, self._copy(obj))
         self.held[(key, namespace)] = obj
 
     def _op_put_and_get_old(self, step, key, namespace, state):
         obj = list(state)
         copy_expected = self._copy_expected(key, namespace)
         got = self._call(step, self.impl.put_and_get_old, key, namespace, obj)
-        want = self.model.put_and_get_old(key, namespace, copy_state(obj))
+        want = self.model.put_and_get_old(key, namespace, self._copy(obj))
         self._expect_equal(step, want, got)
         self._expect_identity(step, key, namespace, got, copy_expected)
         self.held[(key, namespace)] = obj
@@ -264,7 +267,7 @@ class Harness:
         seen = {}
 
         def fn(old, v):
-            seen["old"], seen["old_content"] = old, copy_state(old)
+            seen["old"], seen["old_content"] = old, self._copy(old)
             seen["new"] = transform_append(old, v)
             return seen["new"]
 
@@ -272,7 +275,7 @@ class Harness:
         if "old" not in seen:
             self._fail(DIVERGENCE, "P1", f"{_describe(step)}: the transform function was never called")
         slot = self.model.data.get((key, namespace))
-        self._expect_equal(step, copy_state(slot[0]) if slot else None, seen["old_content"])
+        self._expect_equal(step, self._copy(slot[0]) if slot else None, seen["old_content"])
         self._expect_identity(step, key, namespace, seen["old"], copy_expected)
         self.model.transform(key, namespace, value, transform_append)
         self.held[(key, namespace)] = seen["new"]
