@@ -413,17 +413,25 @@ class Harness:
         if not hasattr(self.impl, "incremental_visitor"):
             return  # optional API (SPEC §7); nothing to check
         visitor = self._call(step, self.impl.incremental_visitor, max_empty)
+        self._call(step, self._visit_all, step, visitor)
+
+    def _visit_all(self, step, visitor):
+        """Drive ``visitor`` to its end, pruning states of even length on both
+        sides (TTL-style); an exception from the visitor is a CRASH (``_call``)."""
+        data = self.model.data
+        limit = 4 * (len(data) + 64) + 1024
         calls = 0
-        while self._call(step, visitor.has_next):
+        while visitor.has_next():
             calls += 1
-            if calls > 4 * (len(self.model) + 64) + 1024:
+            if calls > limit:
                 self._fail(TIMEOUT, "P7", f"{_describe(step)}: incremental visitor does not end")
-            for key, namespace, state in self._call(step, visitor.next_entries):
-                if (key, namespace) not in self.model.data:
+            for key, namespace, state in visitor.next_entries():
+                slot = data.get((key, namespace))
+                if slot is None:
                     continue  # visited twice after a rehash step, already pruned
-                self._expect_equal(step, self.model.data[(key, namespace)][0], state)
+                self._expect_equal(step, slot[0], state)
                 if isinstance(state, list) and len(state) % 2 == 0:
-                    self._call(step, visitor.remove, (key, namespace, state))
+                    visitor.remove((key, namespace, state))
                     self.model.remove(key, namespace)
                     self.held.pop((key, namespace), None)
 
