@@ -200,8 +200,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_campaign")
     parser.add_argument("--seconds", type=float, default=120.0,
                         help="wall time the plain-multiprocessing campaign is calibrated to (default 120)")
-    parser.add_argument("--repeat", type=int, default=3, help="repeats of the per-core measurements (default 3)")
-    parser.add_argument("--seeds-per-round", type=int, default=60, help="seeds per per-core measurement")
+    parser.add_argument("--repeat", type=int, default=5, help="repeats of the per-core measurements (default 5)")
+    parser.add_argument("--seeds-per-round", type=int, default=100, help="seeds per per-core measurement (default 100)")
     parser.add_argument("--campaign-repeat", type=int, default=2,
                         help="rounds of the three campaigns (pool, local[2], local[1]; default 2)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
