@@ -558,14 +558,17 @@ class _ChainIterator:
             self.pos = 0
 
     def _scan(self):
+        """The next non-empty bucket's head, looking at no more than ``max_empty`` empty buckets."""
         tab = self.active
-        scanned_empty = 0
-        while self.pos < len(tab) and scanned_empty < self.max_empty:
-            e = tab[self.pos]
-            self.pos += 1
+        pos = self.pos
+        stop = min(len(tab), pos + self.max_empty)  # each bucket passed over is an empty one
+        while pos < stop:
+            e = tab[pos]
+            pos += 1
             if e is not None:
+                self.pos = pos
                 return e
-            scanned_empty += 1
+        self.pos = pos
         return None
 
 

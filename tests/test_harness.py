@@ -163,3 +163,32 @@ def test_snapshot_id_reused_in_one_program_is_reported_as_a_program_error():
     steps = [Step("snapshot", (0,)), Step("snapshot", (0,))]
     failure = failure_of(Harness(CopyOnWriteStateMap(capacity=4)), steps)
     assert "program" == failure.code
+
+
+# ------------------------------------------------- comparing entry lists
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_same_entries_ignores_order_and_sees_every_difference(symbolic):
+    from properties.program import same_entries
+
+    a = [(1, 0, [1, 2]), (2, 0, None), (3, 1, [])]
+    assert same_entries(a, list(reversed(a)), symbolic)
+    assert not same_entries(a, a[:2], symbolic)
+    assert not same_entries(a, a[:2] + [(3, 1, [0])], symbolic)
+    assert not same_entries(a, a[:2] + [(3, 0, [])], symbolic)
+    assert not same_entries(a, [a[0], a[0], a[2]], symbolic)
+
+
+def test_same_entries_settles_unsortable_values_and_lists_for_tuples_by_the_json_form():
+    from properties.program import same_entries
+
+    mixed = [("k", 0, [1]), (1, "n", None)]  # str and int keys do not sort together
+    assert same_entries(mixed, list(reversed(mixed)))
+    assert not same_entries(mixed, [("k", 0, [2]), (1, "n", None)])
+    assert same_entries([(1, 0, [5])], [[1, 0, (5,)]])  # one JSON form
+
+
+def test_live_iteration_and_snapshot_reads_compare_as_entry_lists_and_show_them_as_json():
+    h = run(Harness(CopyOnWriteStateMap(capacity=4)), [Step("put", (1, 0, [5])), Step("iterate", ())])
+    assert (['[1, 0, [5]]'], ['[1, 0, [5]]']) == h.observed
