@@ -9,7 +9,10 @@ on the driver's file system.
 What :func:`start` sets, before the JVM starts (it cannot change afterwards):
 
 - logging: ``spark_fuzz/log4j2.properties`` (WARN, one line per message) via
-  ``-Dlog4j2.configurationFile``, and ``setLogLevel("WARN")``;
+  ``-Dlog4j2.configurationFile``, and ``setLogLevel("WARN")``; the JVM's
+  stderr is passed on line by line without the notice Java prints for the
+  incubator module Spark 4 adds (``WARNING: Using incubator modules:
+  jdk.incubator.vector``), which is not for the user;
 - no web UI and no console progress bars (the campaign draws its own line);
 - for ``local[...]`` masters only: ``SPARK_LOCAL_IP=127.0.0.1`` (no network
   lookups, no "resolves to a loopback address" warning), the workers run this
@@ -29,7 +32,9 @@ only the log level is set to WARN once the context runs.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -39,6 +44,20 @@ __all__ = ["LOG4J2_PROPERTIES", "DEFAULT_MASTER", "campaign_conf", "start", "sta
 LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
 DEFAULT_MASTER = "local[*]"
 _LOCAL_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Lines of the JVM's stderr that are not passed on.
+JVM_NOTICES = (b"WARNING: Using incubator modules",)
+
+
+def _pass_on_stderr(stream) -> None:
+    """Copy the JVM's stderr to ours (file descriptor 2, whatever ``sys.stderr``
+    is meanwhile), dropping :data:`JVM_NOTICES`; keeps reading to the end so
+    the JVM never blocks on a full pipe."""
+    for line in iter(stream.readline, b""):
+        if not line.startswith(JVM_NOTICES):
+            try:
+                os.write(2, line)
+            except OSError:
+                pass
 
 
 def started_under_spark_submit() -> bool:
@@ -84,6 +103,13 @@ def start(master: str | None = None, app_name: str = "cowcheck campaign"):
             os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         for key, value in campaign_conf(master, app_name).items():
             conf.set(key, value)
-    context = SparkContext.getOrCreate(conf)
+        from pyspark.java_gateway import launch_gateway
+
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+        threading.Thread(target=_pass_on_stderr, args=(gateway.proc.stderr,), name="cowcheck-jvm-stderr",
+                         daemon=True).start()
+        context = SparkContext(conf=conf, gateway=gateway)
+    else:
+        context = SparkContext.getOrCreate(conf)
     context.setLogLevel("WARN")
     return context, time.perf_counter() - began

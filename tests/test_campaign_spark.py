@@ -186,3 +186,19 @@ def test_a_counterexample_replays_to_the_same_trace_byte_for_byte_on_a_spark_exe
     on_executors = spark.parallelize(stored, 2).map(trace_of).collect()
     assert on_executors == on_driver
     assert all("FAILS:" in trace for trace in on_driver)
+
+
+def test_the_jvms_stderr_reaches_ours_without_the_incubator_module_notice(tmp_path):
+    """In a fresh process (one JVM per process): what the JVM writes to stderr
+    is passed on, the start-up notice about jdk.incubator.vector is not."""
+    script = (
+        "from spark_fuzz.session import start\n"
+        "sc, _ = start('local[1]')\n"
+        "sc._jvm.System.err.println('a line from the JVM')\n"
+        "assert sc.parallelize([1, 2], 1).map(lambda x: x * 2).collect() == [2, 4]\n"
+        "sc.stop()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "a line from the JVM" in done.stderr
+    assert "incubator" not in done.stderr and "WARNING" not in done.stderr, done.stderr
