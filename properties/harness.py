@@ -112,7 +112,8 @@ class Harness:
     @property
     def observed(self) -> tuple | None:
         """(model result, implementation result) of the latest step that returns
-        a value; entry lists as :func:`~properties.program.entries` strings."""
+        a value; entry lists as :func:`~properties.program.entries` strings,
+        encoded on first read (so read it right after the step)."""
         seen = self._observed
         if seen is not None and seen[0] is _ENTRIES:
             seen = self._observed = (entries(seen[1]), entries(seen[2]))

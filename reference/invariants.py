@@ -27,7 +27,7 @@ anything differs, so every reported violation comes from those.
 from __future__ import annotations
 
 import copy
-from itertools import compress, count, islice, repeat
+from itertools import compress, count, repeat
 from operator import attrgetter, is_, is_not, ne
 from typing import Any, Iterable, NamedTuple
 
@@ -201,7 +201,8 @@ class StructureTracker:
     I4, I5, I7 and the sizes are checked from the scalars. Everything the
     invariants depend on is either compared or re-walked, so the verdict is
     the full check's; a key must not change its hash in place (keys are
-    immutable by the map's contract).
+    immutable by the map's contract), and a key replaced by an equal one of
+    another type (``1`` by ``True``) goes unnoticed until its bucket changes.
 
     Whenever it cannot be sure (a table changed length, rehashing started or
     ended, the rehash index or version went backwards) or finds anything
