@@ -94,7 +94,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                             seed_time_limit=args.seed_time_limit)
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
     white_box = impl.white_box and not args.black_box
-    budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minutes"
+    budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
     stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
                  f"{_invariants(config, white_box)}, out {args.out}\n")
     stdout.flush()
