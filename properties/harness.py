@@ -423,15 +423,26 @@ class Harness:
 
     def _visit_all(self, step, visitor):
         """Drive ``visitor`` to its end, pruning states of even length on both
-        sides (TTL-style); an exception from the visitor is a CRASH (``_call``)."""
+        sides (TTL-style); an exception from the visitor is a CRASH (``_call``).
+
+        White-box, when no rehash is in progress as the visit starts (pruning
+        only removes, which starts none), the visit is a read of the whole live
+        map (P1): every entry once, none twice. During a rehash Flink's visitor
+        may return an entry twice (it moves to a bucket not yet visited), so
+        then repeats are skipped and nothing is required."""
         data = self.model.data
         limit = 4 * (len(data) + 64) + 1024
+        exact = self.white_box and not self.impl.introspect().is_rehashing
+        present = set(data) if exact else None
+        visited: list = []
         calls = 0
         while visitor.has_next():
             calls += 1
             if calls > limit:
                 self._fail(TIMEOUT, "P7", f"{_describe(step)}: incremental visitor does not end")
             for key, namespace, state in visitor.next_entries():
+                if exact:
+                    visited.append((key, namespace))
                 slot = data.get((key, namespace))
                 if slot is None:
                     continue  # visited twice after a rehash step, already pruned
@@ -440,6 +451,12 @@ class Harness:
                     visitor.remove((key, namespace, state))
                     self.model.remove(key, namespace)
                     self.held.pop((key, namespace), None)
+        if exact and (len(visited) != len(present) or set(visited) != present):
+            missing = sorted(present - set(visited), key=repr)
+            twice = sorted({e for e in visited if visited.count(e) > 1}, key=repr)
+            self._fail(DIVERGENCE, "P1", f"{_describe(step)}: the incremental visitor (no rehash in progress) "
+                                         f"returned {len(visited)} entries for {len(present)}: missing "
+                                         f"{missing[:3]}, twice {twice[:3]}", len(present), len(visited))
 
 
 def _sort_both(a: list, b: list, symbolic: bool) -> tuple[list, list]:

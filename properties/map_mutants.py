@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 
 from properties.mutants import register_mutant
-from reference.cow_state_map import CopyOnWriteStateMap, EMPTY_TABLE
+from reference.cow_state_map import EMPTY_TABLE, CopyOnWriteStateMap, StateIncrementalVisitor, _ChainIterator
 from reference.snapshot import CopyOnWriteStateMapSnapshot
 
 __all__: list[str] = []
@@ -189,6 +189,27 @@ class GetVersionsLessOrEqual(CopyOnWriteStateMap):
             return super().get(key, namespace)
         finally:
             self.highest_required_snapshot_version -= 1
+
+
+class _SkippingChains(_ChainIterator):
+    def _scan(self):
+        found = super()._scan()
+        if found is None and self.pos < len(self.active):
+            self.pos += 1  # after a run of max_empty empty buckets, one bucket too far
+        return found
+
+
+class _SkippingVisitor(StateIncrementalVisitor):
+    def __init__(self, m, recommended_max_records):
+        super().__init__(m, recommended_max_records)
+        self.chains = _SkippingChains(m, recommended_max_records)
+
+
+@register_mutant("visitor-skips-after-empty-run", "the incremental visitor resumes one bucket too far after "
+                 "scanning its quota of empty buckets, so TTL cleanup never sees some entries", "P1")
+class VisitorSkipsAfterEmptyRun(CopyOnWriteStateMap):
+    def incremental_visitor(self, recommended_max_records):
+        return _SkippingVisitor(self, recommended_max_records)
 
 
 def _no_chain_copy(tab, idx, until):
