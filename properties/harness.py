@@ -205,13 +205,14 @@ class Harness:
         if not self.white_box:
             return
         if op in _KEYED:
-            h = self._hashes.get((args[0], args[1])) if type(args[0]) is int and type(args[1]) is int else None
+            memo = type(args[0]) is int and type(args[1]) is int  # 1, 1.0 and True share a dict key
+            h = self._hashes.get((args[0], args[1])) if memo else None
             if h is None:
                 try:
                     h = composite_hash(args[0], args[1])
                 except (TypeError, ValueError):
                     return
-                if type(args[0]) is int and type(args[1]) is int:
+                if memo:
                     self._hashes[(args[0], args[1])] = h
             _count(coverage, classify_keyed(self.impl.introspect(), op, args[0], args[1], h))
         elif op == "snapshot":
