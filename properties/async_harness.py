@@ -47,13 +47,13 @@ count, A4, A6, A8's armed deadline.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, Callable
 
 import attrs
 
 from model.async_model import STATEMENT_ARITY, AsyncModel
-from properties.harness import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
+from properties.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure, json_data
+from properties.harness_base import HarnessBase
 from properties.program import Step
 from reference.async_execution import DrainStalledError, ManualClock
 from reference.state_executor import HeapStateBackend
@@ -313,7 +313,7 @@ def has_async_introspection(controller) -> bool:
     return all(hasattr(controller, name) for name in ("in_flight", "key_accounting", "buffer", "state_executor"))
 
 
-class AsyncHarness:
+class AsyncHarness(HarnessBase):
     """Drives one controller against the serial model.
 
     ``factory``: called with the controller keyword arguments (a class,
@@ -322,7 +322,12 @@ class AsyncHarness:
     ``config``: an :class:`AsyncMachineConfig`.
     """
 
+    render_step = staticmethod(render_async)
+    crash_code = "A10"
+    machine = "async"
+
     def __init__(self, factory, config: AsyncMachineConfig = AsyncMachineConfig()) -> None:
+        super().__init__()
         if hasattr(factory, "handle_request") and not isinstance(factory, type):
             factory.close()
             factory = type(factory)
@@ -341,9 +346,6 @@ class AsyncHarness:
         self.by_record: dict = {}  # record id -> trace
         self._last_of_key: dict = {}  # key -> its latest trace
         self._unfinished = 0  # records whose program has not finished
-        self.steps: list[Step] = []
-        self.coverage: Counter = Counter()
-        self.failure: Failure | None = None
         self._pending: list[Failure] = []
         self._forcing: list[bool] = []
         self._last_executed: dict = {}  # key -> record id of its last executed request
@@ -380,24 +382,16 @@ class AsyncHarness:
     def _violate(self, kind: str, code: str, message: str, expected=None, actual=None) -> None:
         """Record a broken property seen inside the controller's call stack;
         raised after the step, so the controller is never unwound mid-update."""
-        self._pending.append(Failure(kind, code, message, len(self.steps) - 1, expected, actual))
+        self._pending.append(Failure(kind, code, message, len(self.steps) - 1, json_data(expected),
+                                     json_data(actual)))
 
-    def _fail(self, kind: str, code: str, message: str, expected=None, actual=None):
-        self.failure = Failure(kind, code, message, len(self.steps) - 1, expected, actual)
-        raise CheckFailure(self.failure)
-
-    def _call(self, step: Step, fn, *args):
-        try:
-            return fn(*args)
-        except CheckFailure:
-            raise
-        except DrainStalledError as exc:
-            self._raise_pending()
+    def _crashed(self, step: Step, exc: Exception):
+        """A property already broken inside the call is the failure; a stalled
+        drain is A10's TIMEOUT; anything else the controller raised, A10's CRASH."""
+        self._raise_pending()
+        if isinstance(exc, DrainStalledError):
             self._fail(TIMEOUT, "A10", f"{render_async(step)}: {exc}", "the drain finishes", str(exc))
-        except Exception as exc:
-            self._raise_pending()
-            self._fail(CRASH, "A10", f"{render_async(step)}: raised {type(exc).__name__}: {exc}",
-                       "no error", f"{type(exc).__name__}: {exc}")
+        super()._crashed(step, exc)
 
     def _raise_pending(self) -> None:
         if self._pending:
@@ -408,9 +402,7 @@ class AsyncHarness:
 
     # --------------------------------------------------------------- apply
 
-    def apply(self, step: Step) -> None:
-        """Run one step and check every property; raises CheckFailure."""
-        self.steps.append(step)
+    def _apply(self, step: Step) -> None:
         if step.op not in ASYNC_OPS:
             self._fail(CRASH, "program", f"unknown async operation {step.op!r}")
         getattr(self, "_op_" + step.op)(step, *step.args)

@@ -41,11 +41,11 @@ import copy
 import errno
 import os
 import tempfile
-from collections import Counter
 from typing import Any
 
 from model.checkpoint_model import CheckpointModel
-from properties.harness import CRASH, DIVERGENCE, CheckFailure, Failure
+from properties.failures import CRASH, DIVERGENCE, CheckFailure
+from properties.harness_base import HarnessBase
 from properties.program import Step, entries, transform_append
 from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, CheckpointStreamFactory, PendingCheckpoint
 from reference.hashing import key_group
@@ -187,7 +187,7 @@ def _split(key_group_range: KeyGroupRange, parts: int) -> list[KeyGroupRange]:
 # ------------------------------------------------------------ the harness
 
 
-class CheckpointHarness:
+class CheckpointHarness(HarnessBase):
     """Drives one backend (a ``HeapKeyedStateBackend`` without states) against
     a fresh :class:`~model.checkpoint_model.CheckpointModel`.
 
@@ -196,7 +196,11 @@ class CheckpointHarness:
     offered). Checkpoint files go to a private temporary directory.
     """
 
+    render_step = staticmethod(render_checkpoint_step)
+    machine = "checkpoint"
+
     def __init__(self, backend, *, white_box: bool | None = None) -> None:
+        super().__init__()
         self.backend = backend
         for name, namespace_serializer, state_serializer in STATES:
             backend.register_state(name, namespace_serializer, state_serializer)
@@ -214,10 +218,6 @@ class CheckpointHarness:
         self.mutations = 0
         self.mutations_at_start: dict = {}
         self.held: dict = {}  # (state, key, namespace) -> object the backend should hold
-        self.steps: list[Step] = []
-        self.coverage: Counter = Counter()
-        self.findings: Counter = Counter()
-        self.failure: Failure | None = None
 
     def key_group_of(self, key) -> int:
         return key_group(key, self.max_parallelism)
@@ -245,28 +245,13 @@ class CheckpointHarness:
 
     # ------------------------------------------------------------- helpers
 
-    def _fail(self, kind: str, code: str, message: str, expected=None, actual=None):
-        self.failure = Failure(kind, code, message, len(self.steps) - 1, expected, actual)
-        raise CheckFailure(self.failure)
-
-    def _call(self, step: Step, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except CheckFailure:
-            raise
-        except Exception as exc:
-            self._fail(CRASH, "P7", f"{render_checkpoint_step(step)}: raised {type(exc).__name__}: {exc}",
-                       "no error", f"{type(exc).__name__}: {exc}")
-
     def _running(self, cid) -> bool:
         checkpoint = self.model.checkpoints.get(cid)
         return checkpoint is not None and checkpoint.status == "running" and cid in self.pending
 
     # ---------------------------------------------------------------- apply
 
-    def apply(self, step: Step) -> None:
-        """Run one step on both sides and check everything; raises CheckFailure."""
-        self.steps.append(step)
+    def _apply(self, step: Step) -> None:
         spec = CHECKPOINT_OPS.get(step.op)
         if spec is None or len(step.args) != len(spec[0]):
             self._fail(CRASH, "program", f"not a checkpoint step: {step!r}")

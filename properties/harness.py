@@ -5,6 +5,12 @@ invariants of SPEC §8 are checked; the Hypothesis machines, ``cowcheck
 check``, seeded walks and replay all drive it. A broken property raises
 :class:`CheckFailure` carrying a :class:`Failure`.
 
+The model decides what is checked (SPEC §16): what the implementation
+reports about itself (a snapshot's ``released`` flag or ``version``, its
+sizes, the exceptions it raises) is compared with the model, never used to
+skip or loosen a check. A snapshot the model holds live is read and
+compared whatever the implementation says about it.
+
 Identity (SPEC §6, exact identity rule) is tracked apart from content: the
 model keeps its own deep copies, and ``held`` remembers which object the
 implementation should be holding for each key, so "returns the caller's own
@@ -21,11 +27,14 @@ object" and "returns a fresh copy" are both checked.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
-
-import attrs
+from itertools import islice
 
 from model import ModelMap
+from properties.errors import InternalError
+from properties.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure,
+                                 safe_equal, safe_repr)
+from properties.harness_base import HarnessBase
+from properties.introspection import adapt, deep_view_problem, introspection_problem, observe_flag, snapshot_problem
 from properties.program import (OPS, SNAPSHOT_TRANSFORMERS, Step, copy_state, entries, render, same_entries,
                                 transform_append)
 from properties.scenarios import classify_keyed, classify_release, classify_snapshot
@@ -34,62 +43,38 @@ from reference.invariants import SnapshotGuard, StructureTracker
 
 __all__ = ["Failure", "CheckFailure", "Harness", "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT", "has_introspection"]
 
-DIVERGENCE = "DIVERGENCE"
-INVARIANT = "INVARIANT"
-CRASH = "CRASH"
-TIMEOUT = "TIMEOUT"
-
 _KEYED = {"put", "put_and_get_old", "get", "get_mutate", "contains_key", "remove", "remove_and_get_old", "transform"}
+_ADVANCES_REHASH = _KEYED | {"rehash"}  # each performs at least one keyed operation (SPEC §4)
 _MISSING = object()
 _ENTRIES = object()  # marks an observed pair of entry lists not yet turned into entries() strings
 
 
-@attrs.frozen
-class Failure:
-    """What went wrong: a stable ``kind``, the property or invariant ``code``
-    (P1..P7, I1..I9), a message naming op, key, namespace, expected and actual,
-    and the index of the failing step."""
-
-    kind: str
-    code: str
-    message: str
-    step_index: int
-    expected: Any = None
-    actual: Any = None
-
-    def headline(self) -> str:
-        return f"{self.kind} {self.code}: {self.message}"
-
-
-class CheckFailure(AssertionError):
-    """A property or invariant broke; ``.failure`` says which and where."""
-
-    def __init__(self, failure: Failure) -> None:
-        super().__init__(failure.headline())
-        self.failure = failure
-
-
 def has_introspection(impl) -> bool:
-    """True if ``impl`` offers the white-box view that ``reference.invariants`` reads."""
-    return callable(getattr(impl, "introspect", None))
+    """True if ``impl`` offers a white-box view that conforms to the introspection contract."""
+    return introspection_problem(impl) is None
 
 
-class Harness:
+class Harness(HarnessBase):
     """Drives one implementation instance against a fresh model.
 
     ``white_box``: check I1–I9 after every step and classify scenarios (needs
-    ``impl.introspect()``). ``strict_live_iteration``: hold live iteration to
-    the ideal contract (each entry exactly once, or an error) even when reads
-    drive the rehash mid-iteration; Flink does not meet it (SPEC §7), so by
-    default a breach is only counted as the finding ``live-iteration-quirk``.
-    ``state_copier``: how the model and the suite copy states (a deep copy;
-    :func:`~properties.program.copy_state` by default). ``symbolic``: values
-    may be CrossHair's symbolic ones; results are compared through their
-    ``repr`` (which makes them concrete) rather than sorted.
+    ``impl.introspect()``; None: if its view conforms to the contract of
+    :mod:`properties.introspection`). ``strict_live_iteration``: hold live
+    iteration to the ideal contract (each entry exactly once, or an error)
+    even when reads drive the rehash mid-iteration; Flink does not meet it
+    (SPEC §7), so by default a breach is only counted as the finding
+    ``live-iteration-quirk``. ``state_copier``: how the model and the suite
+    copy states (a deep copy; :func:`~properties.program.copy_state` by
+    default). ``symbolic``: values may be CrossHair's symbolic ones; results
+    are compared through their ``repr`` (which makes them concrete) rather
+    than sorted.
     """
+
+    render_step = staticmethod(render)
 
     def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
                  strict_live_iteration: bool = False, symbolic: bool = False) -> None:
+        super().__init__()
         self.impl = impl
         self.model = ModelMap(state_copier=state_copier)
         self._copy = state_copier  # the suite's own copies of states (model, guard, expected values)
@@ -100,14 +85,11 @@ class Harness:
         self.snapshots: dict = {}  # sid -> (impl snapshot, model snapshot)
         self.guard = SnapshotGuard(state_copier) if self.white_box else None
         self.tracker = StructureTracker() if self.white_box else None
-        self.steps: list[Step] = []
-        self.coverage: Counter = Counter()
-        self.findings: Counter = Counter()
-        self.failure: Failure | None = None
         self.live_versions: dict = {}  # sid -> version of each snapshot taken and not released
         self._observed: tuple | None = None
         self._ops = {op: getattr(self, "_op_" + op) for op in OPS}
         self._hashes: dict = {}  # composite hashes of int keys and namespaces seen
+        self._rehash_before: tuple | None = None  # (rehash_index, primary length) before a keyed step
 
     @property
     def observed(self) -> tuple | None:
@@ -121,35 +103,30 @@ class Harness:
 
     # ------------------------------------------------------------- helpers
 
-    def _fail(self, kind: str, code: str, message: str, expected=None, actual=None):
-        self.failure = Failure(kind, code, message, len(self.steps) - 1, expected, actual)
-        raise CheckFailure(self.failure)
-
-    def _call(self, step: Step, fn, *args):
-        try:
-            return fn(*args)
-        except CheckFailure:
-            raise
-        except Exception as exc:  # the implementation crashed where the model did not
-            self._fail(CRASH, "P7", f"{render(step)}: raised {type(exc).__name__}: {exc}",
-                       expected="no error", actual=f"{type(exc).__name__}: {exc}")
-
     def _expect_equal(self, step: Step, expected, actual, code: str = "P1") -> None:
         self._observed = (expected, actual)  # read (or copy) right after the step
-        if expected != actual:
-            self._fail(DIVERGENCE, code, f"{_describe(step)}: model returned {expected!r}, map returned {actual!r}",
-                       expected, actual)
+        try:
+            if expected == actual:
+                return
+        except Exception:
+            pass
+        same = safe_equal(expected, actual)
+        if same is True:
+            return
+        why = " (comparing it raised)" if same is COMPARISON_RAISED else ""
+        self._fail(DIVERGENCE, code, f"{render(step)}: model returned {safe_repr(expected)}, map returned "
+                                     f"{safe_repr(actual)}{why}", expected, actual)
 
     def _expect_identity(self, step: Step, key, namespace, value, copy_expected: bool) -> None:
         held = self.held.get((key, namespace), _MISSING)
         if held is _MISSING or value is None:
             return
         if copy_expected and value is held:
-            self._fail(DIVERGENCE, "P6", f"{_describe(step)}: returned the live state object although a live "
+            self._fail(DIVERGENCE, "P6", f"{render(step)}: returned the live state object although a live "
                                          f"snapshot may share it (expected a fresh copy)",
                        "fresh copy", "same object")
         if not copy_expected and value is not held:
-            self._fail(DIVERGENCE, "P6", f"{_describe(step)}: returned a copy although no live snapshot is newer "
+            self._fail(DIVERGENCE, "P6", f"{render(step)}: returned a copy although no live snapshot is newer "
                                          f"than the state (expected the caller's own object)",
                        "same object", "copy")
 
@@ -157,12 +134,83 @@ class Harness:
         slot = self.model.data.get((key, namespace))
         return slot is not None and slot[1] < self.model.required_version()
 
+    def _take(self, step: Step, iterable, bound: int, what: str, code: str) -> list:
+        """The items of ``iterable`` (the implementation's), at most ``bound`` + 1 of them:
+        an iteration that goes on past ``bound`` is a DIVERGENCE, not a hang."""
+        got = self._call(step, lambda: list(islice(iterable, bound + 1)))
+        if len(got) > bound:
+            self._fail(DIVERGENCE, code, f"{render(step)}: {what} gave more than {bound} entries "
+                                         f"(the model has {len(self.model)}); it does not end",
+                       f"at most {bound}", f"more than {bound}")
+        return got
+
+    def _bound(self) -> int:
+        return 2 * len(self.model) + 64
+
+    def _entry_tuples(self, step: Step, items: list, what: str, code: str) -> list:
+        """``items`` as (key, namespace, state) tuples; anything else is a DIVERGENCE."""
+        out = []
+        for item in items:
+            if type(item) is tuple and len(item) == 3:
+                out.append(item)
+                continue
+            try:
+                k, n, s = item
+            except Exception:
+                self._fail(DIVERGENCE, code, f"{render(step)}: {what} gave {safe_repr(item, 80)}, not a "
+                                             f"(key, namespace, state) entry", "(key, namespace, state)",
+                           safe_repr(item, 80))
+            out.append((k, n, s))
+        return out
+
+    def _flag(self, step: Step, obj, name: str, code: str):
+        """The implementation's ``obj.name`` (called if a method); missing is a DIVERGENCE."""
+        if getattr(obj, name, _MISSING) is _MISSING:
+            self._fail(DIVERGENCE, code, f"{render(step)}: the snapshot has no {name!r} (SPEC §15)",
+                       name, "missing")
+        return self._call(step, observe_flag, obj, name)
+
+    # ------------------------------------------------------- white-box view
+
+    def _view(self, step: Step):
+        """The implementation's introspection view (a call into it)."""
+        view = self._call(step, self.impl.introspect)
+        return view if view is self.impl else adapt(view)
+
+    def _white(self, step: Step, fn, *args):
+        """``fn(*args)``: suite code reading the implementation's view. If it
+        raises, a view that breaks the introspection contract is the
+        implementation's failure (INVARIANT I0); a conforming one means the
+        error is cowcheck's own."""
+        try:
+            return fn(*args)
+        except (CheckFailure, InternalError):
+            raise
+        except Exception as exc:
+            problem = self._view_problem(step)
+            if problem is None:
+                raise
+            self._fail(INVARIANT, "I0", f"after {render(step)}: introspection broke its contract: {problem} "
+                                        f"({type(exc).__name__} while checking)")
+
+    def _view_problem(self, step: Step) -> str | None:
+        try:
+            view = self.impl.introspect()
+        except Exception as exc:
+            return f"introspect() raised {type(exc).__name__}: {exc}"
+        problem = deep_view_problem(adapt(view))
+        if problem is None:
+            for snap, _ in self.snapshots.values():
+                problem = snapshot_problem(snap)
+                if problem:
+                    break
+        return problem
+
     # ---------------------------------------------------------------- apply
 
-    def apply(self, step: Step) -> None:
-        """Run one step on both sides and check everything; raises CheckFailure."""
-        self.steps.append(step)
+    def _apply(self, step: Step) -> None:
         self._observed = None
+        self._rehash_before = None
         self._count_scenarios(step)
         self._ops[step.op](step, *step.args)
         self.check_after_step(step)
@@ -176,18 +224,34 @@ class Harness:
         """P4 after ``step``: the implementation's size equals the model's."""
         n_impl = self._call(step, len, self.impl)
         if n_impl != len(self.model):
-            self._fail(DIVERGENCE, "P4", f"after {_describe(step)}: model has {len(self.model)} entries, "
+            self._fail(DIVERGENCE, "P4", f"after {render(step)}: model has {len(self.model)} entries, "
                                          f"map reports {n_impl}", len(self.model), n_impl)
 
     def check_invariants(self, step: Step) -> None:
         """I1–I9 after ``step`` (white-box): the verdict of a full check, at the
         cost of what changed (``StructureTracker``, ``SnapshotGuard``)."""
-        view = self.impl.introspect()
-        violations = self.tracker.check(view, self.live_versions.values()) + self.guard.check()
+        view = self._view(step)
+        violations = self._white(step, self._violations, view)
         if violations:
             v = violations[0]
             more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
-            self._fail(INVARIANT, v.code, f"after {_describe(step)}: {v.message}{more}")
+            self._fail(INVARIANT, v.code, f"after {render(step)}: {v.message}{more}")
+        before = self._rehash_before
+        if before is not None:
+            self._rehash_before = None
+            self._white(step, self._check_rehash_advanced, step, view, before)
+
+    def _violations(self, view):
+        return self.tracker.check(view, self.live_versions.values()) + self.guard.check()
+
+    def _check_rehash_advanced(self, step: Step, view, before: tuple) -> None:
+        """I4, SPEC §4: every keyed operation performs one incremental-rehash step
+        if a rehash is running, which moves at least one bucket (or finishes it)."""
+        index, length = before
+        if view.is_rehashing and len(view.primary_table) == length and view.rehash_index <= index:
+            self._fail(INVARIANT, "I4", f"after {render(step)}: a rehash is in progress but rehash_index stayed "
+                                        f"at {view.rehash_index} (every keyed operation moves at least one bucket)",
+                       f"> {index}", view.rehash_index)
 
     def _count_scenarios(self, step: Step) -> None:
         """Scenarios the model can see, and (white-box) those the structure shows."""
@@ -214,9 +278,16 @@ class Harness:
                     return
                 if memo:
                     self._hashes[(args[0], args[1])] = h
-            _count(coverage, classify_keyed(self.impl.introspect(), op, args[0], args[1], h))
+            view = self._view(step)
+            _count(coverage, self._white(step, classify_keyed, view, op, args[0], args[1], h))
+            if view.is_rehashing:
+                self._rehash_before = (view.rehash_index, len(view.primary_table))
         elif op == "snapshot":
-            _count(coverage, classify_snapshot(self.impl.introspect()))
+            _count(coverage, self._white(step, classify_snapshot, self._view(step)))
+        elif op == "rehash":  # at least one read (step_from_json rejects fewer)
+            view = self._view(step)
+            if self._white(step, observe_flag, view, "is_rehashing"):
+                self._rehash_before = (view.rehash_index, len(view.primary_table))
 
     # ------------------------------------------------------------ keyed ops
 
@@ -244,7 +315,7 @@ class Harness:
         if got is not None:
             self.held[(key, namespace)] = got
             if mutate_with is not _MISSING and isinstance(got, list):
-                got.append(mutate_with)
+                self._call(step, got.append, mutate_with)
                 want.append(mutate_with)
 
     def _op_get_mutate(self, step, key, namespace, value):
@@ -278,7 +349,7 @@ class Harness:
 
         self._call(step, self.impl.transform, key, namespace, value, fn)
         if "old" not in seen:
-            self._fail(DIVERGENCE, "P1", f"{_describe(step)}: the transform function was never called")
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: the transform function was never called")
         slot = self.model.data.get((key, namespace))
         self._expect_equal(step, self._copy(slot[0]) if slot else None, seen["old_content"])
         self._expect_identity(step, key, namespace, seen["old"], copy_expected)
@@ -298,15 +369,16 @@ class Harness:
         msnap = self.model.snapshot()
         self.snapshots[sid] = (snap, msnap)
         if self.guard is not None:
-            self.guard.record(snap)
-        version = getattr(snap, "version", msnap.version)
+            self._white(step, self.guard.record, snap)
+        version = self._flag(step, snap, "version", "P5")
         self.live_versions[sid] = version
-        if version != msnap.version:
-            self._fail(DIVERGENCE, "P5", f"{_describe(step)}: snapshot version {version}, expected {msnap.version}",
-                       msnap.version, version)
-        if len(snap) != len(msnap):
-            self._fail(DIVERGENCE, "P4", f"{_describe(step)}: snapshot reports {len(snap)} entries, "
-                                         f"model {len(msnap)}", len(msnap), len(snap))
+        if not safe_equal(version, msnap.version) is True:
+            self._fail(DIVERGENCE, "P5", f"{render(step)}: snapshot version {safe_repr(version)}, expected "
+                                         f"{msnap.version}", msnap.version, version)
+        size = self._call(step, len, snap)
+        if size != len(msnap):
+            self._fail(DIVERGENCE, "P4", f"{render(step)}: snapshot reports {size} entries, "
+                                         f"model {len(msnap)}", len(msnap), size)
 
     def _snapshot_pair(self, step, sid):
         pair = self.snapshots.get(sid)
@@ -314,12 +386,20 @@ class Harness:
             self._fail(CRASH, "program", f"{render(step)}: snapshot s{sid} was never taken in this program")
         return pair
 
+    def _expect_live_snapshot(self, step, sid, snap) -> None:
+        """The model holds s<sid> live: the implementation must not say it is released (P3)."""
+        if self._flag(step, snap, "released", "P3"):
+            self._fail(DIVERGENCE, "P3", f"{render(step)}: snapshot s{sid} reports released, but it was never "
+                                         f"released", "released=False", "released=True")
+
     def _op_read_snapshot(self, step, sid):
         snap, msnap = self._snapshot_pair(step, sid)
-        if snap.released:
-            return
-        got = self._call(step, list, snap)
-        self._expect_snapshot(step, sid, msnap.iterate(), got, len(msnap), len(snap))
+        if msnap.released:
+            return  # read after its release (a program the shrinker made): nothing is promised
+        self._expect_live_snapshot(step, sid, snap)
+        got = self._take(step, self._call(step, iter, snap), self._bound(), f"iterating snapshot s{sid}", "P2")
+        size = self._call(step, len, snap)
+        self._expect_snapshot(step, sid, msnap.iterate(), got, len(msnap), size)
 
     def _expect_snapshot(self, step, sid, want, got, want_size, got_size):
         self._observed = (_ENTRIES, want, got)
@@ -327,20 +407,22 @@ class Harness:
             want, got = self.observed
             missing = sorted(set(want) - set(got))
             extra = sorted(set(got) - set(want))
-            self._fail(DIVERGENCE, "P2", f"{_describe(step)}: snapshot s{sid} differs from its frozen copy: "
+            self._fail(DIVERGENCE, "P2", f"{render(step)}: snapshot s{sid} differs from its frozen copy: "
                                          f"missing {missing[:3]}, unexpected {extra[:3]}, "
-                                         f"size {got_size} (expected {want_size})",
+                                         f"size {safe_repr(got_size)} (expected {want_size})",
                        want, got)
 
     def _op_read_snapshot_transformed(self, step, sid, transformer):
         snap, msnap = self._snapshot_pair(step, sid)
-        if snap.released:
+        if msnap.released:
             return
+        self._expect_live_snapshot(step, sid, snap)
         fn = SNAPSHOT_TRANSFORMERS[transformer]
         view = self._call(step, snap.iterate, fn)
-        got = self._call(step, list, view)
+        got = self._take(step, self._call(step, iter, view), self._bound(),
+                         f"iterating snapshot s{sid} with a transformer", "P2")
         want = msnap.iterate(fn)
-        self._expect_snapshot(step, sid, want, got, len(want), len(view))
+        self._expect_snapshot(step, sid, want, got, len(want), self._call(step, len, view))
         self._release(step, sid)
 
     def _op_release(self, step, sid):
@@ -350,16 +432,17 @@ class Harness:
         snap, msnap = self._snapshot_pair(step, sid)
         self._call(step, snap.release)
         msnap.release()
-        self.live_versions.pop(sid, None)
-        if not snap.released:
-            self._fail(DIVERGENCE, "P3", f"{_describe(step)}: snapshot s{sid} does not report released")
-        if self.guard is not None:
-            self.guard.forget(snap.version)
+        version = self.live_versions.pop(sid, None)
+        if not self._flag(step, snap, "released", "P3"):
+            self._fail(DIVERGENCE, "P3", f"{render(step)}: snapshot s{sid} does not report released",
+                       "released=True", "released=False")
+        if self.guard is not None and version is not None:
+            self.guard.forget(version)
 
     # ------------------------------------------------------------ iteration
 
     def _op_iterate(self, step):
-        got = self._call(step, list, self.impl)
+        got = self._take(step, self._call(step, iter, self.impl), self._bound(), "live iteration", "P1")
         self._expect_live(step, got)
 
     def _expect_live(self, step, got):
@@ -367,14 +450,20 @@ class Harness:
         self._observed = (_ENTRIES, want, got)
         if not same_entries(want, got, self.symbolic):
             want, got = self.observed
-            self._fail(DIVERGENCE, "P1", f"{_describe(step)}: live iteration gave {got[:4]}…, "
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration gave {got[:4]}…, "
                                          f"model {want[:4]}…", want, got)
 
     def _op_iterate_modify(self, step, position, key, namespace, change):
         total = len(self.model)
         position = min(position, total)
         it = self._call(step, iter, self.impl)
-        seen = [self._call(step, next, it) for _ in range(position)]
+        seen = []
+        for i in range(position):
+            item = self._call(step, next, it, _MISSING)
+            if item is _MISSING:
+                self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration ended after {i} entries, the "
+                                             f"model has {total}", total, i)
+            seen.append(item)
         before = set(self.model.data)
         structural = (change == "put") != ((key, namespace) in before)
         if change == "put":
@@ -383,32 +472,46 @@ class Harness:
             self._op_remove(step, key, namespace)
         after = set(self.model.data)
         error = None
+        bound = self._bound()
         try:
-            seen.extend(it)
-        except RuntimeError as exc:
+            seen.extend(islice(it, bound + 1))
+        except RuntimeError as exc:  # ConcurrentModificationError is a RuntimeError (SPEC §7)
             error = exc
+        except Exception as exc:
+            self._fail(CRASH, "P7", f"{render(step)}: live iteration raised {type(exc).__name__}: {exc} "
+                                    f"(a concurrent modification raises ConcurrentModificationError, a "
+                                    f"RuntimeError)", "ConcurrentModificationError or no error",
+                       f"{type(exc).__name__}: {exc}")
+        if len(seen) > bound:
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration gave more than {bound} entries; it "
+                                         f"does not end", f"at most {bound}", f"more than {bound}")
         if structural and position < total:
             if error is None:
-                self._fail(DIVERGENCE, "P7", f"{_describe(step)}: iteration went on after a structural change "
+                self._fail(DIVERGENCE, "P7", f"{render(step)}: iteration went on after a structural change "
                                              f"(expected ConcurrentModificationError)", "error", "no error")
             return
         if error is not None:
-            self._fail(CRASH, "P7", f"{_describe(step)}: iteration raised {type(error).__name__} "
-                                    f"without a structural change", "no error", repr(error))
-        idents = [(k, n) for k, n, _ in seen]
+            self._fail(CRASH, "P7", f"{render(step)}: iteration raised {type(error).__name__} "
+                                    f"without a structural change", "no error", safe_repr(error))
+        idents = [(k, n) for k, n, _ in self._entry_tuples(step, seen, "live iteration", "P1")]
         visited = set(idents)
         if len(visited) == len(idents) and before & after <= visited <= before | after:
             return
         if self.strict_live_iteration:
             counts = Counter(idents)
-            dups = sorted((k for k, c in counts.items() if c > 1), key=repr)
-            skipped = sorted((before & after) - visited, key=repr)
-            self._fail(DIVERGENCE, "P7", f"{_describe(step)}: live iteration across a rehash step repeated "
+            dups = sorted((k for k, c in counts.items() if c > 1), key=safe_repr)
+            skipped = sorted((before & after) - visited, key=safe_repr)
+            self._fail(DIVERGENCE, "P7", f"{render(step)}: live iteration across a rehash step repeated "
                                          f"{dups[:3]} and skipped {skipped[:3]} without raising")
+        phantom = visited - (before | after)
+        if phantom:
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration gave entries the map never held: "
+                                         f"{sorted(phantom, key=safe_repr)[:3]}")
         self.findings["live-iteration-quirk"] += 1
 
     def _op_keys(self, step, namespace):
-        got = self._call(step, lambda: list(self.impl.keys(namespace)))
+        got = self._take(step, self._call(step, lambda: iter(self.impl.keys(namespace))), self._bound(),
+                         f"keys({namespace!r})", "P1")
         want = list(self.model.keys(namespace))
         self._expect_equal(step, *_sort_both(want, got, self.symbolic))
 
@@ -417,45 +520,53 @@ class Harness:
         self._expect_equal(step, self.model.size_of_namespace(namespace), got)
 
     def _op_visit(self, step, max_empty):
-        if not hasattr(self.impl, "incremental_visitor"):
+        if not callable(getattr(self.impl, "incremental_visitor", None)):
             return  # optional API (SPEC §7); nothing to check
+        exact = self.white_box and not observe_flag(self._view(step), "is_rehashing")
         visitor = self._call(step, self.impl.incremental_visitor, max_empty)
-        self._call(step, self._visit_all, step, visitor)
+        self._visit_all(step, visitor, exact)
 
-    def _visit_all(self, step, visitor):
+    def _visit_all(self, step, visitor, exact: bool):
         """Drive ``visitor`` to its end, pruning states of even length on both
         sides (TTL-style); an exception from the visitor is a CRASH (``_call``).
 
-        White-box, when no rehash is in progress as the visit starts (pruning
-        only removes, which starts none), the visit is a read of the whole live
-        map (P1): every entry once, none twice. During a rehash Flink's visitor
-        may return an entry twice (it moves to a bucket not yet visited), so
-        then repeats are skipped and nothing is required."""
+        Every entry it returns must be one the map held when the visit began,
+        with the model's state. White-box, when no rehash is in progress as
+        the visit starts (pruning only removes, which starts none; I4 holds the
+        view's rehash state to the structure after every step), the visit is a
+        read of the whole live map (P1): every entry once, none twice. During a
+        rehash Flink's visitor may return an entry twice (it moves to a bucket
+        not yet visited) or skip one, so then only the first rule applies."""
         data = self.model.data
         limit = 4 * (len(data) + 64) + 1024
-        exact = self.white_box and not self.impl.introspect().is_rehashing
-        present = set(data) if exact else None
+        present = set(data)
         visited: list = []
         calls = 0
-        while visitor.has_next():
+        while self._call(step, visitor.has_next):
             calls += 1
             if calls > limit:
-                self._fail(TIMEOUT, "P7", f"{_describe(step)}: incremental visitor does not end")
-            for key, namespace, state in visitor.next_entries():
-                if exact:
-                    visited.append((key, namespace))
-                slot = data.get((key, namespace))
+                self._fail(TIMEOUT, "P7", f"{render(step)}: incremental visitor does not end")
+            chain = self._take(step, self._call(step, lambda: iter(visitor.next_entries())), self._bound(),
+                               "one call of the incremental visitor", "P1")
+            for key, namespace, state in self._entry_tuples(step, chain, "the incremental visitor", "P1"):
+                ident = (key, namespace)
+                visited.append(ident)
+                if ident not in present:
+                    self._fail(DIVERGENCE, "P1", f"{render(step)}: the incremental visitor returned "
+                                                 f"({safe_repr(key)}, {safe_repr(namespace)}), which the map did "
+                                                 f"not hold", "an entry of the map", safe_repr(ident))
+                slot = data.get(ident)
                 if slot is None:
                     continue  # visited twice after a rehash step, already pruned
                 self._expect_equal(step, slot[0], state)
                 if isinstance(state, list) and len(state) % 2 == 0:
-                    visitor.remove((key, namespace, state))
+                    self._call(step, visitor.remove, (key, namespace, state))
                     self.model.remove(key, namespace)
-                    self.held.pop((key, namespace), None)
+                    self.held.pop(ident, None)
         if exact and (len(visited) != len(present) or set(visited) != present):
-            missing = sorted(present - set(visited), key=repr)
-            twice = sorted({e for e in visited if visited.count(e) > 1}, key=repr)
-            self._fail(DIVERGENCE, "P1", f"{_describe(step)}: the incremental visitor (no rehash in progress) "
+            missing = sorted(present - set(visited), key=safe_repr)
+            twice = sorted({e for e in visited if visited.count(e) > 1}, key=safe_repr)
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: the incremental visitor (no rehash in progress) "
                                          f"returned {len(visited)} entries for {len(present)}: missing "
                                          f"{missing[:3]}, twice {twice[:3]}", len(present), len(visited))
 
@@ -466,16 +577,12 @@ def _sort_both(a: list, b: list, symbolic: bool) -> tuple[list, list]:
     if not symbolic:
         try:
             return sorted(a), sorted(b)
-        except TypeError:
+        except Exception:
             pass
-    return sorted(a, key=repr), sorted(b, key=repr)
+    return sorted(a, key=safe_repr), sorted(b, key=safe_repr)
 
 
 def _count(counter: Counter, names) -> None:
     get = counter.get
     for name in names:
         counter[name] = get(name, 0) + 1
-
-
-def _describe(step: Step) -> str:
-    return render(step)

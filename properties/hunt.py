@@ -3,24 +3,33 @@
 Hypothesis generates and finds (no Hypothesis shrinking: see
 ``properties.profiles.FIND_ONLY``); the replay shrinker minimises. Used by
 ``cowcheck check`` and ``cowcheck mutants``.
+
+The failure is the one the harness raised first, with the program that
+raised it (kept in the machine's ``RunRecord``), whatever Hypothesis does
+afterwards: an implementation that fails once and not on Hypothesis's
+replay is still reported. An error of cowcheck's own is raised as
+:class:`~properties.errors.InternalError`, never reported as a failure.
 """
 
 from __future__ import annotations
 
 import time
+import traceback
 from typing import Callable
 
 import attrs
 from hypothesis import Verbosity, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from properties.harness import CheckFailure, Failure
+from properties.errors import InternalError
+from properties.failures import CheckFailure, Failure
+from properties.limits import BudgetSpent
 from properties.machines import RunRecord
 from properties.profiles import FIND_ONLY
 from properties.program import Step
 from properties.shrink import shrink
 
-__all__ = ["HuntResult", "hunt"]
+__all__ = ["HuntResult", "hunt", "store"]
 
 _BATCH = 50  # examples per Hypothesis run when a deadline applies
 
@@ -44,14 +53,15 @@ class HuntResult:
 def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], object], *, base_seed: int,
          profile: settings, examples: int | None = None, deadline: float | None = None,
          record: RunRecord | None = None, harness_options: dict | None = None,
-         replay_harness=None) -> HuntResult:
+         replay_harness=None, shrink_seconds: float | None = None) -> HuntResult:
     """Run ``machine_for(record)`` with seeds ``base_seed, base_seed + 1, …`` (one per
-    batch) until a failure, ``examples`` examples, or ``deadline`` (monotonic)."""
+    batch) until a failure, ``examples`` examples, or ``deadline`` (monotonic; checked
+    before every step); then shrink for at most ``shrink_seconds``."""
     record = record if record is not None else RunRecord()
+    record.deadline = deadline
     machine = machine_for(record)
     started = time.monotonic()
     total = examples if examples is not None else (None if deadline else profile.max_examples)
-    failure = None
     batch = 0
     while True:
         n = total if deadline is None else _BATCH
@@ -60,26 +70,54 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
             if n <= 0:
                 break
         run_settings = settings(profile, max_examples=n, derandomize=False, database=None,
-                                verbosity=Verbosity.quiet, phases=FIND_ONLY)
+                                verbosity=Verbosity.quiet, phases=FIND_ONLY, report_multiple_bugs=False)
         try:
             run_state_machine_as_test(seed(base_seed + batch)(machine), settings=run_settings)
-        except CheckFailure as exc:
-            failure = exc.failure
+        except BudgetSpent:
+            pass
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            _settle(record, exc)
+        if record.internal is not None:
+            raise record.internal
+        if record.first_failure is not None:
             break
         batch += 1
         if deadline is None or time.monotonic() >= deadline:
             break
     found = time.monotonic()
+    failure = record.first_failure
     if failure is None:
         return HuntResult(None, [], 0, None, found - started, 0.0, record.examples, record.steps, found - started)
-    original = record.last.steps
+    original = list(record.first_failure_steps)
     options = dict(harness_options or {})
     if replay_harness is not None:
         options["harness_class"] = replay_harness
-    program, failure = shrink(original, failure, make_impl, **options)
+    shrink_deadline = found + shrink_seconds if shrink_seconds else None
+    program, failure = shrink(original, failure, make_impl, deadline=shrink_deadline, **options)
     done = time.monotonic()
     return HuntResult(failure, program, len(original), record.first_failure_at, found - started, done - found,
                       record.examples, record.steps, done - started)
+
+
+def _settle(record: RunRecord, exc: BaseException) -> None:
+    """What Hypothesis raised, when the record holds no failure of the harness:
+    a CheckFailure raised outside ``HarnessMachine.apply`` is still one;
+    anything else is cowcheck's own error (Hypothesis complaining about the
+    machine, a bug in a rule)."""
+    if record.internal is not None or record.first_failure is not None:
+        return
+    if isinstance(exc, CheckFailure) and record.last is not None:
+        record.first_failure = exc.failure
+        record.first_failure_steps = list(record.last.steps)
+        record.first_failure_at = (record.examples, record.steps)
+        return
+    if isinstance(exc, InternalError):
+        record.internal = exc
+        return
+    record.internal = InternalError(f"the state machine stopped with {type(exc).__name__}: {exc}",
+                                    "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
 
 
 def store(result: HuntResult, *, impl_spec: str, capacity: int, found_by: dict, directory,

@@ -24,6 +24,7 @@ snapshots happen in nearly every run.
 from __future__ import annotations
 
 import copy
+import time
 from collections import Counter
 from typing import Callable
 
@@ -32,7 +33,10 @@ from hypothesis import event
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, consumes, precondition, rule
 
-from properties.harness import CheckFailure, Harness
+from properties.errors import InternalError
+from properties.failures import CheckFailure, Failure
+from properties.harness import Harness
+from properties.limits import BudgetSpent
 from properties.program import SNAPSHOT_TRANSFORMERS, Step
 
 __all__ = ["MachineConfig", "RunRecord", "HarnessMachine", "make_map_machine", "MachineKind", "MACHINE_KINDS", "machine_kind",
@@ -63,6 +67,12 @@ class RunRecord:
     last: Harness | None = None
     first_failure_at: tuple[int, int] | None = None  # (examples, steps) when the first failure showed
     on_example: Callable[["RunRecord"], None] | None = None
+    # The first failure as it happened (Hypothesis may replay it afterwards, or
+    # an unreliable implementation may not fail again): its failure and program.
+    first_failure: Failure | None = None
+    first_failure_steps: list | None = None
+    internal: InternalError | None = None  # the first error of cowcheck's own
+    deadline: float | None = None  # time.monotonic() after which no step starts (BudgetSpent)
 
 
 def _spec_of(factory: Callable) -> str:
@@ -95,12 +105,20 @@ class HarnessMachine(RuleBasedStateMachine):
 
     def apply(self, op: str, *args) -> None:
         record = self.record
+        if record.deadline is not None and time.monotonic() > record.deadline:
+            raise BudgetSpent()
         record.steps += 1
         try:
             self.harness.apply(Step(op, args))
-        except CheckFailure:
-            if record.first_failure_at is None:
+        except CheckFailure as exc:
+            if record.first_failure is None:
                 record.first_failure_at = (record.examples, record.steps)
+                record.first_failure = exc.failure
+                record.first_failure_steps = list(self.harness.steps)
+            raise
+        except InternalError as exc:
+            if record.internal is None:
+                record.internal = exc
             raise
         for name in self.harness.coverage.keys() - self.seen:
             self.seen.add(name)
@@ -223,9 +241,10 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
             # Hypothesis calls teardown after a failing rule too: keep that failure.
             if self.harness.failure is not None:
                 return
-            # P2 at the end: every snapshot still live must equal its frozen copy.
-            for sid, (snap, _) in list(self.harness.snapshots.items()):
-                if not snap.released:
+            # P2 at the end: every snapshot the model holds live must equal its frozen copy
+            # (whatever the implementation says about it).
+            for sid, (_, model_snapshot) in list(self.harness.snapshots.items()):
+                if not model_snapshot.released:
                     self.apply("read_snapshot", sid)
             record.coverage.update(self.harness.coverage)
             record.findings.update(self.harness.findings)

@@ -18,6 +18,8 @@ from typing import Any
 
 import attrs
 
+from properties.failures import safe_repr
+
 __all__ = [
     "Step",
     "drain",
@@ -83,8 +85,8 @@ def _append_marker(state):
     return list(state) + [-1] if isinstance(state, list) else state
 
 
-# json.dumps(x, sort_keys=True, default=repr) without building an encoder per call.
-_encode = json.JSONEncoder(sort_keys=True, default=repr).encode
+# json.dumps(x, sort_keys=True, default=safe_repr) without building an encoder per call.
+_encode = json.JSONEncoder(sort_keys=True, default=safe_repr).encode
 
 
 def entries(iterable) -> list[str]:
@@ -110,7 +112,7 @@ def same_entries(a, b, symbolic: bool = False) -> bool:
     try:
         if sorted(a) == sorted(b):
             return True
-    except TypeError:
+    except Exception:  # values that do not sort together, or a hostile __lt__/__eq__
         pass
     return entries(a) == entries(b)
 
@@ -199,4 +201,6 @@ def step_from_json(data: Any) -> Step:
         raise ValueError(f"unknown operation {op!r}")
     if not isinstance(args, list) or len(args) != len(OPS[op][0]):
         raise ValueError(f"{op}: expected arguments {list(OPS[op][0])}, got {args!r:.80}")
+    if op == "rehash" and not (type(args[0]) is int and args[0] >= 1):
+        raise ValueError(f"rehash: reads must be an int >= 1, got {args[0]!r:.80}")
     return Step(op, tuple(args))

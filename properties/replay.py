@@ -12,7 +12,8 @@ from typing import Callable, TextIO
 
 import attrs
 
-from properties.harness import CheckFailure, Failure, Harness, has_introspection
+from properties.failures import CheckFailure, Failure, safe_repr
+from properties.harness import Harness, has_introspection
 from properties.program import Step, render
 
 __all__ = ["ReplayOutcome", "replay_traced", "expected_results", "diagram"]
@@ -25,7 +26,10 @@ class ReplayOutcome:
 
 
 def _show(value) -> str:
-    return json.dumps(value, default=repr, sort_keys=True)
+    try:
+        return json.dumps(value, default=safe_repr, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return safe_repr(value)
 
 
 def diagram(view) -> str:

@@ -16,9 +16,12 @@ True
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
-from properties.harness import CheckFailure, Failure, Harness
+from properties.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
+from properties.harness import Harness
+from properties.limits import StepTimeLimit, current_limit
 from properties.program import Step
 
 __all__ = ["replay", "shrink", "signature_of", "renumber_snapshots"]
@@ -86,18 +89,42 @@ def _simpler_args(step: Step):
 
 
 def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object],
-           max_replays: int = 20_000, **harness_options) -> tuple[list[Step], Failure]:
+           max_replays: int = 20_000, deadline: float | None = None, **harness_options) -> tuple[list[Step], Failure]:
     """The shortest program found that fails with ``failure``'s signature, and its failure.
     A ``harness_class`` with a ``simpler_steps(step)`` supplies its own argument
-    simplifications (the map harness's are the default)."""
+    simplifications (the map harness's are the default). ``deadline``
+    (``time.monotonic()``): stop improving then and return the best so far.
+
+    A TIMEOUT under the active step time limit is shrunk with a tenth of that
+    limit per step (a hang needs no ten seconds to show), and the result is
+    confirmed under the full limit; if it does not time out there, the
+    unshrunk program is returned."""
+    limit = current_limit()
+    if failure.kind == TIMEOUT and failure.code == TIME_LIMIT and limit and limit > _QUICK_TIMEOUT:
+        with StepTimeLimit(max(_QUICK_TIMEOUT, limit / 10)):
+            shorter, shorter_failure = _shrink(steps, failure, make_impl, max_replays, deadline, harness_options)
+        confirmed = replay(shorter, make_impl, **harness_options)
+        if confirmed is not None and signature_of(confirmed) == signature_of(failure):
+            return shorter, confirmed
+        return renumber_snapshots(list(steps[: failure.step_index + 1])), failure
+    return _shrink(steps, failure, make_impl, max_replays, deadline, harness_options)
+
+
+_QUICK_TIMEOUT = 0.5
+
+
+def _shrink(steps, failure, make_impl, max_replays, deadline, harness_options):
     target = signature_of(failure)
     best, best_failure = list(steps[: failure.step_index + 1]), failure
     replays = 0
     simpler_args = getattr(harness_options.get("harness_class"), "simpler_steps", _simpler_args)
 
+    def spent() -> bool:
+        return replays >= max_replays or (deadline is not None and time.monotonic() >= deadline)
+
     def attempt(candidate: list[Step]):
         nonlocal replays
-        if not _valid(candidate) or replays >= max_replays:
+        if not _valid(candidate) or spent():
             return None
         replays += 1
         got = replay(candidate, make_impl, **harness_options)
@@ -106,7 +133,7 @@ def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object],
         return None
 
     improved = True
-    while improved and replays < max_replays:
+    while improved and not spent():
         improved = False
         chunk = max(len(best) // 2, 1)
         while chunk >= 1:

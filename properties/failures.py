@@ -1,0 +1,104 @@
+"""What a harness reports when the implementation under test breaks a property.
+
+A :class:`Failure` has a stable ``kind`` (DIVERGENCE, INVARIANT, CRASH,
+TIMEOUT), the ``code`` of the property or invariant it broke (``P1``..``P7``,
+``I0``..``I9``, ``A1``..``A10``, ``C1``..``C5``, ``time-limit``), a message
+naming operation, key, namespace, expected and actual, and the index of the
+failing step. Tests assert ``(kind, code)``, never the wording.
+
+Values the implementation hands back can be hostile (an ``__eq__`` or
+``__repr__`` that raises, an iterator that never ends): :func:`safe_repr`
+and :func:`safe_equal` never raise, so describing a failure never becomes a
+failure of the suite.
+
+>>> Failure(DIVERGENCE, "P1", "get(1, 0): model returned [1], map returned [2]", 3).headline()
+'DIVERGENCE P1: get(1, 0): model returned [1], map returned [2]'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["Failure", "CheckFailure", "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT", "KINDS", "TIME_LIMIT",
+           "safe_repr", "safe_equal", "json_data", "COMPARISON_RAISED"]
+
+DIVERGENCE = "DIVERGENCE"
+INVARIANT = "INVARIANT"
+CRASH = "CRASH"
+TIMEOUT = "TIMEOUT"
+KINDS = (DIVERGENCE, INVARIANT, CRASH, TIMEOUT)
+
+TIME_LIMIT = "time-limit"  # the code of a TIMEOUT: a step (or a whole walk) ran past its time limit
+
+
+@attrs.frozen
+class Failure:
+    """What went wrong: a stable ``kind``, the property or invariant ``code``,
+    a message naming op, key, namespace, expected and actual, and the index
+    of the failing step."""
+
+    kind: str
+    code: str
+    message: str
+    step_index: int
+    expected: Any = None
+    actual: Any = None
+
+    def headline(self) -> str:
+        return f"{self.kind} {self.code}: {self.message}"
+
+
+class CheckFailure(AssertionError):
+    """A property or invariant broke; ``.failure`` says which and where."""
+
+    def __init__(self, failure: Failure) -> None:
+        super().__init__(failure.headline())
+        self.failure = failure
+
+
+def json_data(value: Any) -> Any:
+    """``value`` as detached JSON data: tuples become lists, anything JSON cannot
+    hold becomes its :func:`safe_repr` (a failure keeps no live object of the
+    implementation, and printing it never runs the implementation's code).
+
+    >>> json_data((1, [2, None], {"a": object}))[:2]
+    [1, [2, None]]
+    """
+    import json
+
+    try:
+        return json.loads(json.dumps(value, default=safe_repr))
+    except (TypeError, ValueError, RecursionError):  # keys that are not strings, cycles, ...
+        return safe_repr(value)
+
+
+def safe_repr(value: Any, limit: int = 400) -> str:
+    """``repr(value)``, or a description of it if its ``__repr__`` raises; at most ``limit`` characters.
+
+    >>> class Hostile:
+    ...     def __repr__(self): raise RuntimeError("no")
+    >>> safe_repr(Hostile())
+    '<Hostile object whose __repr__ raised RuntimeError>'
+    """
+    try:
+        text = repr(value)
+        if not isinstance(text, str):
+            raise TypeError("__repr__ returned a non-string")
+    except Exception as exc:
+        text = f"<{type(value).__name__} object whose __repr__ raised {type(exc).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+COMPARISON_RAISED = object()  # what safe_equal returns when comparing raised
+
+
+def safe_equal(expected: Any, actual: Any):
+    """``expected == actual`` as a bool, or :data:`COMPARISON_RAISED` if the
+    comparison (a hostile ``__eq__`` on either side) raised or returned
+    something that is not a truth value."""
+    try:
+        return bool(expected == actual)
+    except Exception:
+        return COMPARISON_RAISED
