@@ -1,8 +1,11 @@
 """``cowcheck campaign``: a seeded fuzz campaign on Spark (docs/campaigns.md).
 
 Exit codes: 0 every seed passed, 1 a failure was found (in this run or, with
---resume, an earlier one), 2 bad usage or bad input, 130 interrupted (what
-finished is saved; continue with --resume).
+--resume, an earlier one), 2 bad usage or bad input (checked before Spark
+starts: the implementation is resolved and one map built with the campaign's
+arguments), 3 cowcheck itself failed on some seed (counted apart from the
+implementation's failures, tracebacks in DIR/internal-errors/), 130
+interrupted (what finished is saved; continue with --resume).
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TextIO
 
-from properties.cli import UsageError, capacity_arg, positive_float, positive_int
+from properties.cli import EXIT_INTERNAL, UsageError, capacity_arg, positive_float, positive_int
+from properties.limits import DEFAULT_STEP_TIME_LIMIT
 
-__all__ = ["register", "campaign", "seed_range"]
+__all__ = ["register", "campaign", "seed_range", "probe_in_child"]
 
 
 def seed_range(text: str) -> tuple[int, int]:
@@ -47,7 +51,8 @@ def register(sub) -> None:
                    help="raw: seeded swarm walks (fast); hypothesis: the map state machine (default raw)")
     p.add_argument("--out", default=".cowcheck/campaign", help="campaign directory (default .cowcheck/campaign)")
     p.add_argument("--resume", action="store_true", help="continue the campaign in --out, skipping finished ranges")
-    p.add_argument("--capacity", type=capacity_arg, default=4, help="initial map capacity (default 4)")
+    p.add_argument("--capacity", type=capacity_arg,
+                   help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
     p.add_argument("--steps", type=positive_int, default=300,
                    help="steps per walk, or per example with --executor hypothesis (default 300)")
     p.add_argument("--examples", type=positive_int, default=5,
@@ -61,10 +66,63 @@ def register(sub) -> None:
     p.add_argument("--seed-time-limit", type=positive_float, default=60.0, metavar="SECONDS",
                    help="a walk longer than this is a TIMEOUT; a seed is killed at twice this plus slack "
                         "(default 60)")
+    p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+                   help=f"a step running longer is a TIMEOUT failure, shrunk and replayable (default "
+                        f"{DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--no-isolation", action="store_true",
                    help="run seeds in the Spark worker itself, not a forked child (no hard time limit; a "
                         "crashing seed costs a task retry)")
     p.set_defaults(handler=campaign)
+
+
+def probe_in_child(impl, capacity: int, *, black_box: bool, step_time_limit: float):
+    """:func:`properties.impls.probe` in a forked child process (so that a
+    factory that starts a JVM or crashes its process does so there, not in the
+    driver); raises what the probe raised, as one-line usage errors."""
+    import json
+    import os
+    import traceback
+
+    from properties.errors import InternalError
+    from properties.impls import Probed, UnknownImplementationError, probe
+    from properties.limits import limited
+
+    if not hasattr(os, "fork"):
+        with limited(step_time_limit):
+            return probe(impl, capacity, black_box=black_box)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reports one line of JSON, then leaves without unwinding the caller
+        code = 0
+        try:
+            os.close(read_fd)
+            try:
+                with limited(step_time_limit):
+                    probed = probe(impl, capacity, black_box=black_box)
+                message = {"white_box": probed.white_box, "notice": probed.notice}
+            except (UsageError, UnknownImplementationError) as exc:
+                message = {"error": str(exc)}
+            except Exception as exc:
+                message = {"internal": f"{type(exc).__name__}: {exc}", "details": traceback.format_exc()}
+            with os.fdopen(write_fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(message))
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, encoding="utf-8") as inp:
+        text = inp.read()
+    _, status = os.waitpid(pid, 0)
+    if not text:
+        raise UsageError(f"building one map of {impl.spec} (capacity={capacity}) ended its process "
+                         f"(wait status {status}); choose other arguments with --capacity")
+    message = json.loads(text)
+    if "error" in message:
+        raise UsageError(message["error"])
+    if "internal" in message:
+        raise InternalError(f"probing {impl.spec}: {message['internal']}", message["details"])
+    return Probed(message["white_box"], message["notice"])
 
 
 def _invariants(config, white_box: bool) -> str:
@@ -87,17 +145,20 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
         raise UsageError("--invariants-every applies to --executor raw only (the Hypothesis machine checks "
                          "I1-I9 after every step)")
     impl = resolve(args.impl)
-    config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=args.capacity, steps=args.steps,
+    capacity = args.capacity or impl.default_capacity
+    probed = probe_in_child(impl, capacity, black_box=args.black_box, step_time_limit=args.step_time_limit)
+    white_box = probed.white_box
+    config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=capacity, steps=args.steps,
                             examples=args.examples, invariants_every=args.invariants_every,
-                            white_box=False if args.black_box else None,
-                            strict_live_iteration=args.strict_live_iteration,
-                            seed_time_limit=args.seed_time_limit)
+                            white_box=white_box, strict_live_iteration=args.strict_live_iteration,
+                            seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit)
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
-    white_box = impl.white_box and not args.black_box
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
     stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
                  f"{_invariants(config, white_box)}, out {args.out}\n")
     stdout.flush()
+    if probed.notice:
+        stderr.write(f"cowcheck: notice: {probed.notice}\n")
     sc, took = start(args.master)
     stdout.write(f"spark: {sc.master}, {sc.defaultParallelism} cores, started in {took:.1f} s\n")
     stdout.flush()
@@ -122,4 +183,10 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
                      f"  {replay_command(args.out, row)}\n")
     stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
+    if result.internal:
+        first = result.internal[0]
+        stderr.write(f"internal error in cowcheck on {len(result.internal)} seed"
+                     f"{'' if len(result.internal) == 1 else 's'} (first: seed {first['seed']}: "
+                     f"{first['message'][:300]}) (details in {Path(args.out) / 'internal-errors'})\n")
+        return EXIT_INTERNAL
     return 1 if result.distinct else 0

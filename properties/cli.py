@@ -1,23 +1,38 @@
 """The ``cowcheck`` command line.
 
 Each subcommand is a function ``(args, stdout, stderr) -> exit code``;
-``main()`` only parses and dispatches. Exit codes: 0 nothing found, 1 a
-failure was found, 2 bad usage or bad input (one line on stderr, no
-traceback).
+``main()`` only parses and dispatches. Exit codes, the same for every
+command:
+
+- 0: nothing found;
+- 1: the implementation failed a property (the failure is stored, shrunk and
+  replayable);
+- 2: bad usage or bad input, including a factory that rejects the arguments
+  the tool chose (one line on stderr, no traceback, nothing written);
+- 3: an internal error of cowcheck (one line on stderr; the traceback goes
+  to a file under ``.cowcheck/internal-errors/``; nothing is blamed on the
+  implementation and no counterexample is stored);
+- 130: interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import os
 import sys
+import tempfile
 import time
+import traceback
+from pathlib import Path
 from typing import TextIO
 
-__all__ = ["main", "build_parser", "Progress", "UsageError"]
+from properties.errors import InternalError, UsageError
 
+__all__ = ["main", "build_parser", "Progress", "UsageError", "report_internal_error", "EXIT_INTERNAL"]
 
-class UsageError(Exception):
-    """Bad arguments or input: reported as one line, exit 2."""
+EXIT_INTERNAL = 3
+INTERNAL_ERRORS_DIR = Path(".cowcheck") / "internal-errors"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -126,8 +141,45 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
         args = parser.parse_args(argv)
         return args.handler(args, stdout, stderr)
     except (UsageError, UnknownImplementationError) as exc:
-        stderr.write(f"cowcheck: error: {exc}\n")
+        stderr.write(f"cowcheck: error: {_one_line(exc)}\n")
         return 2
+    except KeyboardInterrupt:
+        stderr.write("cowcheck: interrupted\n")
+        return 130
+    except Exception as exc:  # cowcheck's own error: never blamed on the implementation
+        return report_internal_error(exc, stderr, argv)
+
+
+def report_internal_error(exc: BaseException, stderr: TextIO, argv: list[str] | None = None) -> int:
+    """Write the traceback to a file under ``.cowcheck/internal-errors/`` and one
+    line on ``stderr``; the exit code of an internal error (3)."""
+    summary = exc.summary if isinstance(exc, InternalError) else f"{type(exc).__name__}: {exc}"
+    details = exc.details if isinstance(exc, InternalError) and exc.details else ""
+    text = (f"cowcheck {' '.join(sys.argv[1:] if argv is None else argv)}\n"
+            f"python {sys.version.split()[0]}, pid {os.getpid()}\n\n{details}"
+            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    path = _internal_error_file(text)
+    stderr.write(f"internal error in cowcheck: {_one_line(summary)} (details in {path})\n")
+    return EXIT_INTERNAL
+
+
+def _internal_error_file(text: str) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = f"{stamp}-{os.getpid()}.txt"
+    for directory in (INTERNAL_ERRORS_DIR, Path(tempfile.gettempdir()) / "cowcheck-internal-errors"):
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / name
+            path.write_text(text, encoding="utf-8")
+            return path
+        except OSError:
+            continue
+    return Path("<unwritable>")
+
+
+def _one_line(value) -> str:
+    text = " ".join(str(value).split())
+    return text if len(text) <= 600 else text[:599] + "…"
 
 
 if __name__ == "__main__":  # pragma: no cover

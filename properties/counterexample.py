@@ -7,7 +7,7 @@ are JSON data; nothing is pickled or evaluated. Files are named by a stable
 signature, so the same bug found twice is stored once (the shorter program
 wins), and written atomically.
 
->>> from properties.harness import Failure
+>>> from properties.failures import Failure, json_data
 >>> from properties.program import Step
 >>> cx = Counterexample.build([Step("put", (1, 0, []))], Failure("CRASH", "P7", "m", 0),
 ...                           impl="mutant:x", capacity=4, found_by={"tool": "doctest"})
@@ -27,11 +27,11 @@ from typing import Any
 
 import attrs
 
-from properties.harness import Failure
+from properties.failures import Failure, json_data
 from properties.program import Step, step_from_json, step_to_json
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Counterexample", "CounterexampleError", "DEFAULT_DIR", "load", "save",
-           "signature", "tool_versions"]
+           "signature", "tool_versions", "replay_command", "write_atomically"]
 
 FORMAT = "cowcheck-counterexample"
 FORMAT_VERSION = 1
@@ -60,9 +60,7 @@ def tool_versions() -> dict[str, str]:
     return versions
 
 
-def _json_safe(value: Any) -> Any:
-    """Results as JSON data (tuples become lists; anything else exotic becomes its repr)."""
-    return json.loads(json.dumps(value, default=repr))
+_json_safe = json_data  # results as JSON data (tuples become lists; anything exotic its repr)
 
 
 def _slug(text: str) -> str:
@@ -173,6 +171,19 @@ class Counterexample:
                    white_box=bool(checks.get("white_box", True)),
                    strict_live_iteration=bool(checks.get("strict_live_iteration", False)),
                    versions=data.get("versions", {}))
+
+
+def replay_command(path, impl_spec: str) -> str:
+    """The command that replays a stored counterexample. A file names only
+    built-in implementations by itself, so another one is named with --impl.
+
+    >>> replay_command("x.json", "mypkg.maps:make_map")
+    'cowcheck replay x.json --impl mypkg.maps:make_map --trace'
+    """
+    from properties.impls import is_builtin
+
+    impl = "" if is_builtin(impl_spec) else f" --impl {impl_spec}"
+    return f"cowcheck replay {path}{impl} --trace"
 
 
 def load(path) -> Counterexample:

@@ -32,6 +32,7 @@ def pytest_runtest_makereport(item, call):
     record = getattr(machine, "record", None)
     if record is None or record.last is None or not hasattr(machine, "impl_spec"):
         return
+    from properties.counterexample import replay_command
     from properties.hunt import HuntResult, store
     from properties.impls import resolve
     from properties.report import format_failure
@@ -41,11 +42,14 @@ def pytest_runtest_makereport(item, call):
     impl = resolve(machine.impl_spec)
     make = lambda: impl.new(capacity=config.capacity)
     options = dict(white_box=record.last.white_box, strict_live_iteration=config.strict_live_iteration)
-    steps, failure = shrink(record.last.steps, call.excinfo.value.failure, make, **options)
-    result = HuntResult(failure, steps, len(record.last.steps), record.first_failure_at, 0.0, 0.0,
+    # The failure as the harness first raised it (Hypothesis replays it before reporting).
+    original = record.first_failure_steps or record.last.steps
+    first = record.first_failure or call.excinfo.value.failure
+    steps, failure = shrink(original, first, make, **options)
+    result = HuntResult(failure, steps, len(original), record.first_failure_at, 0.0, 0.0,
                         record.examples, record.steps, 0.0)
     path, _ = store(result, impl_spec=impl.spec, capacity=config.capacity, found_by={"tool": "pytest", "test": item.nodeid, "generator": "hypothesis"},
                     directory=item.config.getoption("--cowcheck-dir"), harness_options=options)
     report.sections.append(("cowcheck counterexample",
                             format_failure(failure, steps, impl.spec, config.capacity)
-                            + f"saved: {path}\nreplay: cowcheck replay {path} --trace\n"))
+                            + f"saved: {path}\nreplay: {replay_command(path, impl.spec)}\n"))

@@ -32,7 +32,7 @@ from typing import Callable, TextIO
 
 import attrs
 
-from spark_fuzz.executor import CRASH, RAISED, CampaignConfig, Outcome
+from spark_fuzz.executor import CRASH, INTERNAL, CampaignConfig, Outcome, internal_outcome
 from spark_fuzz.ranges import RangeResult, run_range
 from spark_fuzz.store import CampaignStore
 
@@ -57,6 +57,7 @@ class CampaignResult:
     distinct: list
     seconds: float
     interrupted: bool = False
+    internal: list = attrs.Factory(list)  # rows of seeds on which cowcheck itself failed
 
     @property
     def seeds(self) -> int:
@@ -128,12 +129,10 @@ def _task(config: CampaignConfig, isolate: bool, round_no: int):
         start, stop = bounds
         try:
             result = run_range(start, stop, config, isolate)
-        except Exception as exc:  # the guard itself failed: every seed of the range is a CRASH row
+        except Exception as exc:  # the guard itself failed (cowcheck's error): every seed is an INTERNAL row
             now = time.time()
-            result = RangeResult(start, stop, tuple(
-                Outcome(seed=s, kind=CRASH, code=RAISED, impl_spec=config.impl,
-                        message=f"run_range raised {type(exc).__name__}: {exc}") for s in range(start, stop)),
-                now, now)
+            result = RangeResult(start, stop, tuple(internal_outcome(s, config, exc) for s in range(start, stop)),
+                                 now, now)
         sink.add([(result.runs_row(config, round_no), result.failure_rows(config))])
 
     return run
@@ -249,6 +248,7 @@ class _Campaign:
         self.last_flush = time.monotonic()
         self.seeds = self.ops = 0
         self.failures = 0
+        self.internal = 0
         self.signatures: set = set()
         self.round = 0
         self.last_error: BaseException | None = None
@@ -258,8 +258,12 @@ class _Campaign:
         for run_row, failure_rows in results:
             self.seeds += run_row["seeds"]
             self.ops += run_row["ops"]
-            self.failures += len(failure_rows)
             for row in failure_rows:
+                if row["kind"] == INTERNAL:
+                    self.internal += 1
+                    self.store.save_internal_error(row)
+                    continue
+                self.failures += 1
                 self.signatures.add(row["signature"])
                 if row["counterexample_json"]:
                     self.store.save_counterexample(json.loads(row["counterexample_json"]))
@@ -282,7 +286,9 @@ class _Campaign:
             done, active, total = job.tasks()
             tasks = f"round {self.round}: tasks {done}/{total} ({active} running)  "
         self.progress.show(f"{tasks}{self.seeds:,} seeds  {self.ops:,} ops  {self.ops / elapsed:,.0f} ops/s  "
-                           f"failures {self.failures} ({len(self.signatures)} distinct)  {elapsed:.0f}s", force)
+                           f"failures {self.failures} ({len(self.signatures)} distinct)  "
+                           + (f"INTERNAL ERRORS {self.internal}  " if self.internal else "")
+                           + f"{elapsed:.0f}s", force)
 
     # jobs ------------------------------------------------------------
     def run(self, ranges: list[tuple[int, int]]) -> None:
@@ -413,12 +419,15 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
     finally:
         campaign.flush(force=True)
         campaign.progress.finish()
-    runs, failures = store.runs(), store.failures()
+    runs, rows = store.runs(), store.failures()
+    failures = [row for row in rows if row["kind"] != INTERNAL]
+    internal = [row for row in rows if row["kind"] == INTERNAL]
     distinct = distinct_failures(sc, failures) if not interrupted else distinct_failures_locally(failures)
     for row in distinct:
         if row["counterexample_json"]:
             store.put_counterexample(json.loads(row["counterexample_json"]))
-    result = CampaignResult(str(store.root), runs, failures, distinct, time.monotonic() - began, interrupted)
+    result = CampaignResult(str(store.root), runs, failures, distinct, time.monotonic() - began, interrupted,
+                            internal)
     if report:
         from spark_fuzz.report import write_report
 

@@ -40,19 +40,24 @@ from typing import Iterator
 
 import attrs
 
-from properties.harness import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure, Harness
+from properties.errors import InternalError
+from properties.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
+from properties.harness import Harness
+from properties.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.program import SNAPSHOT_TRANSFORMERS, Step
 
 __all__ = ["CampaignConfig", "Outcome", "run_seed", "walk_program", "SampledHarness", "PASS", "DIVERGENCE",
-           "INVARIANT", "CRASH", "TIMEOUT", "KINDS", "EXECUTORS", "WALK_OPS"]
+           "INVARIANT", "CRASH", "TIMEOUT", "INTERNAL", "KINDS", "EXECUTORS", "WALK_OPS", "internal_outcome"]
 
 PASS = "PASS"
-KINDS = (PASS, DIVERGENCE, INVARIANT, CRASH, TIMEOUT)
+INTERNAL = "INTERNAL"  # cowcheck itself failed on this seed: not the implementation's failure
+KINDS = (PASS, DIVERGENCE, INVARIANT, CRASH, TIMEOUT, INTERNAL)
 EXECUTORS = ("raw", "hypothesis")
 
 # Codes of outcomes that are not a harness failure (no replayable program).
-RAISED = "raised"  # the harness itself raised (the implementation broke its API contract)
+RAISED = "raised"  # building the implementation raised
 TIME_LIMIT = "time-limit"  # the seed ran longer than CampaignConfig.seed_time_limit
+INTERNAL_CODE = "internal"  # the code of every INTERNAL outcome
 
 # The map machine's rules, one op each (properties.machines.make_map_machine).
 WALK_OPS = ("put", "put_and_get_old", "get", "get_mutate", "contains_key", "remove", "remove_and_get_old",
@@ -90,7 +95,9 @@ class CampaignConfig:
     ``steps``: steps per walk (raw) or per example (hypothesis);
     ``examples``: Hypothesis examples per seed (hypothesis executor only);
     ``seed_time_limit``: seconds a walk may take (then TIMEOUT); shrinking gets
-    as long again.
+    as long again. ``step_time_limit``: seconds one step may take (then a
+    TIMEOUT failure of that step, shrunk and replayable like any other);
+    applied by :func:`spark_fuzz.ranges.run_range`.
     """
 
     impl: str = "reference"
@@ -103,6 +110,7 @@ class CampaignConfig:
     strict_live_iteration: bool = False
     seed_time_limit: float = attrs.field(default=60.0, validator=_positive)
     shrink: bool = True
+    step_time_limit: float = attrs.field(default=DEFAULT_STEP_TIME_LIMIT, validator=_positive)
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -119,13 +127,15 @@ def _sorted_counts(counter) -> dict:
 
 @attrs.frozen
 class Outcome:
-    """What one seed did. ``kind`` is PASS or a failure kind (DIVERGENCE,
-    INVARIANT, CRASH, TIMEOUT); ``code`` the property or invariant (P1–P7,
-    I1–I9), ``raised`` (the harness itself raised: the implementation broke the
-    API contract), ``time-limit`` or ``worker-exit`` (the process running the
-    seed died). ``counterexample`` is the shrunk failure as counterexample JSON
-    data (None when there is no replayable program). ``ops``: steps applied and
-    checked. Equality ignores ``seconds``.
+    """What one seed did. ``kind`` is PASS, a failure kind (DIVERGENCE,
+    INVARIANT, CRASH, TIMEOUT) or INTERNAL (cowcheck itself failed: never the
+    implementation's failure; ``details`` holds the traceback); ``code`` the
+    property or invariant (P1–P7, I0–I9), ``raised`` (building the
+    implementation raised), ``time-limit`` (a step, or the whole walk, ran past
+    its limit) or ``worker-exit`` (the process running the seed died).
+    ``counterexample`` is the shrunk failure as counterexample JSON data (None
+    when there is no replayable program). ``ops``: steps applied and checked.
+    Equality ignores ``seconds``.
     """
 
     seed: int
@@ -141,10 +151,16 @@ class Outcome:
     original_steps: int = 0
     counterexample: dict | None = None
     seconds: float = attrs.field(default=0.0, eq=False)
+    details: str = ""
 
     @property
     def failed(self) -> bool:
-        return self.kind != PASS
+        """The implementation failed (INTERNAL is cowcheck's failure, not its)."""
+        return self.kind != PASS and self.kind != INTERNAL
+
+    @property
+    def internal(self) -> bool:
+        return self.kind == INTERNAL
 
     @property
     def signature(self) -> str:
@@ -152,7 +168,7 @@ class Outcome:
         without ``.json``), else built the same way from kind and code."""
         if self.counterexample is not None:
             return self.counterexample["signature"]
-        if not self.failed:
+        if self.kind == PASS:
             return ""
         from properties.counterexample import signature
 
@@ -274,8 +290,12 @@ def _implementation(spec: str):
     return resolve(spec)
 
 
-def _white_box(config: CampaignConfig, impl) -> bool:
-    return impl.white_box if config.white_box is None else bool(config.white_box and impl.white_box)
+def _white_box(config: CampaignConfig, impl) -> bool | None:
+    """White-box unless the config says black-box or the implementation has no
+    introspection; None: the harness decides from the instance (a user's map)."""
+    if config.white_box is not None:
+        return bool(config.white_box) and impl.white_box is not False
+    return impl.white_box
 
 
 def run_seed(seed: int, config: CampaignConfig) -> Outcome:
@@ -297,13 +317,18 @@ def _options(config: CampaignConfig, impl) -> dict:
 
 def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcome:
     options = _options(config, impl)
-    instance = impl.new(capacity=config.capacity)
+    base = dict(seed=seed, impl_spec=config.impl)
+    try:
+        instance = impl.new(capacity=config.capacity)
+    except Exception as exc:  # the probe built one before the campaign: this one is the implementation's
+        return Outcome(kind=CRASH, code=RAISED, **base,
+                       message=f"building the map raised {type(exc).__name__}: {exc}")
     every = config.invariants_every
     harness = (SampledHarness(instance, every=every, **options) if every > 1 and options["white_box"]
                else Harness(instance, **options))
+    options["white_box"] = harness.white_box
     deadline = started + config.seed_time_limit
     visitor = callable(getattr(instance, "incremental_visitor", None))
-    base = dict(seed=seed, impl_spec=config.impl)
     try:
         for i, step in enumerate(walk_program(seed, config.steps, visitor)):
             harness.apply(step)
@@ -314,14 +339,26 @@ def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcom
         if isinstance(harness, SampledHarness):
             harness.final_check()
     except CheckFailure as exc:
-        return _failed(seed, config, impl, harness, exc.failure, options)
-    except Exception as exc:  # escaped the harness: e.g. a snapshot whose len() raises
-        step = harness.steps[-1] if harness.steps else None
-        return Outcome(kind=CRASH, code=RAISED, failing_op=step.op if step else "", **base,
-                       message=f"the harness raised {type(exc).__name__}: {exc}"
-                               + (f" at step {len(harness.steps) - 1} ({step.op})" if step else ""),
-                       **_counts(harness))
-    return Outcome(kind=PASS, **base, **_counts(harness))
+        failure = exc.failure
+    except Exception as exc:  # cowcheck's own error (InternalError from the harness, or the walk itself)
+        return internal_outcome(seed, config, exc, **_counts(harness))
+    else:
+        return Outcome(kind=PASS, **base, **_counts(harness))
+    try:
+        return _failed(seed, config, impl, harness, failure, options)
+    except Exception as exc:  # shrinking or storing failed: cowcheck's error, not the implementation's
+        return internal_outcome(seed, config, exc, **_counts(harness))
+
+
+def internal_outcome(seed: int, config: CampaignConfig, exc: BaseException, **counts) -> Outcome:
+    """The INTERNAL outcome of a seed on which cowcheck itself raised ``exc``."""
+    import traceback
+
+    summary = exc.summary if isinstance(exc, InternalError) else f"{type(exc).__name__}: {exc}"
+    details = (exc.details if isinstance(exc, InternalError) and exc.details else "") + "".join(
+        traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return Outcome(seed=seed, kind=INTERNAL, code=INTERNAL_CODE, impl_spec=config.impl,
+                   message=f"internal error in cowcheck: {summary}", details=details, **counts)
 
 
 def _counts(harness: Harness) -> dict:
@@ -395,9 +432,12 @@ def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
         previous[:] = [rec.last]
 
     record.on_example = on_example
-    result = hunt(lambda rec: make_map_machine(impl.factory, machine_config, rec, impl_spec=impl.spec), make,
-                  base_seed=seed, profile=profile, examples=config.examples, record=record,
-                  harness_options=options)
+    try:
+        result = hunt(lambda rec: make_map_machine(impl.factory, machine_config, rec, impl_spec=impl.spec), make,
+                      base_seed=seed, profile=profile, examples=config.examples, record=record,
+                      harness_options=options)
+    except InternalError as exc:
+        return internal_outcome(seed, config, exc, ops=record.steps)
     coverage = Counter(record.coverage)
     if record.last is not None:
         op_mix.update(s.op for s in record.last.steps)

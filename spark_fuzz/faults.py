@@ -5,10 +5,11 @@ state ``[7, 7]`` (a few seeds in a hundred of the default walk), then:
 
 - ``exits_on_77``: ends its process with ``os._exit(3)``, like a crashing
   native extension -> a CRASH outcome with code ``worker-exit``;
-- ``hangs_on_77``: never returns -> a TIMEOUT outcome (``time-limit``) once
-  the seed's hard limit kills it;
-- ``introspection_raises_on_77``: its white-box view raises, an exception the
-  harness cannot pin on an operation -> a CRASH outcome (``raised``).
+- ``hangs_on_77``: never returns -> a TIMEOUT outcome (``time-limit``): the
+  step time limit interrupts it (a shrunk, replayable failure), or the seed's
+  hard limit kills its process if that comes first;
+- ``introspection_raises_on_77``: its white-box view raises -> a CRASH failure
+  (``P7``) of the step after which the view was read, replayable.
 
 Try a cluster setup with them before a long campaign::
 

@@ -33,21 +33,22 @@ import signal
 import socket
 import sys
 import time
-import traceback
 from collections import Counter
 
 import attrs
 
+from properties.limits import limited
 from spark_fuzz.executor import (
     CRASH,
     DIVERGENCE,
+    INTERNAL,
     INVARIANT,
     PASS,
-    RAISED,
     TIME_LIMIT,
     TIMEOUT,
     CampaignConfig,
     Outcome,
+    internal_outcome,
     run_seed,
 )
 
@@ -83,6 +84,11 @@ class RangeResult:
     def failures(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.failed]
 
+    @property
+    def internal(self) -> list[Outcome]:
+        """Seeds on which cowcheck itself failed."""
+        return [o for o in self.outcomes if o.internal]
+
     def kinds(self) -> Counter:
         return Counter(o.kind for o in self.outcomes)
 
@@ -97,14 +103,17 @@ class RangeResult:
                 "seconds": sum(o.seconds for o in self.outcomes), "started": self.started,
                 "finished": self.finished, "host": self.host, "pid": self.pid, "round": round_no,
                 "passed": kinds[PASS], "divergence": kinds[DIVERGENCE], "invariant": kinds[INVARIANT],
-                "crash": kinds[CRASH], "timeout": kinds[TIMEOUT],
+                "crash": kinds[CRASH], "timeout": kinds[TIMEOUT], "internal": kinds[INTERNAL],
                 **{name: dict(sorted(counter.items())) for name, counter in totals.items()},
                 "impl": config.impl, "executor": config.executor}
 
     def failure_rows(self, config: CampaignConfig) -> list[dict]:
-        """The ``failures`` table rows of this range (spark_fuzz.store.FAILURES_SCHEMA)."""
+        """The ``failures`` table rows of this range (spark_fuzz.store.FAILURES_SCHEMA):
+        the implementation's failures, and cowcheck's own errors (kind INTERNAL)."""
         rows = []
-        for o in self.failures:
+        for o in self.outcomes:
+            if o.kind == PASS:
+                continue
             cx = o.counterexample
             rows.append({"signature": o.signature, "kind": o.kind, "code": o.code, "seed": o.seed,
                          "range_start": self.start, "range_stop": self.stop, "message": o.message,
@@ -112,7 +121,7 @@ class RangeResult:
                          "shrunk_steps": len(cx["steps"]) if cx else None,
                          "steps_json": json.dumps(cx["steps"]) if cx else None,
                          "counterexample_json": json.dumps(cx) if cx else None,
-                         "impl": config.impl, "executor": config.executor})
+                         "impl": config.impl, "executor": config.executor, "details": o.details or None})
         return rows
 
     def to_json(self) -> dict:
@@ -126,26 +135,25 @@ class RangeResult:
 
 
 def guarded_run_seed(seed: int, config: CampaignConfig) -> Outcome:
-    """``run_seed``, with anything it raises turned into a CRASH outcome."""
+    """``run_seed``, with anything it raises turned into an INTERNAL outcome
+    (run_seed itself turns whatever the implementation does into an outcome)."""
     started = time.perf_counter()
     try:
         return run_seed(seed, config)
     except Exception as exc:
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        return Outcome(seed=seed, kind=CRASH, code=RAISED, impl_spec=config.impl,
-                       message=f"run_seed raised {type(exc).__name__}: {exc} "
-                               f"({os.path.basename(where.filename)}:{where.lineno})",
-                       seconds=time.perf_counter() - started)
+        return attrs.evolve(internal_outcome(seed, config, exc), seconds=time.perf_counter() - started)
 
 
 def run_range(start: int, stop: int, config: CampaignConfig, isolate: bool = True) -> RangeResult:
-    """Run seeds ``start..stop-1``; one outcome per seed, in seed order."""
+    """Run seeds ``start..stop-1``; one outcome per seed, in seed order. Each
+    step runs under ``config.step_time_limit``."""
     started = time.time()
     seeds = list(range(start, stop))
     if isolate and hasattr(os, "fork"):
         outcomes = _run_forked(seeds, config)
     else:
-        outcomes = [guarded_run_seed(seed, config) for seed in seeds]
+        with limited(config.step_time_limit):
+            outcomes = [guarded_run_seed(seed, config) for seed in seeds]
     return RangeResult(start, stop, tuple(outcomes), started, time.time(), socket.gethostname(), os.getpid())
 
 
@@ -169,7 +177,7 @@ def _died(seed: int, config: CampaignConfig, status: int, seconds: float) -> Out
 
 def _child(seeds: list[int], config: CampaignConfig, out_fd: int) -> None:
     """Runs in the forked process: one line when a seed starts, one with its outcome."""
-    with os.fdopen(out_fd, "w", encoding="utf-8") as out:
+    with os.fdopen(out_fd, "w", encoding="utf-8") as out, limited(config.step_time_limit):
         for seed in seeds:
             out.write(json.dumps({"start": seed}) + "\n")
             out.flush()

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import attrs
 
+from properties.counterexample import replay_command as cx_replay_command
 from properties.counterexample import write_atomically
 from properties.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 
@@ -89,8 +90,8 @@ def totals(runs: list[dict], column: str) -> Counter:
 def summarise(runs: list[dict], failures: list[dict], distinct: list[dict], impl: str, executor: str) -> Summary:
     kinds = Counter()
     for row in runs:
-        for kind in ("passed", "divergence", "invariant", "crash", "timeout"):
-            kinds[kind] += row[kind]
+        for kind in ("passed", "divergence", "invariant", "crash", "timeout", "internal"):
+            kinds[kind] += row.get(kind) or 0
     return Summary(impl, executor, sum(r["seeds"] for r in runs), len(runs), sum(r["ops"] for r in runs),
                    busy_seconds(runs), sum(r["seconds"] for r in runs), dict(kinds), len(failures), len(distinct))
 
@@ -110,7 +111,7 @@ def throughput_segments(runs: list[dict]) -> list[tuple[str, float, float, float
 def replay_command(out_dir, row: dict) -> str:
     """How to look at a distinct failure: replay its counterexample, or re-run its seed."""
     if row.get("counterexample_json"):
-        return f"cowcheck replay {Path(out_dir) / 'counterexamples' / (row['signature'] + '.json')} --trace"
+        return cx_replay_command(Path(out_dir) / "counterexamples" / (row["signature"] + ".json"), row["impl"])
     return (f"cowcheck campaign --impl {row['impl']} --executor {row['executor']} "
             f"--seeds {row['seed']}:{row['seed'] + 1} --out {Path(out_dir) / ('seed-' + str(row['seed']))}")
 
@@ -209,7 +210,9 @@ def _summary_rows(s: Summary, meta: dict) -> list[tuple[str, str]]:
             ("checked ops per task-second", f"{s.ops_per_task_second:,.0f}"),
             ("outcomes", ", ".join(f"{k} {v:,}" for k, v in s.kinds.items() if v) or "none"),
             ("failing seeds", f"{s.failures:,}"),
-            ("distinct failures", f"{s.distinct:,}")]
+            ("distinct failures", f"{s.distinct:,}"),
+            ("internal errors of cowcheck", f"{s.kinds['internal']:,} seeds (tracebacks in internal-errors/)"
+             if s.kinds.get("internal") else "")]
     return [(k, v) for k, v in rows if v not in ("", " / ")]
 
 

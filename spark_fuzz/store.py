@@ -33,7 +33,7 @@ from properties.counterexample import Counterexample, save, write_atomically
 __all__ = ["CampaignStore", "CampaignStoreError", "RUNS_SCHEMA", "FAILURES_SCHEMA", "MANIFEST_FORMAT"]
 
 MANIFEST_FORMAT = "cowcheck-campaign"
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2  # 2: internal counts and error details (cowcheck's own errors)
 
 _COUNTS = pa.map_(pa.string(), pa.int64())
 RUNS_SCHEMA = pa.schema([
@@ -41,7 +41,7 @@ RUNS_SCHEMA = pa.schema([
     ("seconds", pa.float64()), ("started", pa.float64()), ("finished", pa.float64()),
     ("host", pa.string()), ("pid", pa.int64()), ("round", pa.int64()), ("passed", pa.int64()),
     ("divergence", pa.int64()), ("invariant", pa.int64()), ("crash", pa.int64()), ("timeout", pa.int64()),
-    ("coverage", _COUNTS), ("op_mix", _COUNTS), ("findings", _COUNTS),
+    ("internal", pa.int64()), ("coverage", _COUNTS), ("op_mix", _COUNTS), ("findings", _COUNTS),
     ("impl", pa.string()), ("executor", pa.string()),
 ])
 FAILURES_SCHEMA = pa.schema([
@@ -49,7 +49,7 @@ FAILURES_SCHEMA = pa.schema([
     ("range_start", pa.int64()), ("range_stop", pa.int64()), ("message", pa.string()),
     ("failing_op", pa.string()), ("ops", pa.int64()), ("original_steps", pa.int64()),
     ("shrunk_steps", pa.int64()), ("steps_json", pa.string()), ("counterexample_json", pa.string()),
-    ("impl", pa.string()), ("executor", pa.string()),
+    ("impl", pa.string()), ("executor", pa.string()), ("details", pa.string()),
 ])
 _MAPS = ("coverage", "op_mix", "findings")
 
@@ -154,6 +154,18 @@ class CampaignStore:
     def completed_seeds(self) -> list[tuple[int, int]]:
         """Finished seed ranges ``(start, stop)``, sorted."""
         return sorted({(r["range_start"], r["range_stop"]) for r in self.runs()})
+
+    # ------------------------------------------------------ internal errors
+
+    @property
+    def internal_errors_dir(self) -> Path:
+        return self.root / "internal-errors"
+
+    def save_internal_error(self, row: dict) -> Path:
+        """The traceback of a seed on which cowcheck itself failed, as a text file."""
+        path = self.internal_errors_dir / f"seed-{row['seed']}.txt"
+        write_atomically(path, f"{row['message']}\n\n{row.get('details') or ''}")
+        return path
 
     # ----------------------------------------------------- counterexamples
 

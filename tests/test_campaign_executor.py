@@ -173,16 +173,32 @@ def test_a_seed_that_hangs_inside_an_operation_is_killed_and_is_a_timeout_outcom
     assert [o.kind for o in result.outcomes] == ["PASS", "PASS", "TIMEOUT", "PASS"]
 
 
-def test_an_exception_escaping_the_harness_is_a_crash_outcome_with_its_seed():
+def test_an_introspection_that_raises_is_a_crash_of_its_step_with_a_replayable_counterexample():
     result = run_range(18, 20, CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77"), isolate=False)
-    assert [(o.seed, o.kind, o.code) for o in result.outcomes] == [(18, "PASS", ""), (19, "CRASH", "raised")]
+    assert [(o.seed, o.kind, o.code) for o in result.outcomes] == [(18, "PASS", ""), (19, "CRASH", "P7")]
     assert "RuntimeError: white-box view lost" in result.outcomes[1].message
+    assert result.outcomes[1].counterexample["failure"]["code"] == "P7"
 
 
-def test_an_exception_escaping_run_seed_is_a_crash_outcome():
+def test_an_exception_escaping_run_seed_is_cowchecks_internal_outcome_not_a_failure():
     outcome = guarded_run_seed(4, CampaignConfig(impl="no_such_module:factory"))
-    assert (outcome.seed, outcome.kind, outcome.code) == (4, "CRASH", "raised")
-    assert "UnknownImplementationError" in outcome.message
+    assert (outcome.seed, outcome.kind, outcome.code) == (4, "INTERNAL", "internal")
+    assert not outcome.failed and outcome.internal
+    assert "UnknownImplementationError" in outcome.message and "Traceback" in outcome.details
+
+
+def test_an_error_of_cowchecks_own_code_in_a_walk_is_an_internal_outcome_counted_apart(monkeypatch):
+    from properties.harness import Harness
+
+    def broken(self, step):
+        raise KeyError("a bug in cowcheck")
+
+    monkeypatch.setattr(Harness, "check_size", broken)
+    result = run_range(0, 2, CampaignConfig(steps=5), isolate=False)
+    assert [(o.kind, o.code) for o in result.outcomes] == [("INTERNAL", "internal")] * 2
+    assert result.failures == [] and len(result.internal) == 2
+    assert result.runs_row(CampaignConfig())["internal"] == 2
+    assert "KeyError" in result.outcomes[0].message and "a bug in cowcheck" in result.outcomes[0].details
 
 
 def test_config_rejects_unknown_executors_and_non_positive_settings():

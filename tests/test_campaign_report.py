@@ -26,7 +26,7 @@ CONFIG = CampaignConfig(impl="mutant:skip-prefix-copy", steps=120)
 def _run(start, stop, host="h", pid=1, started=100.0, finished=110.0, ops=1000, **kinds):
     row = {"range_start": start, "range_stop": stop, "seeds": stop - start, "ops": ops, "seconds": finished - started,
            "started": started, "finished": finished, "host": host, "pid": pid, "round": 1,
-           "passed": stop - start, "divergence": 0, "invariant": 0, "crash": 0, "timeout": 0,
+           "passed": stop - start, "divergence": 0, "invariant": 0, "crash": 0, "timeout": 0, "internal": 0,
            "coverage": {"put-empty-bucket": 3}, "op_mix": {"put": ops}, "findings": {}, "impl": "reference",
            "executor": "raw"}
     row.update(kinds)
@@ -150,7 +150,7 @@ def test_summary_adds_up_seeds_ops_and_outcome_kinds():
     s = summarise([_run(0, 5, ops=100), _run(5, 9, ops=50, passed=3, invariant=1)], [_failure(7)],
                   [_failure(7)], "reference", "raw")
     assert (s.seeds, s.ranges, s.ops, s.failures, s.distinct) == (9, 2, 150, 1, 1)
-    assert s.kinds == {"passed": 8, "divergence": 0, "invariant": 1, "crash": 0, "timeout": 0}
+    assert s.kinds == {"passed": 8, "divergence": 0, "invariant": 1, "crash": 0, "timeout": 0, "internal": 0}
     assert s.ops_per_second == 15.0
 
 
@@ -196,3 +196,24 @@ def test_write_report_renders_both_reports_and_three_plots(tmp_path, found):
     for name in ("throughput", "op_mix", "coverage"):
         assert (tmp_path / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_internal_errors_of_cowcheck_are_counted_apart_from_failures_in_the_report(tmp_path):
+    md = render_markdown(tmp_path, [_run(0, 5, passed=4, internal=1)], [], [], "reference", "raw", {})
+    assert "| internal errors of cowcheck | 1 seeds (tracebacks in internal-errors/) |" in md
+    assert "None: every seed passed." in md  # no failure of the implementation
+
+
+def test_the_driver_keeps_internal_rows_out_of_the_failures_and_writes_their_tracebacks(tmp_path):
+    from spark_fuzz.driver import ProgressLine, _Campaign
+    from spark_fuzz.store import CampaignStore
+
+    store = CampaignStore(tmp_path)
+    store.begin(CONFIG.to_json(), False)
+    campaign = _Campaign(None, CONFIG, store, True, ProgressLine(None), None)
+    internal = dict(_failure(3), kind="INTERNAL", code="internal", signature="reference--INTERNAL-internal",
+                    counterexample_json=None, message="internal error in cowcheck: KeyError: 'x'",
+                    details="Traceback (most recent call last): ...")
+    campaign.receive([(_run(0, 5, passed=4, internal=1), [internal])])
+    assert (campaign.failures, campaign.internal, campaign.signatures) == (0, 1, set())
+    assert (tmp_path / "internal-errors" / "seed-3.txt").read_text().startswith("internal error in cowcheck")

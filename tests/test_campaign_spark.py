@@ -117,12 +117,14 @@ def test_resume_after_an_interrupted_run_loses_nothing(spark, tmp_path, mutant_c
         [(r["signature"], r["shrunk_steps"]) for r in mutant_campaign.distinct]
 
 
-def test_a_task_that_raises_is_reported_not_fatal(spark, tmp_path):
+def test_an_implementation_that_raises_is_reported_not_fatal(spark, tmp_path):
     config = CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", steps=300)
     result = run_campaign(spark, config, tmp_path / "raises", seeds=(0, 40), partitions=4)
     assert [(f["seed"], f["kind"], f["code"]) for f in sorted(result.failures, key=lambda f: f["seed"])] == \
-        [(19, "CRASH", "raised"), (28, "CRASH", "raised"), (30, "CRASH", "raised"), (39, "CRASH", "raised")]
+        [(19, "CRASH", "P7"), (28, "CRASH", "P7"), (30, "CRASH", "P7"), (39, "CRASH", "P7")]
     assert result.seeds == 40 and sum(r["passed"] for r in result.runs) == 36
+    assert [r["signature"] for r in result.distinct] == ["spark_fuzz.faults-introspection_raises_on_77--CRASH-P7"]
+    assert result.internal == []
 
 
 def test_a_seed_that_kills_its_process_is_a_crash_row_and_the_campaign_goes_on(spark, tmp_path):
