@@ -1,0 +1,124 @@
+"""The adversary zoo (tests/zoo/adversaries.py) gets the verdict it must get.
+
+Each map is run as a user runs it — ``cowcheck check --impl
+adversaries:NAME`` in a fresh process, outside the checkout, tests/zoo on
+PYTHONPATH — and must give its exit code and, for a failure, the kind and
+code stored in the counterexample. Stored failures replay to the same
+verdict (naming the map with --impl: a file alone does not import it), and
+the campaign executor reaches the same verdicts seed by seed.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO_DIR = ROOT / "tests" / "zoo"
+sys.path.insert(0, str(ZOO_DIR))
+
+from adversaries import ZOO  # noqa: E402
+
+from properties.errors import UsageError  # noqa: E402
+from spark_fuzz.executor import CampaignConfig, run_seed  # noqa: E402
+from spark_fuzz.ranges import run_range  # noqa: E402
+
+
+def cowcheck(*args, cwd, timeout=300):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ZOO_DIR), str(ROOT)]))
+    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=timeout)
+
+
+def _stored(directory: Path) -> dict:
+    files = sorted(directory.glob("*.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_check_gives_the_zoo_verdict(name, tmp_path):
+    verdict = ZOO[name]
+    budget = ("--examples", "40") if verdict.exit == 0 else ()
+    run = cowcheck("check", "--impl", f"adversaries:{verdict.factory}", "--seed", "1", "--save-dir", "saved",
+                   *budget, *verdict.args, cwd=tmp_path)
+    assert run.returncode == verdict.exit, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
+    if verdict.says:
+        assert verdict.says in run.stderr
+    if verdict.exit == 2:
+        assert len(run.stderr.strip().splitlines()) == 1, run.stderr
+        assert not (tmp_path / "saved").exists()
+    if verdict.exit == 1:
+        failure = _stored(tmp_path / "saved")["failure"]
+        assert (failure["kind"], failure["code"]) == (verdict.kind, verdict.code), failure["message"]
+        assert f"--impl adversaries:{verdict.factory}" in run.stdout  # the printed replay command
+
+
+FAILING = sorted(name for name, v in ZOO.items() if v.exit == 1)
+
+
+@pytest.mark.parametrize("name", FAILING)
+def test_a_stored_zoo_failure_replays_to_the_same_verdict_only_when_named_on_the_command_line(name, tmp_path):
+    verdict = ZOO[name]
+    found = cowcheck("check", "--impl", f"adversaries:{verdict.factory}", "--seed", "1", "--save-dir", ".",
+                     *verdict.args, cwd=tmp_path)
+    assert found.returncode == 1, found.stdout[-2000:] + found.stderr[-2000:]
+    path = next(tmp_path.glob("*.json"))
+    alone = cowcheck("replay", path.name, cwd=tmp_path)
+    assert alone.returncode == 2 and "--impl adversaries:" in alone.stderr, alone.stderr
+    limit = [a for a in verdict.args if a != "--capacity"][:2] if "--step-time-limit" in verdict.args else []
+    replayed = cowcheck("replay", path.name, "--impl", f"adversaries:{verdict.factory}", *limit, cwd=tmp_path)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert f"reproduces at step" in replayed.stdout
+    assert f"{verdict.kind} {verdict.code}" in replayed.stdout
+    assert "Traceback" not in replayed.stderr
+
+
+CAMPAIGN = {name: v for name, v in ZOO.items() if v.exit in (0, 1) and "--capacity" not in v.args
+            and "--white-box" not in v.args}
+
+
+@pytest.mark.parametrize("name", sorted(CAMPAIGN))
+def test_the_campaign_executor_gives_the_zoo_verdict(name):
+    verdict = ZOO[name]
+    config = CampaignConfig(impl=f"adversaries:{verdict.factory}", steps=200, step_time_limit=1.0,
+                            seed_time_limit=20.0)
+    result = run_range(0, 12, config, isolate=True)
+    kinds = {(o.kind, o.code) for o in result.outcomes}
+    if verdict.exit == 0:
+        assert kinds == {("PASS", "")}, [o.message for o in result.outcomes if o.kind != "PASS"]
+        return
+    assert (verdict.kind, verdict.code) in kinds, [(o.kind, o.code, o.message[:120]) for o in result.outcomes]
+    assert not result.internal
+    failed = next(o for o in result.outcomes if (o.kind, o.code) == (verdict.kind, verdict.code))
+    assert failed.counterexample is not None and failed.counterexample["failure"]["code"] == verdict.code
+
+
+def test_a_map_the_factory_cannot_build_is_bad_usage_for_the_campaign_before_spark_starts(tmp_path):
+    run = cowcheck("campaign", "--impl", "adversaries:only_capacity_128", "--seeds", "0:4", "--out", "camp",
+                   cwd=tmp_path)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--capacity" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert "spark:" not in run.stdout  # nothing started
+
+
+def test_a_native_hang_holding_the_interpreter_ends_the_run_with_exit_1_instead_of_hanging(tmp_path):
+    run = cowcheck("check", "--impl", "adversaries:hangs_in_native_code", "--seed", "1", "--step-time-limit", "1",
+                   cwd=tmp_path, timeout=120)
+    assert run.returncode == 1, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "Timeout" in run.stderr or "did not return" in run.stdout
+
+
+def test_run_seed_never_blames_the_implementation_for_a_usage_error_in_the_campaign_probe():
+    from properties.campaign_cmd import probe_in_child
+    from properties.impls import resolve
+
+    with pytest.raises(UsageError, match="--capacity"):
+        probe_in_child(resolve("adversaries:only_capacity_128"), 4, black_box=False, step_time_limit=5)
+    assert probe_in_child(resolve("adversaries:only_capacity_128"), 128, black_box=False,
+                          step_time_limit=5).white_box is False
+    assert run_seed(0, CampaignConfig(impl="adversaries:only_capacity_128", capacity=128, steps=50)).kind == "PASS"

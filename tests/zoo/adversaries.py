@@ -1,0 +1,307 @@
+"""The adversary zoo: maps cowcheck did not write, odd or wrong the way a user's map is.
+
+Each entry of :data:`ZOO` is a factory (``adversaries:NAME`` with tests/zoo on
+PYTHONPATH) and the verdict the suite must reach on it, run as a user runs
+it: the exit code of ``cowcheck check``, and for a failure its kind and code.
+Odd but correct maps must pass; wrong ones must fail for the right reason;
+maps the tool cannot drive as asked are bad usage (exit 2), never a failure.
+tests/test_zoo.py holds ``check``, ``replay`` and the campaign executor to
+these verdicts; docs/zoo.md lists them.
+
+Nothing here imports cowcheck: the maps build on :mod:`tiny` (black-box) or
+wrap the reference port only to offer a white-box view of another shape.
+"""
+
+import copy
+import re
+
+import attrs
+
+from tiny import TinyMap, TinySnapshot, TinyView
+
+
+@attrs.frozen
+class Verdict:
+    """What ``cowcheck check --impl adversaries:<factory> [args]`` must give."""
+
+    factory: str
+    exit: int
+    kind: str | None = None
+    code: str | None = None
+    args: tuple = ()
+    says: str = ""  # a phrase the one-line message or notice must contain
+    what: str = ""
+
+
+# ----------------------------------------------------------------- lies
+
+
+class _LyingSnapshot(TinySnapshot):
+    def __init__(self, owner, version, items):
+        super().__init__(owner, version, items)
+        self.count = len(items)  # its size is right...
+        self.released = True  # ...but it claims to be released from the start...
+        self.items = []  # ...and iterates nothing
+
+    def __len__(self):
+        return self.count
+
+
+class LiesReleased(TinyMap):
+    def snapshot(self):
+        self.version += 1
+        self.live.add(self.version)
+        return _LyingSnapshot(self, self.version, list(self.data))
+
+
+class LiesLength(TinyMap):
+    def __len__(self):
+        return len(self.data) + (1 if self.live else 0)  # counts a phantom entry while a snapshot is live
+
+
+class LiesVersion(TinyMap):
+    def snapshot(self):
+        snap = super().snapshot()
+        snap.version = 1  # every snapshot says it is the first
+        return snap
+
+
+class ForgetsRelease(TinyMap):
+    def snapshot(self):
+        snap = super().snapshot()
+        snap.release = lambda: self.release_version(snap.version) if snap.version in self.live else None
+        return snap  # releasing works, but released stays False
+
+
+# ------------------------------------------------------- foreign types
+
+
+class TupleStates(TinyMap):
+    def get(self, key, namespace):
+        state = super().get(key, namespace)
+        return tuple(state) if isinstance(state, list) else state  # hands out a tuple, not the state
+
+
+class KeysAsList(TinyMap):
+    def keys(self, namespace):
+        return [k for (k, n) in self.data if n == namespace]  # a list, not an iterator: fine
+
+
+class _MethodFlagsSnapshot(TinySnapshot):
+    """``released`` and ``version`` as methods (SPEC §16: either is fine)."""
+
+    def __init__(self, owner, version, items):
+        super().__init__(owner, version, items)
+        self._version, self._released = version, False
+        del self.released, self.version
+
+    def released(self):
+        return self._released
+
+    def version(self):
+        return self._version
+
+    def release(self):
+        if not self._released:
+            self.owner.release_version(self._version)
+            self._released = True
+
+
+class FlagsAsMethods(TinyMap):
+    def snapshot(self):
+        self.version += 1
+        self.live.add(self.version)
+        return _MethodFlagsSnapshot(self, self.version, [(k, n, s[0]) for (k, n), s in self.data.items()])
+
+
+# -------------------------------------------------------------- errors
+
+
+class _PlainError(ValueError):
+    pass
+
+
+class OddException(TinyMap):
+    def __iter__(self):
+        inner = super().__iter__()
+
+        def guarded():
+            while True:
+                try:
+                    yield next(inner)
+                except StopIteration:
+                    return
+                except RuntimeError:
+                    raise _PlainError("map modified") from None  # a ValueError, not a RuntimeError
+
+        return guarded()
+
+
+class SnapshotLenRaises(TinyMap):
+    def snapshot(self):
+        snap = super().snapshot()
+        snap.__class__ = _LenRaises
+        return snap
+
+
+class _LenRaises(TinySnapshot):
+    def __len__(self):
+        raise OverflowError("cannot count")
+
+
+# --------------------------------------------------------------- hangs
+
+
+class HangsInGet(TinyMap):
+    def get(self, key, namespace):
+        while len(self.live) >= 2:  # with two snapshots live, get never returns
+            pass
+        return super().get(key, namespace)
+
+
+class _EndlessSnapshot(TinySnapshot):
+    def __iter__(self):
+        items = list(self.items)
+        while items:
+            yield from items  # round and round
+
+
+class EndlessSnapshotIteration(TinyMap):
+    def snapshot(self):
+        snap = super().snapshot()
+        snap.__class__ = _EndlessSnapshot
+        return snap
+
+
+class HangsInNativeCode(TinyMap):
+    def put_and_get_old(self, key, namespace, state):
+        if len(self.live) >= 2:  # a C loop that holds the GIL: catastrophic backtracking
+            re.match(r"(a+)+$", "a" * 64 + "b")
+        return super().put_and_get_old(key, namespace, state)
+
+
+# ---------------------------------------------------- hostile states
+
+
+class _EqRaises(list):
+    def __eq__(self, other):
+        raise TypeError("cannot compare")
+
+    __hash__ = None
+
+
+class _ReprRaises(list):
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+class EqRaisesState(TinyMap):
+    def _fresh(self, slot):
+        state = super()._fresh(slot)
+        return _EqRaises(state) if self.live and isinstance(state, list) else state
+
+
+class ReprRaisesState(TinyMap):
+    def _fresh(self, slot):
+        state = super()._fresh(slot)
+        if self.live and isinstance(state, list):
+            return _ReprRaises(state + [99])  # wrong content, and unprintable
+        return state
+
+
+# ------------------------------------------------------- introspection
+
+
+class TupleIntrospection(TinyMap):
+    def introspect(self):
+        return (len(self.data), self.version)  # another shape of view: correct map, black-box
+
+
+class _MethodView:
+    """The reference map's view with ``is_rehashing`` as a method."""
+
+    def __init__(self, m):
+        self._m = m
+
+    def is_rehashing(self):
+        return self._m.is_rehashing
+
+    def __getattr__(self, name):
+        return getattr(self._m, name)
+
+
+def _reference():
+    from reference import CopyOnWriteStateMap  # only to have a white-box view of another shape
+
+    return CopyOnWriteStateMap
+
+
+def is_rehashing_as_method(capacity=128, state_copier=copy.deepcopy):
+    m = _reference()(capacity, state_copier)
+    m.introspect = lambda: _MethodView(m)
+    return m
+
+
+# ---------------------------------------------------------- arguments
+
+
+def only_capacity_128(capacity=128, state_copier=copy.deepcopy):
+    if capacity != 128:
+        raise ValueError(f"this map only supports capacity 128, not {capacity}")
+    return TinyMap(capacity, state_copier)
+
+
+def _factory(cls):
+    return lambda capacity=128, state_copier=copy.deepcopy: cls(capacity, state_copier)
+
+
+lies_released = _factory(LiesReleased)
+lies_length = _factory(LiesLength)
+lies_version = _factory(LiesVersion)
+forgets_release = _factory(ForgetsRelease)
+tuple_states = _factory(TupleStates)
+keys_as_list = _factory(KeysAsList)
+flags_as_methods = _factory(FlagsAsMethods)
+odd_exception = _factory(OddException)
+snapshot_len_raises = _factory(SnapshotLenRaises)
+hangs_in_get = _factory(HangsInGet)
+endless_snapshot_iteration = _factory(EndlessSnapshotIteration)
+hangs_in_native_code = _factory(HangsInNativeCode)
+eq_raises_state = _factory(EqRaisesState)
+repr_raises_state = _factory(ReprRaisesState)
+tuple_introspection = _factory(TupleIntrospection)
+
+ZOO: dict[str, Verdict] = {
+    # wrong: exit 1, for the right reason
+    "lies-released": Verdict("lies_released", 1, "DIVERGENCE", "P3",
+                             what="a fresh snapshot says released=True and iterates nothing"),
+    "lies-length": Verdict("lies_length", 1, "DIVERGENCE", "P4", what="len() counts one more while a snapshot is live"),
+    "lies-version": Verdict("lies_version", 1, "DIVERGENCE", "P5", what="every snapshot says version 1"),
+    "forgets-release": Verdict("forgets_release", 1, "DIVERGENCE", "P3", what="release() leaves released False"),
+    "tuple-states": Verdict("tuple_states", 1, "DIVERGENCE", "P1", what="get hands out a tuple copy of the list"),
+    "odd-exception": Verdict("odd_exception", 1, "CRASH", "P7",
+                             what="a modified map's iterator raises ValueError, not a RuntimeError"),
+    "snapshot-len-raises": Verdict("snapshot_len_raises", 1, "CRASH", "P7", what="len(snapshot) raises"),
+    "hangs-in-get": Verdict("hangs_in_get", 1, "TIMEOUT", "time-limit", ("--step-time-limit", "1"),
+                            what="get loops forever while two snapshots are live"),
+    "endless-snapshot-iteration": Verdict("endless_snapshot_iteration", 1, "DIVERGENCE", "P2",
+                                          what="a snapshot's iterator goes round forever"),
+    "eq-raises-state": Verdict("eq_raises_state", 1, "DIVERGENCE", "P1",
+                               what="under a snapshot, get hands out a list whose __eq__ raises"),
+    "repr-raises-state": Verdict("repr_raises_state", 1, "DIVERGENCE", "P1",
+                                 what="under a snapshot, get hands out a wrong list whose __repr__ raises"),
+    # odd but correct: exit 0
+    "keys-as-list": Verdict("keys_as_list", 0, what="keys() returns a list instead of an iterator"),
+    "flags-as-methods": Verdict("flags_as_methods", 0, what="snapshot.released() and .version() are methods"),
+    "tuple-introspection": Verdict("tuple_introspection", 0, says="checked black-box",
+                                   what="introspect() returns a tuple: checked black-box, with a notice"),
+    "is-rehashing-as-method": Verdict("is_rehashing_as_method", 0, args=("--white-box",),
+                                      what="a white-box view whose is_rehashing is a method"),
+    "only-capacity-128": Verdict("only_capacity_128", 0, args=("--capacity", "128"),
+                                 what="a factory that only accepts capacity 128, given --capacity 128"),
+    # bad usage: exit 2, one line naming what to change
+    "only-capacity-128-default": Verdict("only_capacity_128", 2, says="--capacity",
+                                         what="the same factory with the default capacity 4"),
+    "tuple-introspection-white-box": Verdict("tuple_introspection", 2, args=("--white-box",), says="primary_table",
+                                             what="--white-box on a view without the contract's fields"),
+}
