@@ -108,7 +108,7 @@ def view_problem(view) -> str | None:
         except Exception as exc:
             return f"reading the view's {name} raised {type(exc).__name__}"
         if value is _MISSING:
-            return f"the view ({_kind(view)[2:]}) has no attribute {name}"
+            return f"the view ({_kind(view)}) has no attribute {name}"
         problem = _field_problem("the view", name, kind, value)
         if problem:
             return problem
@@ -120,7 +120,7 @@ def entry_problem(entry) -> str | None:
     for name, kind in ENTRY_FIELDS:
         value = getattr(entry, name, _MISSING)
         if value is _MISSING:
-            return f"an entry ({_kind(entry)[2:]}) has no attribute {name}"
+            return f"an entry ({_kind(entry)}) has no attribute {name}"
         if kind == _INT and not _is_int(value):
             return f"an entry's {name} is {_kind(value)}, not an int"
     return None

@@ -170,7 +170,7 @@ class PutAndGetOldReturnsLiveState(CopyOnWriteStateMap):
 
 
 @register_mutant("transform-mutates-shared-state", "transform hands the transformation the state a live "
-                 "snapshot shares instead of a copy", "I8 / P2")
+                 "snapshot shares instead of a copy", "P6 / I8 / P2")
 class TransformMutatesSharedState(CopyOnWriteStateMap):
     def transform(self, key, namespace, value, fn):
         copier, self.state_copier = self.state_copier, _identity

@@ -181,3 +181,43 @@ def test_stored_counterexamples_reproduce_on_their_mutant_and_pass_on_the_refere
 def test_the_repository_keeps_regressions_from_real_mutant_finds():
     assert len(STORED) >= 5
     assert len(list((ROOT / "tests" / "regressions").glob("test_*.py"))) == len(STORED)
+
+
+EVIL = '''import copy, pathlib
+pathlib.Path("IMPORTED").write_text("evil.py ran")
+
+def make(capacity=4, state_copier=copy.deepcopy):
+    from reference import CopyOnWriteStateMap
+    return CopyOnWriteStateMap(capacity, state_copier)
+'''
+
+
+def _received(tmp_path) -> Path:
+    """A counterexample received from elsewhere, naming a module that lies beside it."""
+    (tmp_path / "evil.py").write_text(EVIL)
+    path = _stored(tmp_path)
+    data = json.loads(path.read_text())
+    data["implementation"]["spec"] = "evil:make"
+    target = tmp_path / "evil.json"
+    target.write_text(json.dumps(data))
+    return target
+
+
+@pytest.mark.parametrize("command", [["-m", "properties.cli", "replay"], ["-m", "properties", "replay"],
+                                     ["-m", "properties", "replay", "--to-pytest", "--out-dir", "t"],
+                                     ["-m", "properties", "shrink"]])
+def test_a_counterexample_file_never_imports_the_module_it_names(tmp_path, command):
+    path = _received(tmp_path)
+    run = subprocess.run([sys.executable, *command, path.name], capture_output=True, text=True, cwd=tmp_path,
+                         timeout=120)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--impl evil:make" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "IMPORTED").exists()
+
+
+def test_a_module_named_on_the_command_line_is_imported_and_replayed(tmp_path):
+    path = _received(tmp_path)
+    run = subprocess.run([sys.executable, "-m", "properties", "replay", path.name, "--impl", "evil:make"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr  # evil:make is the reference: the mutant's bug is gone
+    assert (tmp_path / "IMPORTED").exists()

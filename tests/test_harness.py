@@ -71,7 +71,12 @@ def test_model_passes_the_same_program_black_box():
 
 
 def test_reference_map_passes_a_program_that_snapshots_while_rehashing():
-    steps = [Step("put", (k, 0, [k])) for k in range(20)] + [
+    m = CopyOnWriteStateMap(capacity=4)
+    h = Harness(m, white_box=True)
+    steps = [Step("put", (k, 0, [k])) for k in range(9)]  # the 9th put leaves the rehash at bucket 6 of 8
+    run(h, steps)
+    assert m.is_rehashing and 0 < m.rehash_index < len(m.primary_table)
+    run(h, [
         Step("snapshot", (0,)),
         Step("get_mutate", (3, 0, 1)),
         Step("rehash", (4,)),
@@ -81,8 +86,9 @@ def test_reference_map_passes_a_program_that_snapshots_while_rehashing():
         Step("read_snapshot", (1,)),
         Step("release", (1,)),
         Step("release", (0,)),
-    ]
-    run(Harness(CopyOnWriteStateMap(capacity=4)), steps)
+    ])
+    assert h.coverage["snapshot-rehashing-all-regions"] == 1  # s0, taken mid-rehash with all three regions
+    assert h.coverage["snapshot-not-rehashing"] == 1  # s1: the reads finished the rehash
 
 
 class GetNeverCopies(CopyOnWriteStateMap):

@@ -1,5 +1,7 @@
 """Every seeded bug in the catalogue is killed by the suite (ci profile, fixed seed)."""
 
+import re
+
 import pytest
 from hypothesis import settings
 
@@ -11,12 +13,19 @@ CATALOGUE = catalogue()
 SEED = 0
 
 
+def expected_codes(mutant) -> set[str]:
+    """The codes a mutant's ``expected`` names (``"I9 / P2"``, ``"P7 (crash)"``, ...)."""
+    return set(re.findall(r"\b[A-Z]\d+\b", mutant.expected))
+
+
 @pytest.mark.parametrize("name", list(CATALOGUE))
-def test_mutant_is_killed_with_white_box_checks(name):
+def test_mutant_is_killed_with_white_box_checks_by_a_property_it_names(name):
     row = run_mutant(CATALOGUE[name], white_box=True, seed=SEED, examples=2000, max_seconds=120,
                      profile=settings.get_profile("ci"))
     assert row.killed, f"{name} survived {row.examples} examples"
     assert row.shrunk_length >= 1
+    code = row.caught_by.split()[-1]
+    assert code in expected_codes(CATALOGUE[name]), f"{name} caught by {row.caught_by}, expected {CATALOGUE[name].expected}"
 
 
 def test_catalogue_has_at_least_15_map_mutants_each_described_with_its_catching_property():

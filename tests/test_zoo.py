@@ -113,6 +113,16 @@ def test_a_native_hang_holding_the_interpreter_ends_the_run_with_exit_1_instead_
     assert "Timeout" in run.stderr or "did not return" in run.stdout
 
 
+def test_check_with_minutes_returns_within_its_budget_whatever_the_map_costs_per_step(tmp_path):
+    import time
+
+    started = time.monotonic()
+    run = cowcheck("check", "--impl", "adversaries:slow", "--minutes", "0.05", "--seed", "1", cwd=tmp_path)
+    took = time.monotonic() - started
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert took < 3 + 10, took  # the budget (3 s) plus interpreter start-up; a batch of examples costs ~20 s
+
+
 def test_run_seed_never_blames_the_implementation_for_a_usage_error_in_the_campaign_probe():
     from properties.campaign_cmd import probe_in_child
     from properties.impls import resolve

@@ -173,6 +173,14 @@ class EndlessSnapshotIteration(TinyMap):
         return snap
 
 
+class Slow(TinyMap):
+    def get(self, key, namespace):
+        import time
+
+        time.sleep(0.005)  # correct, but every get takes 5 ms
+        return super().get(key, namespace)
+
+
 class HangsInNativeCode(TinyMap):
     def put_and_get_old(self, key, namespace, state):
         if len(self.live) >= 2:  # a C loop that holds the GIL: catastrophic backtracking
@@ -267,6 +275,7 @@ snapshot_len_raises = _factory(SnapshotLenRaises)
 hangs_in_get = _factory(HangsInGet)
 endless_snapshot_iteration = _factory(EndlessSnapshotIteration)
 hangs_in_native_code = _factory(HangsInNativeCode)
+slow = _factory(Slow)
 eq_raises_state = _factory(EqRaisesState)
 repr_raises_state = _factory(ReprRaisesState)
 tuple_introspection = _factory(TupleIntrospection)
