@@ -78,7 +78,8 @@ def _cpu_rate(run, seeds) -> float:
 
 
 def per_core(repeat: int, seeds_per_round: int) -> dict[str, list[float]]:
-    from spark_fuzz.executor import run_seed, walk_program
+    from spark_fuzz.executor import run_seed
+    from properties.map.walks import walk_program
 
     def checked(config):
         def run(seed):

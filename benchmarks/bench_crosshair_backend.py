@@ -22,8 +22,8 @@ import time
 
 from hypothesis import given, seed, settings
 
-from properties.harness import CheckFailure
-from properties.short_programs import run_program, short_programs
+from properties.core.failures import CheckFailure
+from properties.map.short_programs import run_program, short_programs
 
 
 def hunt(factory, backend: str, examples: int, max_steps: int) -> tuple[int, float, str]:
@@ -56,7 +56,8 @@ def time_machine(examples: int, steps: int) -> tuple[int, int, float]:
     """(examples, steps, seconds) of the map machine on the reference under the crosshair profile."""
     from hypothesis.stateful import run_state_machine_as_test
 
-    from properties.machines import RunRecord, make_map_machine
+    from properties.core.machine import RunRecord
+    from properties.map.machine import make_map_machine
     from reference import CopyOnWriteStateMap
 
     record = RunRecord()
@@ -68,8 +69,8 @@ def time_machine(examples: int, steps: int) -> tuple[int, int, float]:
 
 
 def main(argv=None) -> None:
-    from properties.mutants import catalogue
-    from properties.profiles import register_profiles, stabilise_generation
+    from properties.core.mutants import catalogue
+    from properties.core.profiles import register_profiles, stabilise_generation
     from reference import CopyOnWriteStateMap
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -39,7 +39,15 @@ import sys
 import time
 from collections import Counter
 
-from properties.parity import first_difference, observe, random_program
+from properties.core.failures import CheckFailure
+from properties.core.program import Step
+from properties.flink import FlinkStateMap, jvm
+from properties.flink.batch import DETAILS, encode_program, run_batch
+from properties.flink.convert import java_value
+from properties.flink.jvm import Java
+from properties.map.harness import Harness
+from properties.map.parity import first_difference, observe, random_program
+from reference import CopyOnWriteStateMap
 
 SEED_STRIDE = 1_000_000
 
@@ -56,8 +64,6 @@ def program_seeds(programs: int, seeds: list[int]) -> list[int]:
 def parity_chunk(args: tuple) -> dict:
     """Parity of the reference and Flink on some program seeds (runs in a worker)."""
     seeds, steps, every = args
-    from properties.flink_bridge import FlinkStateMap, jvm, run_batch
-    from reference import CopyOnWriteStateMap
 
     counts: Counter = Counter()
     differences: list[str] = []
@@ -107,7 +113,6 @@ def run_parity(programs: int, seeds: list[int], steps: int, workers: int, every:
 
 def calls_one_at_a_time(n: int) -> dict:
     """Bridge operations per second, one Python -> Java call (or two) each."""
-    from properties.flink_bridge import FlinkStateMap
 
     m = FlinkStateMap()
     states = [[k] for k in range(1000)]
@@ -130,39 +135,37 @@ def calls_one_at_a_time(n: int) -> dict:
 
 
 def batched(ops: int, parity_programs: list) -> dict:
-    from properties import flink_bridge as fb
-    from properties.program import Step
-
     keys = 1000
     program = []
     for i in range(ops):
         k = (i * 7919) % keys
         op = ("put", "get", "contains_key", "get", "put", "remove")[i % 6]
         program.append(Step(op, (k, 0, [i % 10]) if op == "put" else (k, 0)))
-    code, table = fb._encode_program(program)
-    code, table = fb._Java.int_array(code), fb._Java.object_array(table)
-    fb._Java.Batch.run(code, table, fb.DETAILS["results"])  # warm up the JIT
+    code, table = _java_program(program)
+    Java.Batch.run(code, table, DETAILS["results"])  # warm up the JIT
     t = time.perf_counter()
-    fb._Java.Batch.run(code, table, fb.DETAILS["results"])
+    Java.Batch.run(code, table, DETAILS["results"])
     java = time.perf_counter() - t
     t = time.perf_counter()
-    fb.run_batch(program, detail="results")
+    run_batch(program, detail="results")
     end_to_end = time.perf_counter() - t
-    encoded = [(fb._Java.int_array(c), fb._Java.object_array(tb)) for c, tb in map(fb._encode_program, parity_programs)]
+    encoded = [_java_program(p) for p in parity_programs]
     t = time.perf_counter()
     for c, tb in encoded:
-        fb._Java.Batch.run(c, tb, fb.DETAILS["results"])
+        Java.Batch.run(c, tb, DETAILS["results"])
     mixed = time.perf_counter() - t
     return {"put/get/contains/remove, Java alone": ops / java,
             "put/get/contains/remove, end to end": ops / end_to_end,
             "parity programs (every op), Java alone": sum(map(len, parity_programs)) / mixed}
 
 
+def _java_program(program: list) -> tuple:
+    code, table = encode_program(program)
+    return Java.int_array(code), Java.object_array([java_value(v) for v in table])
+
+
 def harness_rates(programs: list) -> dict:
     """Steps/s of Harness.apply per implementation and mode (campaign-style)."""
-    from properties.flink_bridge import FlinkStateMap
-    from properties.harness import CheckFailure, Harness
-    from reference import CopyOnWriteStateMap
 
     rates = {}
     for name, factory in (("flink", FlinkStateMap), ("reference", lambda: CopyOnWriteStateMap(capacity=128))):
@@ -206,7 +209,6 @@ def main(argv: list[str] | None = None) -> int:
     for d in parity["differences"][:3]:
         out.write(d + "\n")
 
-    from properties.flink_bridge import jvm
 
     t = time.perf_counter()
     info = jvm()

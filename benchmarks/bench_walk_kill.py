@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     parser.add_argument("--max-seeds", type=int, default=2000, help="seeds tried per mutant and mode (default 2000)")
     args = parser.parse_args(argv)
 
-    from properties.mutants import catalogue
+    from properties.core.mutants import catalogue
 
     names = [name for name, mutant in catalogue().items() if mutant.machine == "map"]
     print(f"bench_walk_kill: {len(names)} map mutants, walks of 300 steps, seeds 0..{args.max_seeds - 1}, "

@@ -9,10 +9,18 @@ replay command. Importing the plugin also registers the ``ci``/``dev``/
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
-from properties.harness import CheckFailure
-from properties.profiles import register_profiles
+import properties.map  # noqa: F401  (registers the map machine)
+from properties.core.counterexample import replay_command
+from properties.core.failures import CheckFailure
+from properties.core.hunt import HuntResult, store
+from properties.core.machine import machine_kind
+from properties.core.profiles import register_profiles
+from properties.core.report import format_failure
+from properties.core.shrink import shrink
 
 register_profiles()
 
@@ -32,24 +40,20 @@ def pytest_runtest_makereport(item, call):
     record = getattr(machine, "record", None)
     if record is None or record.last is None or not hasattr(machine, "impl_spec"):
         return
-    from properties.counterexample import replay_command
-    from properties.hunt import HuntResult, store
-    from properties.impls import resolve
-    from properties.report import format_failure
-    from properties.shrink import shrink
-
+    kind = machine_kind("map")
     config = machine.config
-    impl = resolve(machine.impl_spec)
-    make = lambda: impl.new(capacity=config.capacity)
+    factory = machine.factory
+    make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)
     options = dict(white_box=record.last.white_box, strict_live_iteration=config.strict_live_iteration)
     # The failure as the harness first raised it (Hypothesis replays it before reporting).
     original = record.first_failure_steps or record.last.steps
     first = record.first_failure or call.excinfo.value.failure
-    steps, failure = shrink(original, first, make, **options)
+    steps, failure = shrink(original, first, make, harness_class=kind.harness_class, **options)
     result = HuntResult(failure, steps, len(original), record.first_failure_at, 0.0, 0.0,
                         record.examples, record.steps, 0.0)
-    path, _ = store(result, impl_spec=impl.spec, capacity=config.capacity, found_by={"tool": "pytest", "test": item.nodeid, "generator": "hypothesis"},
+    found_by = {"tool": "pytest", "test": item.nodeid, "generator": "hypothesis"}
+    path, _ = store(result, kind=kind, impl_spec=machine.impl_spec, config=config, found_by=found_by,
                     directory=item.config.getoption("--cowcheck-dir"), harness_options=options)
     report.sections.append(("cowcheck counterexample",
-                            format_failure(failure, steps, impl.spec, config.capacity)
-                            + f"saved: {path}\nreplay: {replay_command(path, impl.spec)}\n"))
+                            format_failure(failure, steps, machine.impl_spec, kind, config)
+                            + f"saved: {path}\nreplay: {replay_command(path, machine.impl_spec)}\n"))

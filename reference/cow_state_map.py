@@ -57,6 +57,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Callable, Iterator
 
+from reference.entry import StateMapEntry
 from reference.errors import (
     ConcurrentModificationError,
     ForeignSnapshotError,
@@ -77,6 +78,7 @@ from reference.layout import (
     threshold_for,
     uses_primary_table,
 )
+from reference.snapshot import CopyOnWriteStateMapSnapshot
 
 __all__ = ["CopyOnWriteStateMap", "StateMapEntry", "EMPTY_TABLE"]
 
@@ -86,38 +88,6 @@ EMPTY_TABLE: tuple = (None,) * (MINIMUM_CAPACITY >> 1)
 
 _INT_MIN = -(1 << 31)
 _INT_MAX = (1 << 31) - 1
-
-
-class StateMapEntry:
-    """One chain node. ``entry_version``: map version when this object was
-    created; ``state_version``: version when its state was last written or
-    copied. The copy constructor shares the state *reference* and ``next``."""
-
-    __slots__ = ("key", "namespace", "state", "hash", "next", "entry_version", "state_version")
-
-    def __init__(self, key, namespace, state, hash_, next_, entry_version, state_version):
-        self.key = key
-        self.namespace = namespace
-        self.state = state
-        self.hash = hash_
-        self.next = next_
-        self.entry_version = entry_version
-        self.state_version = state_version
-
-    def copy_with_version(self, entry_version: int) -> "StateMapEntry":
-        """Flink's ``StateMapEntry(other, entryVersion)``."""
-        return StateMapEntry(
-            self.key, self.namespace, self.state, self.hash, self.next, entry_version, self.state_version
-        )
-
-    def as_tuple(self) -> tuple:
-        return (self.key, self.namespace, self.state)
-
-    def __repr__(self) -> str:
-        return (
-            f"StateMapEntry({self.key!r}, {self.namespace!r}, {self.state!r}, "
-            f"hash={self.hash}, ev={self.entry_version}, sv={self.state_version})"
-        )
 
 
 def _hash_of(key, namespace) -> int:
@@ -485,10 +455,8 @@ class CopyOnWriteStateMap:
 
     # -------------------------------------------------------------- snapshots
 
-    def snapshot(self):
+    def snapshot(self) -> CopyOnWriteStateMapSnapshot:
         """Take a snapshot (Flink ``stateSnapshot``); release it when done."""
-        from reference.snapshot import CopyOnWriteStateMapSnapshot
-
         return CopyOnWriteStateMapSnapshot(self)
 
     def snapshot_map_arrays(self) -> list:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO, Callable, Iterator, Optional
 
+from reference.entry import StateMapEntry
+
 __all__ = ["CopyOnWriteStateMapSnapshot"]
 
 
@@ -73,8 +75,6 @@ class CopyOnWriteStateMapSnapshot:
         return SnapshotView(*self._transform_in_place(transformer))
 
     def _transform_in_place(self, transformer):
-        from reference.cow_state_map import StateMapEntry
-
         data = self.snapshot_data
         # Move the chains to the back of the array, keeping their order...
         index = len(data) - 1

@@ -39,6 +39,7 @@ thread only; executors on other threads hand completions to the mailbox.
 
 from __future__ import annotations
 
+import abc
 from typing import Any, Callable
 
 from reference.errors import IllegalStateError
@@ -48,38 +49,41 @@ __all__ = ["StateFuture", "StateFutureImpl", "ContextStateFuture", "CompletedSta
 _PENDING = object()
 
 
-class StateFuture:
-    """The user-facing API of a state future (Flink ``StateFuture``)."""
+class StateFuture(abc.ABC):
+    """The user-facing API of a state future (Flink ``StateFuture``): an
+    abstract interface, implemented by :class:`StateFutureImpl` (and its
+    record-context variant) and :class:`CompletedStateFuture`."""
 
     __slots__ = ()
 
+    @abc.abstractmethod
     def then_apply(self, fn: Callable[[Any], Any]) -> "StateFuture":
         """A future of ``fn(result)``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def then_accept(self, action: Callable[[Any], None]) -> "StateFuture":
         """Run ``action(result)``; a future of None that completes after it."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def then_compose(self, fn: Callable[[Any], "StateFuture"]) -> "StateFuture":
         """A future of the result of the future that ``fn(result)`` returns."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def then_combine(self, other: "StateFuture", fn: Callable[[Any, Any], Any]) -> "StateFuture":
         """A future of ``fn(result, other_result)`` once both are done."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def then_sync_accept(self, action: Callable[[Any], None]) -> None:
         """Run ``action(result)`` in the completing thread, without counting
         (internal; Flink ``InternalStateFuture.thenSyncAccept``)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def is_done(self) -> bool:
-        raise NotImplementedError
+        """Whether the future has completed."""
 
+    @abc.abstractmethod
     def get(self) -> Any:
         """The result; IllegalStateError if not done."""
-        raise NotImplementedError
 
 
 class CompletedStateFuture(StateFuture):

@@ -10,7 +10,8 @@
 - :mod:`spark_fuzz.report`: rows -> report.md / report.html / plots, pure;
 - :mod:`spark_fuzz.faults`: implementations that crash, hang or raise on purpose.
 
-Run one with ``cowcheck campaign`` (docs/campaigns.md).
+Run one with ``cowcheck campaign`` (:mod:`spark_fuzz.command`, registered with
+the command line through an entry point; docs/campaigns.md).
 """
 
 from spark_fuzz.executor import (
@@ -23,9 +24,8 @@ from spark_fuzz.executor import (
     CampaignConfig,
     Outcome,
     run_seed,
-    walk_program,
 )
 from spark_fuzz.ranges import RangeResult, run_range
 
-__all__ = ["CampaignConfig", "Outcome", "RangeResult", "run_seed", "run_range", "walk_program", "KINDS", "PASS",
+__all__ = ["CampaignConfig", "Outcome", "RangeResult", "run_seed", "run_range", "KINDS", "PASS",
            "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT"]

@@ -4,6 +4,7 @@ to ``spark-submit`` to run a campaign on a cluster (docs/campaigns.md)."""
 import sys
 
 from properties.cli import main
+from spark_fuzz import command
 
 if __name__ == "__main__":
-    sys.exit(main(["campaign", *sys.argv[1:]]))
+    sys.exit(main(["campaign", *sys.argv[1:]], commands=(command,)))

@@ -34,6 +34,7 @@ import attrs
 
 from spark_fuzz.executor import CRASH, INTERNAL, CampaignConfig, Outcome, internal_outcome
 from spark_fuzz.ranges import RangeResult, run_range
+from spark_fuzz.report import write_report
 from spark_fuzz.store import CampaignStore
 
 __all__ = ["CampaignResult", "run_campaign", "plan_ranges", "missing_ranges", "distinct_failures",
@@ -429,8 +430,6 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
     result = CampaignResult(str(store.root), runs, failures, distinct, time.monotonic() - began, interrupted,
                             internal)
     if report:
-        from spark_fuzz.report import write_report
-
         write_report(store.root, runs, failures, distinct, config, dict(meta or {}, partitions=partitions))
     if interrupted:
         raise KeyboardInterrupt

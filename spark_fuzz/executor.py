@@ -2,22 +2,20 @@
 
 ``run_seed(seed, config)`` builds a program from the seed, runs it against
 the implementation under test and the model step by step through
-:class:`~properties.harness.Harness` (so P1–P7 and, white-box, I1–I9 apply),
-and on failure shrinks it (:mod:`properties.shrink`) and returns the
+:class:`~properties.map.harness.Harness` (so P1–P7 and, white-box, I1–I9 apply),
+and on failure shrinks it (:mod:`properties.core.shrink`) and returns the
 counterexample as JSON data (the file format of docs/counterexample-format.md).
 The Spark driver only spreads seeds and gathers outcomes; everything that
 decides a verdict is here and is tested without Spark.
 
 Two executors:
 
-- ``raw`` (default): a seeded *swarm* walk. Each seed draws its own op
-  weights (some ops switched off), key and namespace space sizes and how often
-  key == namespace (hash 0: one long chain), then emits steps one at a time
-  (:func:`walk_program` is a generator, so a walk costs no memory up front).
-  Rare interleavings that uniform generation misses in minutes show up in a
-  fraction of a second when whole walks are skewed.
-- ``hypothesis``: the map state machine of :mod:`properties.machines` run by
-  :func:`properties.hunt.hunt` with the seed as Hypothesis seed.
+- ``raw`` (default): a seeded *swarm* walk
+  (:func:`properties.map.walks.walk_program`): each seed draws its own op
+  weights (some ops switched off), key and namespace space sizes and how
+  often key == namespace (hash 0: one long chain).
+- ``hypothesis``: the map state machine of :mod:`properties.map.machine` run by
+  :func:`properties.core.hunt.hunt` with the seed as Hypothesis seed.
 
 Determinism: generation uses ``random.Random(seed)`` only (never ``hash()``,
 never set or dict order of strings), and layouts use the Java-compatible
@@ -31,23 +29,29 @@ process, executor and machine (``Outcome`` equality ignores timing).
 
 from __future__ import annotations
 
-import bisect
 import functools
-import random
 import time
+import traceback
 from collections import Counter
-from typing import Iterator
 
 import attrs
+from hypothesis import settings
 
-from properties.errors import InternalError
-from properties.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
-from properties.harness import Harness
-from properties.limits import DEFAULT_STEP_TIME_LIMIT
-from properties.program import SNAPSHOT_TRANSFORMERS, Step
+from properties.core.counterexample import Counterexample, signature
+from properties.core.errors import InternalError
+from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
+from properties.core.hunt import hunt
+from properties.core.impls import resolve
+from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
+from properties.core.machine import RunRecord
+from properties.core.profiles import PROFILES, stabilise_generation
+from properties.core.shrink import replay, shrink
+from properties.map import MAP, MachineConfig, expected_results, make_map_machine
+from properties.map.harness import Harness
+from properties.map.walks import SampledHarness, walk_program
 
-__all__ = ["CampaignConfig", "Outcome", "run_seed", "walk_program", "SampledHarness", "PASS", "DIVERGENCE",
-           "INVARIANT", "CRASH", "TIMEOUT", "INTERNAL", "KINDS", "EXECUTORS", "WALK_OPS", "internal_outcome"]
+__all__ = ["CampaignConfig", "Outcome", "run_seed", "PASS", "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT", "INTERNAL",
+           "KINDS", "EXECUTORS", "internal_outcome"]
 
 PASS = "PASS"
 INTERNAL = "INTERNAL"  # cowcheck itself failed on this seed: not the implementation's failure
@@ -58,20 +62,6 @@ EXECUTORS = ("raw", "hypothesis")
 RAISED = "raised"  # building the implementation raised
 TIME_LIMIT = "time-limit"  # the seed ran longer than CampaignConfig.seed_time_limit
 INTERNAL_CODE = "internal"  # the code of every INTERNAL outcome
-
-# The map machine's rules, one op each (properties.machines.make_map_machine).
-WALK_OPS = ("put", "put_and_get_old", "get", "get_mutate", "contains_key", "remove", "remove_and_get_old",
-            "transform", "rehash", "snapshot", "read_snapshot", "read_snapshot_transformed", "release",
-            "iterate", "iterate_modify", "keys", "size_of_namespace", "visit")
-_WRITES = ("put", "put_and_get_old", "transform")
-_NEEDS_SNAPSHOT = ("read_snapshot", "read_snapshot_transformed", "release")
-_TRANSFORMERS = tuple(sorted(SNAPSHOT_TRANSFORMERS))
-# Swarm testing: each op is switched off in a walk with this probability.
-_SWARM_OFF = 0.3
-_KEY_SPACES = (2, 3, 4, 6, 8, 12, 16, 32)
-_NAMESPACE_SPACES = (1, 2, 3, 4)
-_CHAIN_BIAS = (0.0, 0.1, 0.3, 0.5, 0.8)  # probability that namespace == key (hash 0)
-
 
 def _positive(instance, attribute, value):
     if value <= 0:
@@ -170,8 +160,6 @@ class Outcome:
             return self.counterexample["signature"]
         if self.kind == PASS:
             return ""
-        from properties.counterexample import signature
-
         return signature(self.impl_spec, self.kind, self.code)
 
     def to_json(self) -> dict:
@@ -182,112 +170,12 @@ class Outcome:
         return cls(**data)
 
 
-# ------------------------------------------------------------------ walks
-
-
-def walk_program(seed: int, steps: int, visitor: bool = True) -> Iterator[Step]:
-    """The swarm walk of ``seed``: ``steps`` steps, then a read of every snapshot
-    still live (P2 at the end, as the machines' teardown does). A generator:
-    each step is drawn when it is needed.
-
-    ``visitor``: whether the implementation offers the incremental visitor
-    (the machine's precondition); the random draws are the same either way, so
-    a seed gives the same program on every implementation that offers it.
-
-    >>> [s.op for s in walk_program(3, 4)]
-    ['visit', 'put_and_get_old', 'size_of_namespace', 'snapshot', 'read_snapshot']
-    """
-    r = random.Random(seed)
-    weights = [0.0 if r.random() < _SWARM_OFF else r.random() for _ in WALK_OPS]
-    if not any(weights[WALK_OPS.index(op)] for op in _WRITES):
-        weights[0] = 1.0  # a walk that never writes tests nothing
-    if not visitor:
-        weights[WALK_OPS.index("visit")] = 0.0
-    cumulative = list(_accumulate(weights))
-    total = cumulative[-1]
-    keys = r.choice(_KEY_SPACES)
-    namespaces = r.choice(_NAMESPACE_SPACES)
-    chain_bias = r.choice(_CHAIN_BIAS)
-    live: list[int] = []  # sids of snapshots taken and not yet released, oldest first
-    taken = 0
-    randrange, rand = r.randrange, r.random
-
-    def pair():
-        k = randrange(keys)
-        return (k, k) if rand() < chain_bias else (k, randrange(namespaces))
-
-    for _ in range(steps):
-        op = WALK_OPS[bisect.bisect(cumulative, rand() * total, 0, len(WALK_OPS) - 1)]
-        if op in _NEEDS_SNAPSHOT and not live:
-            op = "snapshot"
-        if op in ("put", "put_and_get_old"):
-            k, n = pair()
-            yield Step(op, (k, n, [randrange(10) for _ in range(randrange(4))]))
-        elif op in ("get", "contains_key", "remove", "remove_and_get_old"):
-            yield Step(op, pair())
-        elif op in ("get_mutate", "transform"):
-            k, n = pair()
-            yield Step(op, (k, n, randrange(10)))
-        elif op == "rehash":
-            yield Step(op, (randrange(1, 9),))
-        elif op == "snapshot":
-            live.append(taken)
-            taken += 1
-            yield Step(op, (live[-1],))
-        elif op == "read_snapshot":
-            yield Step(op, (live[randrange(len(live))],))
-        elif op == "read_snapshot_transformed":
-            yield Step(op, (live.pop(randrange(len(live))), _TRANSFORMERS[randrange(len(_TRANSFORMERS))]))
-        elif op == "release":
-            yield Step(op, (live.pop(randrange(len(live))),))
-        elif op == "iterate":
-            yield Step(op, ())
-        elif op == "iterate_modify":
-            position = randrange(9)
-            k, n = pair()
-            yield Step(op, (position, k, n, "put" if rand() < 0.5 else "remove"))
-        elif op in ("keys", "size_of_namespace"):
-            yield Step(op, (randrange(namespaces),))
-        else:  # visit
-            yield Step(op, (randrange(1, 5),))
-    for sid in live:
-        yield Step("read_snapshot", (sid,))
-
-
-def _accumulate(weights):
-    total = 0.0
-    for w in weights:
-        total += w
-        yield total
-
-
-class SampledHarness(Harness):
-    """The harness with the structural invariants I1–I9 checked after every
-    ``every``-th step only (and on demand, :meth:`final_check`); the model
-    properties P1–P7 still run after every step."""
-
-    def __init__(self, impl, *, every: int, **options) -> None:
-        super().__init__(impl, **options)
-        self.every = every
-
-    def check_after_step(self, step: Step) -> None:
-        self.check_size(step)
-        if self.white_box and len(self.steps) % self.every == 0:
-            self.check_invariants(step)
-
-    def final_check(self) -> None:
-        if self.white_box and self.steps and len(self.steps) % self.every:
-            self.check_invariants(self.steps[-1])
-
-
 # ----------------------------------------------------------------- run_seed
 
 
 @functools.lru_cache(maxsize=16)
 def _implementation(spec: str):
-    from properties.impls import resolve
-
-    return resolve(spec)
+    return resolve(spec, "map")
 
 
 def _white_box(config: CampaignConfig, impl) -> bool | None:
@@ -352,8 +240,6 @@ def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcom
 
 def internal_outcome(seed: int, config: CampaignConfig, exc: BaseException, **counts) -> Outcome:
     """The INTERNAL outcome of a seed on which cowcheck itself raised ``exc``."""
-    import traceback
-
     summary = exc.summary if isinstance(exc, InternalError) else f"{type(exc).__name__}: {exc}"
     details = (exc.details if isinstance(exc, InternalError) and exc.details else "") + "".join(
         traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -367,14 +253,12 @@ def _counts(harness: Harness) -> dict:
 
 
 def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure, options: dict) -> Outcome:
-    from properties.shrink import replay
-
     program = list(harness.steps)
     make = functools.partial(impl.new, capacity=config.capacity)
     if isinstance(harness, SampledHarness):
         # Checked after every step, the program may fail earlier or with another
         # code: that failure is the one `cowcheck replay` shows.
-        failure = replay(program, make, **options) or failure
+        failure = replay(program, make, harness_class=Harness, **options) or failure
         program = program[: failure.step_index + 1]
     original = len(program)
     if config.shrink:
@@ -386,10 +270,8 @@ def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: 
 
 def _shrink_within(program, failure, make, options, budget):
     """Shrink in rounds of a bounded number of replays until a fixpoint or the budget is spent."""
-    from properties.shrink import shrink
-
     while time.perf_counter() < budget:
-        shorter, failure = shrink(program, failure, make, max_replays=500, **options)
+        shorter, failure = shrink(program, failure, make, harness_class=Harness, max_replays=500, **options)
         if shorter == program:
             break
         program = shorter
@@ -397,9 +279,6 @@ def _shrink_within(program, failure, make, options, budget):
 
 
 def _with_counterexample(seed, config, program, failure, make, options, generator, original, counts) -> Outcome:
-    from properties.counterexample import Counterexample
-    from properties.replay import expected_results
-
     found_by = {"tool": "cowcheck campaign", "generator": generator, "seed": seed, "executor": config.executor,
                 "steps": counts["ops"]}
     cx = Counterexample.build(program, failure, impl=config.impl, capacity=config.capacity, found_by=found_by,
@@ -410,12 +289,6 @@ def _with_counterexample(seed, config, program, failure, make, options, generato
 
 
 def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
-    from hypothesis import settings
-
-    from properties.hunt import hunt
-    from properties.machines import MachineConfig, RunRecord, make_map_machine
-    from properties.profiles import PROFILES, stabilise_generation
-
     stabilise_generation()
     options = _options(config, impl)
     op_mix: Counter = Counter()
@@ -435,7 +308,7 @@ def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
     try:
         result = hunt(lambda rec: make_map_machine(impl.factory, machine_config, rec, impl_spec=impl.spec), make,
                       base_seed=seed, profile=profile, examples=config.examples, record=record,
-                      harness_options=options)
+                      harness_options=options, replay_harness=MAP.harness_class)
     except InternalError as exc:
         return internal_outcome(seed, config, exc, ops=record.steps)
     coverage = Counter(record.coverage)

@@ -37,7 +37,7 @@ from collections import Counter
 
 import attrs
 
-from properties.limits import limited
+from properties.core.limits import limited
 from spark_fuzz.executor import (
     CRASH,
     DIVERGENCE,

@@ -17,15 +17,14 @@ switch) and referenced by both reports from ``plots/``.
 from __future__ import annotations
 
 import html
-import os
 from collections import Counter
 from pathlib import Path
 
 import attrs
 
-from properties.counterexample import replay_command as cx_replay_command
-from properties.counterexample import write_atomically
-from properties.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
+from properties.core.counterexample import replay_command as cx_replay_command
+from properties.core.files import write_atomically
+from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 
 __all__ = ["Summary", "summarise", "busy_seconds", "throughput_segments", "totals", "replay_command",
            "render_markdown", "render_html", "write_report", "PLOTS"]
@@ -129,10 +128,7 @@ def _figure(width: float, height: float):
 
 
 def _save(figure, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    figure.savefig(tmp, format="png", bbox_inches="tight")
-    os.replace(tmp, path)
+    write_atomically(path, lambda tmp: figure.savefig(tmp, format="png", bbox_inches="tight"))
 
 
 def plot_throughput(runs: list[dict], path: Path) -> None:

@@ -8,8 +8,9 @@ Layout of ``DIR``::
     counterexamples/     one JSON file per distinct signature (`cowcheck replay FILE`)
     report.md, report.html, plots/*.png
 
-Every file appears whole or not at all: each is written under ``DIR/.tmp/``
-and renamed into place (``os.replace``, atomic on one file system). A batch
+Every file appears whole or not at all: each is written to a hidden temporary
+file beside it and renamed into place (``properties.core.files.write_atomically``;
+readers never look at the hidden names). A batch
 of results writes its ``failures`` part before its ``runs`` part, and a
 failure row counts only if its seed range has a ``runs`` row: a campaign
 killed between the two renames re-runs that range on ``--resume`` and loses
@@ -28,7 +29,8 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from properties.counterexample import Counterexample, save, write_atomically
+from properties.core.counterexample import Counterexample, save
+from properties.core.files import write_atomically
 
 __all__ = ["CampaignStore", "CampaignStoreError", "RUNS_SCHEMA", "FAILURES_SCHEMA", "MANIFEST_FORMAT"]
 
@@ -77,7 +79,6 @@ class CampaignStore:
         self.runs_dir = self.root / "runs"
         self.failures_dir = self.root / "failures"
         self.counterexamples_dir = self.root / "counterexamples"
-        self.tmp_dir = self.root / ".tmp"
         self.manifest_path = self.root / "campaign.json"
         self._parts = 0
 
@@ -114,7 +115,7 @@ class CampaignStore:
             detail = ", ".join(f"{k}: {existing['config'].get(k)!r} -> {config.get(k)!r}" for k in changed)
             raise CampaignStoreError(self.root, f"--resume with other settings than the campaign was started "
                                                 f"with ({detail})")
-        for directory in (self.runs_dir, self.failures_dir, self.counterexamples_dir, self.tmp_dir):
+        for directory in (self.runs_dir, self.failures_dir, self.counterexamples_dir):
             directory.mkdir(parents=True, exist_ok=True)
 
     # -------------------------------------------------------------- tables
@@ -130,11 +131,7 @@ class CampaignStore:
 
     def _write_part(self, directory: Path, name: str, rows: list[dict], schema: pa.Schema) -> None:
         table = pa.Table.from_pylist([_to_arrow(row, schema) for row in rows], schema=schema)
-        tmp = self.tmp_dir / f"{directory.name}-{name}"
-        pq.write_table(table, tmp)
-        with open(tmp, "rb") as written:
-            os.fsync(written.fileno())
-        os.replace(tmp, directory / name)
+        write_atomically(directory / name, lambda tmp: pq.write_table(table, tmp))
 
     def runs(self) -> list[dict]:
         """Every runs row (maps as dicts)."""

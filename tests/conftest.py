@@ -6,7 +6,9 @@ import os
 
 from hypothesis import settings
 
-from properties.profiles import register_profiles, stabilise_generation
+import properties.flink  # noqa: F401  (registers --impl flink)
+import properties.machines  # noqa: F401  (each machine package registers its machine and mutants)
+from properties.core.profiles import register_profiles, stabilise_generation
 
 register_profiles()
 stabilise_generation()

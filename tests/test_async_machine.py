@@ -7,21 +7,15 @@ from hypothesis import seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from model.async_model import AsyncModel
-from properties.async_harness import (
-    ASYNC_SCENARIOS,
-    AsyncHarness,
-    AsyncMachineConfig,
-    async_step_from_json,
-    async_step_to_json,
-    render_async_program,
-)
-from properties.async_machine import make_async_machine
-from properties.harness import CheckFailure
-from properties.hunt import hunt
-from properties.machines import RunRecord
-from properties.mutants import catalogue
-from properties.program import Step
-from properties.shrink import replay, shrink
+from properties.async_exec.harness import ASYNC_SCENARIOS, AsyncHarness, AsyncMachineConfig, render_async_program
+from properties.async_exec.machine import make_async_machine
+from properties.async_exec.ops import ASYNC_OPS
+from properties.core.failures import CheckFailure
+from properties.core.hunt import hunt
+from properties.core.machine import RunRecord
+from properties.core.mutants import catalogue
+from properties.core.program import Step, step_to_json
+from properties.core.shrink import replay, shrink
 from reference.async_execution import AsyncExecutionController
 
 SEED = 20240611
@@ -111,7 +105,7 @@ def test_the_harness_accepts_a_built_controller_as_its_class():
 def test_async_steps_round_trip_through_json():
     steps = [Step("arrive", (2, [["sum", "a", "b", "a"], ["read", "b"]])), Step("advance_time", (10,)),
              Step("trigger", ()), Step("drain", (0,)), Step("run_mail", (3,))]
-    assert [async_step_from_json(json.loads(json.dumps(async_step_to_json(s)))) for s in steps] == steps
+    assert [ASYNC_OPS.parse(json.loads(json.dumps(step_to_json(s)))) for s in steps] == steps
 
 
 @pytest.mark.parametrize("data", [
@@ -123,7 +117,7 @@ def test_async_steps_round_trip_through_json():
 ])
 def test_malformed_async_steps_are_rejected(data):
     with pytest.raises(ValueError):
-        async_step_from_json(data)
+        ASYNC_OPS.parse(data)
 
 
 def test_the_model_runs_each_record_to_completion_in_arrival_order():

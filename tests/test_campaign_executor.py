@@ -14,10 +14,10 @@ import attrs
 import pytest
 
 from properties.cli import main
-from properties.counterexample import Counterexample, save
-from properties.scenarios import MAP_SCENARIOS
-from spark_fuzz import CampaignConfig, Outcome, run_range, run_seed, walk_program
-from spark_fuzz.executor import WALK_OPS
+from properties.core.counterexample import Counterexample, save
+from properties.map.scenarios import MAP_SCENARIOS
+from properties.map.walks import WALK_OPS, walk_program
+from spark_fuzz import CampaignConfig, Outcome, run_range, run_seed
 from spark_fuzz.ranges import guarded_run_seed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -188,7 +188,7 @@ def test_an_exception_escaping_run_seed_is_cowchecks_internal_outcome_not_a_fail
 
 
 def test_an_error_of_cowchecks_own_code_in_a_walk_is_an_internal_outcome_counted_apart(monkeypatch):
-    from properties.harness import Harness
+    from properties.map.harness import Harness
 
     def broken(self, step):
         raise KeyError("a bug in cowcheck")

@@ -8,16 +8,7 @@ import pytest
 from spark_fuzz.driver import distinct_failures_locally, missing_ranges, plan_ranges, prefer
 from spark_fuzz.executor import CampaignConfig
 from spark_fuzz.ranges import run_range
-from spark_fuzz.report import (
-    busy_seconds,
-    render_html,
-    render_markdown,
-    replay_command,
-    summarise,
-    throughput_segments,
-    totals,
-    write_report,
-)
+from spark_fuzz.report import ( busy_seconds, render_html, render_markdown, replay_command, summarise, throughput_segments, totals, write_report, )
 from spark_fuzz.store import CampaignStore, CampaignStoreError
 
 CONFIG = CampaignConfig(impl="mutant:skip-prefix-copy", steps=120)
@@ -106,7 +97,7 @@ def test_failure_rows_without_a_runs_row_do_not_count(tmp_path, found):
 def test_leftovers_of_an_interrupted_write_are_ignored(tmp_path, found):
     store = CampaignStore(tmp_path / "c")
     store.begin(CONFIG.to_json(), resume=False)
-    (store.tmp_dir / "runs-part-x.parquet").write_bytes(b"PAR1 torn")
+    (store.runs_dir / ".part-x.parquet.1a2b.tmp").write_bytes(b"PAR1 torn")
     store.append(*found)
     assert len(store.runs()) == 1
 

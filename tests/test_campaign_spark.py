@@ -59,10 +59,11 @@ def test_every_seed_gets_exactly_one_runs_row_and_the_tables_read_as_parquet(mut
     failures = pd.read_parquet(Path(mutant_campaign.out) / "failures")
     assert _seeds_covered(mutant_campaign.runs) == list(range(*SEEDS))
     assert int(runs["seeds"].sum()) == SEEDS[1] - SEEDS[0]
-    assert int(runs[["passed", "divergence", "invariant", "crash", "timeout"]].sum().sum()) == SEEDS[1] - SEEDS[0]
+    assert int(runs[["passed", "divergence", "invariant", "crash", "timeout", "internal"]].sum().sum()) == \
+        SEEDS[1] - SEEDS[0]
     assert len(failures) == int(runs["invariant"].sum()) == len(mutant_campaign.failures)
     assert set(failures["kind"]) == {"INVARIANT"}
-    assert list((Path(mutant_campaign.out) / ".tmp").iterdir()) == []
+    assert list(Path(mutant_campaign.out).rglob(".*.tmp")) == []  # no temporary file left behind
 
 
 def test_failures_are_deduplicated_by_signature_keeping_the_shortest_program(mutant_campaign):
@@ -106,7 +107,7 @@ def test_resume_after_an_interrupted_run_loses_nothing(spark, tmp_path, mutant_c
     kept = {p.name: p.read_text() for p in (out / "counterexamples").glob("*.json")}
     half_done = _seeds_covered(store.runs())
     assert 0 < len(half_done) < SEEDS[1] - SEEDS[0] and kept
-    (out / ".tmp" / "runs-part-torn.parquet").write_bytes(b"PAR1 half a file")  # a write cut short
+    (out / "runs" / ".part-torn.parquet.1a2b.tmp").write_bytes(b"PAR1 half a file")  # a write cut short
 
     resumed = run_campaign(spark, MUTANT, out, seeds=SEEDS, partitions=6, resume=True)
     assert _seeds_covered(resumed.runs) == list(range(*SEEDS))
@@ -181,11 +182,11 @@ def test_the_cli_runs_resumes_and_refuses_to_overwrite_a_campaign(spark, tmp_pat
 
 
 def test_a_counterexample_replays_to_the_same_trace_byte_for_byte_on_a_spark_executor(spark):
-    from properties.replay_cmd import trace_of
+    from properties.machines import trace
 
     stored = sorted(str(p) for p in (Path(__file__).parent / "regressions" / "counterexamples").glob("*.json"))
-    on_driver = [trace_of(path) for path in stored]
-    on_executors = spark.parallelize(stored, 2).map(trace_of).collect()
+    on_driver = [trace(path) for path in stored]
+    on_executors = spark.parallelize(stored, 2).map(trace).collect()
     assert on_executors == on_driver
     assert all("FAILS:" in trace for trace in on_driver)
 

@@ -6,20 +6,20 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from properties.checkpoint_harness import (
+from properties.checkpoint.harness import (
     CHECKPOINT_SCENARIOS,
     SPEC_13_CHECKPOINT_SCENARIOS,
     CheckpointHarness,
-    checkpoint_step_from_json,
     render_checkpoint_program,
 )
-from properties.checkpoint_machine import CheckpointMachineConfig, make_checkpoint_machine, small_backend
-from properties.harness import CheckFailure
-from properties.hunt import hunt
-from properties.machines import RunRecord, machine_kind
-from properties.mutants import catalogue
-from properties.program import Step, step_to_json
-from properties.shrink import replay, signature_of
+from properties.checkpoint.machine import CheckpointMachineConfig, make_checkpoint_machine, small_backend
+from properties.checkpoint.ops import CHECKPOINT_OPS
+from properties.core.failures import CheckFailure
+from properties.core.hunt import hunt
+from properties.core.machine import RunRecord, machine_kind
+from properties.core.mutants import catalogue
+from properties.core.program import Step, step_to_json
+from properties.core.shrink import replay, signature_of
 
 CHECKPOINT_MUTANTS = {name: m for name, m in catalogue().items() if m.machine == "checkpoint"}
 
@@ -62,7 +62,7 @@ def test_a_shrunk_failure_replays_from_json():
     mutant = CHECKPOINT_MUTANTS["checkpoint-writes-live-state"]
     result = _hunt(mutant)
     stored = json.dumps([step_to_json(s) for s in result.program])
-    steps = [checkpoint_step_from_json(d) for d in json.loads(stored)]
+    steps = [CHECKPOINT_OPS.parse(d) for d in json.loads(stored)]
     assert signature_of(replay(steps, mutant.factory, harness_class=CheckpointHarness)) == \
         signature_of(result.failure)
     assert "backend.checkpoint(" in render_checkpoint_program(steps)
@@ -70,7 +70,7 @@ def test_a_shrunk_failure_replays_from_json():
 
 def test_the_checkpoint_machine_is_registered_for_cowcheck_mutants():
     kind = machine_kind("checkpoint")
-    loaded = (kind.load("builder"), kind.load("config_class"), kind.load("harness_class"))
+    loaded = (kind.builder, kind.config_class, kind.harness_class)
     assert loaded == (make_checkpoint_machine, CheckpointMachineConfig, CheckpointHarness)
     assert len(CHECKPOINT_MUTANTS) >= 4
 
@@ -111,8 +111,8 @@ def test_a_malformed_step_is_a_program_error():
     with pytest.raises(CheckFailure) as caught:
         _apply_all(small_backend()(), [("kv_put", ("a", 1, 0))])
     assert caught.value.failure.code == "program"
-    with pytest.raises(ValueError, match="unknown checkpoint operation"):
-        checkpoint_step_from_json({"op": "put", "args": [1, 0, []]})
+    with pytest.raises(ValueError, match="unknown operation 'put' of the checkpoint machine"):
+        CHECKPOINT_OPS.parse({"op": "put", "args": [1, 0, []]})
 
 
 def test_the_shrinker_gets_simpler_checkpoint_steps_from_the_harness():

@@ -19,9 +19,9 @@ from crosshair.fnutil import FunctionInfo
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from properties.harness import Harness
-from properties.program import Step
-from properties.prove_cmd import DEFAULT_TARGETS, find_contracts
+from properties.map.harness import Harness
+from properties.core.program import Step
+from properties.core.contracts import DEFAULT_TARGETS, find_contracts
 from reference import CopyOnWriteStateMap
 from reference import hashing, layout
 from reference.hashing import INT_MAX, INT_MIN, MAX_PARALLELISM_UPPER_BOUND

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from properties.counterexample import Counterexample, CounterexampleError, load, save
-from properties.harness import Failure
-from properties.impls import resolve
-from properties.program import Step
-from properties.replay import expected_results
-from properties.shrink import replay, shrink
+from properties.core.counterexample import Counterexample, CounterexampleError, load, save
+from properties.core.failures import Failure
+from properties.core.impls import resolve
+from properties.core.program import Step
+from properties.core.replay import replay_setup
+from properties.core.shrink import replay, shrink, signature_of
+from properties.map import expected_results
+from properties.map.harness import Harness
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +26,7 @@ PROGRAM = [Step("put_and_get_old", (3, 3, [])), Step("transform", (0, 0, 0)), St
 
 def _stored(tmp_path, steps=PROGRAM, impl="mutant:skip-prefix-copy"):
     make = lambda: resolve(impl).new(capacity=4)
-    failure = replay(steps, make)
+    failure = replay(steps, make, harness_class=Harness)
     cx = Counterexample.build(steps, failure, impl=impl, capacity=4, found_by={"tool": "test", "seed": 0},
                               expected=expected_results(steps))
     return save(cx, tmp_path)[0]
@@ -54,7 +56,7 @@ def test_same_bug_found_twice_is_stored_once_and_the_shorter_program_wins(tmp_pa
     assert path == longer_path
     assert len(load(path).steps) == len(PROGRAM)
     make = lambda: resolve("mutant:skip-prefix-copy").new(capacity=4)
-    cx = Counterexample.build(longer, replay(longer, make), impl="mutant:skip-prefix-copy", capacity=4,
+    cx = Counterexample.build(longer, replay(longer, make, harness_class=Harness), impl="mutant:skip-prefix-copy", capacity=4,
                               found_by={})
     assert save(cx, tmp_path) == (path, False)
     assert list(tmp_path.iterdir()) == [path]
@@ -106,7 +108,7 @@ def test_shrink_finds_the_minimum_fast():
     make = lambda: resolve("mutant:skip-prefix-copy").new(capacity=4)
     noise = [Step("contains_key", (k, 1)) for k in range(5)] + [Step("size_of_namespace", (2,))]
     noisy = [step for original in PROGRAM for step in noise + [original]]
-    steps, failure = shrink(noisy, replay(noisy, make), make)
+    steps, failure = shrink(noisy, replay(noisy, make, harness_class=Harness), make, harness_class=Harness)
     assert (failure.kind, failure.code) == ("INVARIANT", "I9")
     assert len(steps) <= 4
 
@@ -168,14 +170,12 @@ STORED = sorted((ROOT / "tests" / "regressions" / "counterexamples").glob("*.jso
 
 @pytest.mark.parametrize("path", STORED, ids=lambda p: p.stem)
 def test_stored_counterexamples_reproduce_on_their_mutant_and_pass_on_the_reference(path):
-    from properties.replay_cmd import replay_setup
-    from properties.shrink import signature_of
-
     cx = load(path)
-    _, make, options, _ = replay_setup(cx, cx.implementation)
-    assert signature_of(replay(list(cx.steps), make, **options)) == signature_of(cx.failure)
-    _, make, options, _ = replay_setup(cx, "reference")
-    assert replay(list(cx.steps), make, **options) is None
+    _, make, options, kind = replay_setup(cx, cx.implementation)
+    assert signature_of(replay(list(cx.steps), make, harness_class=kind.harness_class, **options)) == \
+        signature_of(cx.failure)
+    _, make, options, kind = replay_setup(cx, "reference")
+    assert replay(list(cx.steps), make, harness_class=kind.harness_class, **options) is None
 
 
 def test_the_repository_keeps_regressions_from_real_mutant_finds():

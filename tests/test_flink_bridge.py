@@ -1,25 +1,26 @@
-"""The Flink bridge (properties.flink_bridge): Flink 2.3.0's own CopyOnWriteStateMap,
+"""The Flink bridge (properties.flink): Flink 2.3.0's own CopyOnWriteStateMap,
 in this process's JVM, behind the SPEC §15 API. Every test here runs the real jar."""
 
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
-from properties.flink_bridge import (
-    BATCH_OPS,
-    FlinkCapacityError,
-    FlinkStateMap,
-    jvm,
-    run_batch,
-)
-from properties.impls import resolve
-from properties.program import OPS, Step
-from reference import ConcurrentModificationError
+import properties.flink
+from properties.core.counterexample import load
+from properties.core.impls import resolve
+from properties.core.program import Step
+from properties.core.shrink import replay, shrink
+from properties.flink import BATCH_OPS, FlinkCapacityError, FlinkStateMap, jvm, run_batch
+from properties.map.harness import Harness
+from properties.map.ops import MAP_OPS
+from reference import ConcurrentModificationError, CopyOnWriteStateMap
 from reference.serializers import IntSerializer, ListSerializer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,7 +38,8 @@ def _python(script: str) -> subprocess.CompletedProcess:
 def test_resolve_flink_is_white_box_and_starts_no_jvm():
     result = _python("""
         import jpype
-        from properties.impls import resolve
+        import properties.flink
+        from properties.core.impls import resolve
         impl = resolve("flink")
         print(impl.spec, impl.white_box, jpype.isJVMStarted())
     """)
@@ -46,7 +48,7 @@ def test_resolve_flink_is_white_box_and_starts_no_jvm():
 
 
 def test_flink_with_options_is_an_unknown_implementation():
-    from properties.impls import UnknownImplementationError
+    from properties.core.impls import UnknownImplementationError
 
     with pytest.raises(UnknownImplementationError) as caught:
         resolve("flink:fast")
@@ -76,7 +78,8 @@ def test_forked_executors_each_start_their_own_jvm_on_first_use():
     result = _python("""
         import multiprocessing, os
         import jpype
-        from properties.impls import resolve
+        import properties.flink
+        from properties.core.impls import resolve
 
         impl = resolve("flink")  # the driver resolves, and starts no JVM
 
@@ -97,7 +100,7 @@ def test_forked_executors_each_start_their_own_jvm_on_first_use():
 def test_a_child_forked_after_the_jvm_started_gets_a_clear_error():
     result = _python("""
         import os
-        from properties.flink_bridge import FlinkStateMap, FlinkUnavailableError, jvm
+        from properties.flink import FlinkStateMap, FlinkUnavailableError, jvm
         jvm()
         pid = os.fork()
         if pid == 0:
@@ -115,7 +118,7 @@ def test_a_child_forked_after_the_jvm_started_gets_a_clear_error():
 
 def test_missing_flink_jar_is_reported_without_starting_a_jvm(tmp_path):
     env = dict(os.environ, COWCHECK_FLINK_LIB=str(tmp_path))
-    result = subprocess.run([sys.executable, "-c", "from properties.flink_bridge import available; print(available())"],
+    result = subprocess.run([sys.executable, "-c", "from properties.flink import available; print(available())"],
                             cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert "flink-dist-2.3.0.jar not found" in result.stdout
 
@@ -285,8 +288,11 @@ def test_introspection_shows_flinks_table_at_the_98th_insert():
 # ------------------------------------------------------------------- batch
 
 
-def test_batch_mode_knows_every_program_operation():
-    assert sorted(BATCH_OPS) == sorted(OPS)
+def test_batch_java_numbers_operations_in_the_order_of_the_maps_table():
+    source = (Path(properties.flink.__file__).parent / "java" / "cowcheck" / "bridge" / "Batch.java").read_text()
+    codes = {name.lower(): int(code) for name, code in re.findall(r"static final int ([A-Z_]+) = (\d+);", source)
+             if not name.startswith("DETAIL")}
+    assert list(BATCH_OPS) == list(MAP_OPS.names) == sorted(codes, key=codes.get)
 
 
 def test_batch_runs_a_program_in_one_call_with_identity_numbers():
@@ -300,7 +306,7 @@ def test_batch_runs_a_program_in_one_call_with_identity_numbers():
 
 
 def test_batch_rejects_an_unknown_snapshot_transformer():
-    with pytest.raises(ValueError, match="unknown snapshot transformer"):
+    with pytest.raises(ValueError, match="expected one of append_marker, drop_even, got 'nope'"):
         run_batch([Step("snapshot", (0,)), Step("read_snapshot_transformed", (0, "nope"))])
 
 
@@ -354,7 +360,8 @@ def test_map_machine_on_flink_with_keys_enough_to_rehash_passes_and_reaches_the_
     from hypothesis import settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    from properties.machines import MachineConfig, RunRecord, make_map_machine
+    from properties.map.machine import MachineConfig, make_map_machine
+    from properties.core.machine import RunRecord
 
     record = RunRecord()
     machine = make_map_machine(FlinkStateMap, MachineConfig(capacity=128, keys=160, namespaces=2), record,
@@ -368,14 +375,9 @@ def test_map_machine_on_flink_with_keys_enough_to_rehash_passes_and_reaches_the_
 
 @pytest.mark.parametrize("name", ["live-iteration-rehash.json", "live-iteration-rehash-skip.json"])
 def test_the_live_iteration_finding_is_flinks_and_the_references_alike(name):
-    from properties.counterexample import load
-    from properties.harness import Harness
-    from properties.shrink import replay
-    from reference import CopyOnWriteStateMap
-
     cx = load(os.path.join(ROOT, "docs", "findings", name))
     for make in (FlinkStateMap, lambda: CopyOnWriteStateMap(capacity=128)):
-        strict = replay(list(cx.steps), make, white_box=True, strict_live_iteration=True)
+        strict = replay(list(cx.steps), make, harness_class=Harness, white_box=True, strict_live_iteration=True)
         assert (strict.kind, strict.code, strict.step_index) == ("DIVERGENCE", "P7", cx.failing_step)
         lenient = Harness(make(), white_box=True)
         for step in cx.steps:
@@ -384,11 +386,9 @@ def test_the_live_iteration_finding_is_flinks_and_the_references_alike(name):
 
 
 def test_the_shorter_live_iteration_counterexample_is_minimal_for_the_shrinker():
-    from properties.counterexample import load
-    from properties.shrink import shrink
-
     cx = load(os.path.join(ROOT, "docs", "findings", "live-iteration-rehash.json"))
-    steps, _ = shrink(list(cx.steps), cx.failure, FlinkStateMap, white_box=False, strict_live_iteration=True)
+    steps, _ = shrink(list(cx.steps), cx.failure, FlinkStateMap, harness_class=Harness, white_box=False,
+                      strict_live_iteration=True)
     assert len(steps) == len(cx.steps) == 99
 
 
@@ -396,7 +396,7 @@ def test_spec_3_flinks_private_constructor_with_capacity_0_writes_into_the_share
     # In a subprocess: the stray entry would show up in every map of this JVM.
     result = _python("""
         import jpype
-        from properties.flink_bridge import FlinkStateMap, jvm
+        from properties.flink import FlinkStateMap, jvm
         jvm()
         Map = jpype.JClass("org.apache.flink.runtime.state.heap.CopyOnWriteStateMap")
         constructor = Map.class_.getDeclaredConstructor(

@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from properties.flink_bridge import FlinkStateMap, run_batch
-from properties.mutants import catalogue
-from properties.parity import first_difference, observe, random_program
-from properties.program import Step
+from properties.flink import FlinkStateMap, run_batch
+from properties.core.mutants import catalogue
+from properties.map.parity import first_difference, observe, random_program
+from properties.core.program import Step
 from reference import CopyOnWriteStateMap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

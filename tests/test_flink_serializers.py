@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from properties.flink_bridge import FlinkStateMap, flink_deserialize, flink_serialize
-from properties.parity import random_program
+from properties.flink import FlinkStateMap, flink_deserialize, flink_serialize
+from properties.map.parity import random_program
 from reference import CopyOnWriteStateMap
 from reference.serializers import (
     BytesSerializer,

@@ -6,10 +6,11 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from model import ModelMap
-from properties.harness import CheckFailure
-from properties.machines import MachineConfig, RunRecord, make_map_machine
-from properties.map_mutants import SkipPrefixCopy  # copies the entry to change, not the chain prefix
-from properties.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
+from properties.core.failures import CheckFailure
+from properties.map.machine import MachineConfig, make_map_machine
+from properties.core.machine import RunRecord
+from properties.map.mutants import SkipPrefixCopy  # copies the entry to change, not the chain prefix
+from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from reference import CopyOnWriteStateMap
 
 # Runs under whatever --hypothesis-profile selects (ci in CI).

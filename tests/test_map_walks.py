@@ -20,9 +20,11 @@ from collections import Counter
 
 import pytest
 
-from properties.harness import CheckFailure, Harness
-from properties.program import SNAPSHOT_TRANSFORMERS, Step, render_program
-from properties.scenarios import MAP_SCENARIOS
+from properties.core.failures import CheckFailure
+from properties.map.harness import Harness
+from properties.map.ops import SNAPSHOT_TRANSFORMERS, render_program
+from properties.core.program import Step
+from properties.map.scenarios import MAP_SCENARIOS
 from reference import CopyOnWriteStateMap
 
 OPS = (

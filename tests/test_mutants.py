@@ -5,9 +5,9 @@ import re
 import pytest
 from hypothesis import settings
 
-from properties.impls import resolve
-from properties.mutants import catalogue
-from properties.mutants_cmd import run_mutant
+from properties.core.impls import resolve
+from properties.core.mutants import catalogue
+from properties.core.mutants import run_mutant
 
 CATALOGUE = catalogue()
 SEED = 0

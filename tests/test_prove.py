@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import crosshair_mutants
-from properties.prove_cmd import (
+from properties.core.contracts import (
     CONFIRMED,
     DEFAULT_TARGETS,
     ERROR,
@@ -161,3 +161,4 @@ def test_list_shows_each_contract_with_its_place():
     assert 0 == run.returncode, run.stderr
     assert re.search(r"^reference\.layout\.snapshot_regions +reference/layout\.py:\d+$", run.stdout, re.M)
     assert 15 == len(run.stdout.splitlines())
+

@@ -9,10 +9,10 @@ measurements are in docs/crosshair.md.
 import pytest
 from hypothesis import given, settings
 
-from properties.harness import CheckFailure
-from properties.mutants import catalogue
-from properties.program import Step
-from properties.short_programs import decode, run_program, short_programs
+from properties.core.failures import CheckFailure
+from properties.core.mutants import catalogue
+from properties.core.program import Step
+from properties.map.short_programs import decode, run_program, short_programs
 from reference import CopyOnWriteStateMap
 
 

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
-from properties.machines import MachineConfig, make_map_machine
+from properties.map.machine import MachineConfig, make_map_machine
 from reference import CopyOnWriteStateTable
 from reference.errors import ConcurrentModificationError, IllegalStateError, KeyGroupOutOfRangeError
 from reference.hashing import key_group

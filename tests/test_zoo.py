@@ -22,7 +22,9 @@ sys.path.insert(0, str(ZOO_DIR))
 
 from adversaries import ZOO  # noqa: E402
 
-from properties.errors import UsageError  # noqa: E402
+from properties.core.errors import UsageError  # noqa: E402
+from properties.core.impls import probe_isolated, resolve  # noqa: E402
+from properties.core.machine import machine_kind  # noqa: E402
 from spark_fuzz.executor import CampaignConfig, run_seed  # noqa: E402
 from spark_fuzz.ranges import run_range  # noqa: E402
 
@@ -124,11 +126,9 @@ def test_check_with_minutes_returns_within_its_budget_whatever_the_map_costs_per
 
 
 def test_run_seed_never_blames_the_implementation_for_a_usage_error_in_the_campaign_probe():
-    from properties.campaign_cmd import probe_in_child
-    from properties.impls import resolve
-
+    kind = machine_kind("map")
+    impl = resolve("adversaries:only_capacity_128")
     with pytest.raises(UsageError, match="--capacity"):
-        probe_in_child(resolve("adversaries:only_capacity_128"), 4, black_box=False, step_time_limit=5)
-    assert probe_in_child(resolve("adversaries:only_capacity_128"), 128, black_box=False,
-                          step_time_limit=5).white_box is False
+        probe_isolated(kind, impl, kind.config(capacity=4), black_box=False, step_time_limit=5)
+    assert probe_isolated(kind, impl, kind.config(capacity=128), black_box=False, step_time_limit=5).white_box is False
     assert run_seed(0, CampaignConfig(impl="adversaries:only_capacity_128", capacity=128, steps=50)).kind == "PASS"

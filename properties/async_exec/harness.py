@@ -1,0 +1,604 @@
+"""Drive an async execution controller and the serial model side by side (SPEC §12).
+
+A program is a list of :class:`~properties.core.program.Step` over the ops of
+:data:`~properties.async_exec.ops.ASYNC_OPS`: record arrivals (each record runs a small program of
+chained async state calls on its key, see ``model.async_model``), time
+passing, forced triggers, drains and partial mailbox runs. The harness builds
+the controller itself (``factory(batch_size=, max_in_flight=,
+buffer_timeout=, clock=, backend=)``) around a manual clock and a heap backend
+of ``CopyOnWriteStateMap``s, so a step list replays exactly.
+
+Properties (``Failure.code``):
+
+- A1 order: records of one key start in arrival order, and each key's
+  requests reach the executor in arrival order of their records;
+- A2 exclusive: never two records of one key active at once (a record starts
+  only after the previous one of its key finished; one holder per key);
+- A3 in-flight: at most ``max_in_flight + 1`` records in flight (Flink's
+  bound: a new record is admitted while in-flight == max); a drain leaves at
+  most its target;
+- A4 batch: a batch holds ``min(batch_size, active queue)`` requests, and an
+  unforced trigger only happens at a full batch;
+- A5 once: every callback runs exactly once, every future completes;
+- A6 release: reference counts never go negative, and after a drain to 0
+  every count is 0, every key released, every queue empty;
+- A7 state: every read equals the serial model's, and so does the final state;
+- A8 timeout: once time has advanced, no request waits longer than the buffer
+  timeout; a request entering the active queue arms the timeout;
+- A9 context: callbacks run with their record's context current;
+- A10 liveness: a drain finishes (kind TIMEOUT), the controller does not raise
+  (kind CRASH).
+
+Black-box, from the records' programs alone: A1, A2 (start after the
+predecessor finished), A3 (records that have not finished their program are
+certainly in flight), A5, A7, A8 (with the synchronous executor), A9, A10.
+White-box, reading ``in_flight``, ``key_accounting``, ``buffer`` and the
+batches handed to ``state_executor``: A1's executor order, A2's holders, A3's
+count, A4, A6, A8's armed deadline.
+
+>>> from reference.async_execution import AsyncExecutionController
+>>> h = AsyncHarness(AsyncExecutionController, AsyncMachineConfig(batch_size=2, max_in_flight=1))
+>>> for key in (1, 1, 2):
+...     h.apply(Step("arrive", (key, [["add", "a", 5]])))
+>>> h.apply(Step("drain", (0,)))
+>>> sorted(h.coverage)
+['backpressure-drain', 'batch-full-trigger', 'forced-trigger', 'same-key-blocked-then-activated']
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import attrs
+
+from model.async_model import AsyncModel
+from properties.async_exec.ops import ASYNC_OPS
+from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure, json_data
+from properties.core.harness import HarnessBase
+from properties.core.program import Step
+from reference.async_execution import DrainStalledError, ManualClock
+from reference.state_executor import HeapStateBackend
+from reference.state_future import CompletedStateFuture
+
+__all__ = [
+    "AsyncMachineConfig",
+    "AsyncHarness",
+    "ASYNC_SCENARIOS",
+    "ProgramHooks",
+    "issue_program",
+    "arrive",
+    "render_async",
+    "render_async_program",
+]
+
+
+@attrs.frozen
+class AsyncMachineConfig:
+    """The controller's settings and what the machine generates.
+
+    ``batch_size``, ``max_in_flight``, ``buffer_timeout`` (ms) go to the
+    factory; ``keys``: record keys are ``0..keys-1``; ``states``: value state
+    names; ``max_statements``: statements per record program; ``threaded``:
+    pass ``threaded=True`` (batches on a worker thread); ``white_box``: check
+    the controller's internals too (None: if it offers them)."""
+
+    batch_size: int = 3
+    max_in_flight: int = 4
+    buffer_timeout: int = 10
+    keys: int = 3
+    states: tuple = ("a", "b")
+    max_statements: int = 3
+    threaded: bool = False
+    white_box: bool | None = None
+
+
+# SPEC §13's async scenarios (the first four) and one more worth counting.
+ASYNC_SCENARIOS: dict[str, str] = {
+    "same-key-blocked-then-activated": "same-key request blocked, then activated when the key was released",
+    "backpressure-drain": "a new record drained in-flight records first (backpressure)",
+    "forced-trigger": "forced trigger of a partial batch (trigger or drain)",
+    "timeout-trigger": "buffer timeout triggered a batch",
+    "batch-full-trigger": "active queue reached the batch size and triggered",
+}
+
+
+def render_async(step: Step) -> str:
+    """The step as a line of Python against a controller ``aec`` and clock ``clock``."""
+    return ASYNC_OPS.render(step)
+
+
+def render_async_program(steps: list[Step], config: AsyncMachineConfig = AsyncMachineConfig(),
+                         factory: str = "AsyncExecutionController") -> str:
+    """A runnable Python program for the steps (the factory named as in ``reference.async_execution``)."""
+    threaded = ", threaded=True" if config.threaded else ""
+    lines = [
+        "from reference.async_execution import AsyncExecutionController, ManualClock",
+        "from reference.state_executor import HeapStateBackend",
+        "from properties.async_exec.harness import arrive",
+        "clock, backend = ManualClock(), HeapStateBackend()",
+        (f"aec = {factory}(batch_size={config.batch_size}, max_in_flight={config.max_in_flight}, "
+         f"buffer_timeout={config.buffer_timeout}, clock=clock, backend=backend{threaded})"),
+    ]
+    lines += [render_async(s) for s in steps]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------ record programs
+
+
+class ProgramHooks:
+    """What an observer sees of a running record program; no-ops by default.
+    ``callback(fn)`` wraps every callback before it is registered,
+    ``request(f)`` sees the future of every state request as it is issued,
+    ``future(f)`` every other future, ``read(value)`` every value read."""
+
+    def callback(self, fn: Callable) -> Callable:
+        return fn
+
+    def request(self, future):
+        return future
+
+    def future(self, future):
+        return future
+
+    def read(self, value) -> None:
+        pass
+
+
+_NO_HOOKS = ProgramHooks()
+
+
+def issue_program(states: dict, program: list, hooks: ProgramHooks = _NO_HOOKS):
+    """Issue a record program (``model.async_model``'s statements) as chained
+    async calls for the current record; the future of its last statement.
+    Statement i+1 starts in a ``then_compose`` callback of statement i."""
+    cb, req, fut, read = hooks.callback, hooks.request, hooks.future, hooks.read
+
+    def write(state):
+        return cb(lambda value: req(state.async_update(value)))
+
+    def statement(op, *args):
+        if op in ("add", "add_in_accept"):
+            state, delta = states[args[0]], args[1]
+
+            def plus(value):
+                read(value)
+                return (value or 0) + delta
+
+            got = req(state.async_value())
+            if op == "add":
+                return fut(fut(got.then_apply(cb(plus))).then_compose(write(state)))
+            # The write is fired from inside the callback and not chained: the
+            # next statement starts before it has run.
+            return fut(got.then_accept(cb(lambda value: req(state.async_update(plus(value))))))
+        if op == "sum":
+            first, second, target = (states[name] for name in args)
+
+            def total(x, y):
+                read(x)
+                read(y)
+                return (x or 0) + (y or 0)
+
+            x, y = req(first.async_value()), req(second.async_value())
+            return fut(fut(x.then_combine(y, cb(total))).then_compose(write(target)))
+        if op == "read":
+            return fut(req(states[args[0]].async_value()).then_accept(cb(read)))
+        if op == "put":
+            return req(states[args[0]].async_update(args[1]))
+        if op == "clear":
+            return req(states[args[0]].async_clear())
+        raise ValueError(f"unknown statement {op!r}")
+
+    def run_from(i: int):
+        done = statement(*program[i])
+        if i + 1 == len(program):
+            return done
+        return fut(done.then_compose(cb(lambda _: run_from(i + 1))))
+
+    return run_from(0) if program else CompletedStateFuture(None)
+
+
+def _state_names(program: list) -> set:
+    return {arg for _, *args in program for arg in args if isinstance(arg, str)}
+
+
+def arrive(aec, key, program: list, record=None):
+    """Process one record running ``program`` on ``key`` (what an ``arrive`` step does)."""
+    states = {name: aec.value_state(name) for name in _state_names(program)}
+    return aec.process_record(record if record is not None else object(), key,
+                              lambda: issue_program(states, program))
+
+
+# -------------------------------------------------------------------- harness
+
+
+class _Trace(ProgramHooks):
+    """One record as the harness sees it."""
+
+    def __init__(self, harness: "AsyncHarness", rid: int, key, program, expected: list) -> None:
+        self.harness = harness
+        self.rid = rid
+        self.key = key
+        self.program = program
+        self.expected = expected
+        self.context = None
+        self.reads: list = []
+        self.calls: list[int] = []
+        self.futures: list = []
+        self.requests: list = []  # (time issued, future) of every state request
+        self.previous: _Trace | None = None  # the record of the same key that arrived just before
+        self.started = False
+        self.blocked = False
+        self.done = False
+
+    def callback(self, fn):
+        index = len(self.calls)
+        self.calls.append(0)
+
+        def observed(*args):
+            self.calls[index] += 1
+            self.harness._on_callback(self, index)
+            return fn(*args)
+
+        return observed
+
+    def request(self, future):
+        self.requests.append((self.harness.clock(), future))
+        return self.future(future)
+
+    def future(self, future):
+        self.futures.append(future)
+        return future
+
+    def read(self, value) -> None:
+        index = len(self.reads)
+        self.reads.append(value)
+        want = self.expected[index] if index < len(self.expected) else "no read"
+        if index >= len(self.expected) or want != value:
+            self.harness._violate(DIVERGENCE, "A7", f"record r{self.rid} (key {self.key!r}) read #{index}: "
+                                                    f"model {want!r}, controller {value!r}", want, value)
+
+    def describe(self) -> str:
+        return f"r{self.rid} (key {self.key!r})"
+
+
+class _ObservedExecutor:
+    """Wraps the controller's executor to see every batch as it is submitted."""
+
+    def __init__(self, inner, harness: "AsyncHarness") -> None:
+        self.inner = inner
+        self.harness = harness
+
+    def execute_batch(self, batch) -> None:
+        self.harness._on_batch(batch)
+        self.inner.execute_batch(batch)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def has_async_introspection(controller) -> bool:
+    return all(hasattr(controller, name) for name in ("in_flight", "key_accounting", "buffer", "state_executor"))
+
+
+class AsyncHarness(HarnessBase):
+    """Drives one controller against the serial model.
+
+    ``factory``: called with the controller keyword arguments (a class,
+    usually); an already built controller stands for its class (it is closed
+    and a fresh one built, since the harness must own the clock and backend).
+    ``config``: an :class:`AsyncMachineConfig`.
+    """
+
+    operations = ASYNC_OPS
+    crash_code = "A10"
+
+    def __init__(self, factory, config: AsyncMachineConfig = AsyncMachineConfig()) -> None:
+        super().__init__()
+        if hasattr(factory, "handle_request") and not isinstance(factory, type):
+            factory.close()
+            factory = type(factory)
+        self.config = config
+        self.clock = ManualClock()
+        self.backend = HeapStateBackend()
+        options = dict(batch_size=config.batch_size, max_in_flight=config.max_in_flight,
+                       buffer_timeout=config.buffer_timeout, clock=self.clock, backend=self.backend)
+        if config.threaded:
+            options["threaded"] = True
+        self.controller = factory(**options)
+        self.white_box = has_async_introspection(self.controller) if config.white_box is None else config.white_box
+        self.model = AsyncModel()
+        self.states: dict = {}  # state name -> ValueState
+        self.traces: list[_Trace] = []
+        self.by_record: dict = {}  # record id -> trace
+        self._last_of_key: dict = {}  # key -> its latest trace
+        self._unfinished = 0  # records whose program has not finished
+        self._pending: list[Failure] = []
+        self._forcing: list[bool] = []
+        self._last_executed: dict = {}  # key -> record id of its last executed request
+        # Requests a trigger left in the active queue: Flink arms the timeout
+        # only when a request enters, so these may legitimately wait unarmed.
+        self._leftovers: set = set()
+        if self.white_box:
+            self._observe_controller()
+
+    def _observe_controller(self) -> None:
+        # Observation without test hooks in the reference: wrap the executor
+        # and the trigger (internal calls go through the instance attribute).
+        controller = self.controller
+        controller.state_executor = _ObservedExecutor(controller.state_executor, self)
+        trigger = controller.trigger_if_needed
+
+        def observed_trigger(force: bool = False) -> bool:
+            self._forcing.append(force)
+            try:
+                ran = trigger(force)
+            finally:
+                self._forcing.pop()
+            if ran:
+                self._leftovers = set(controller.buffer.active_queue)
+            return ran
+
+        controller.trigger_if_needed = observed_trigger
+
+    def close(self) -> None:
+        self.controller.close()
+
+    # ------------------------------------------------------------- helpers
+
+    def _violate(self, kind: str, code: str, message: str, expected=None, actual=None) -> None:
+        """Record a broken property seen inside the controller's call stack;
+        raised after the step, so the controller is never unwound mid-update."""
+        self._pending.append(Failure(kind, code, message, len(self.steps) - 1, json_data(expected),
+                                     json_data(actual)))
+
+    def _crashed(self, step: Step, exc: Exception):
+        """A property already broken inside the call is the failure; a stalled
+        drain is A10's TIMEOUT; anything else the controller raised, A10's CRASH."""
+        self._raise_pending()
+        if isinstance(exc, DrainStalledError):
+            self._fail(TIMEOUT, "A10", f"{render_async(step)}: {exc}", "the drain finishes", str(exc))
+        super()._crashed(step, exc)
+
+    def _raise_pending(self) -> None:
+        if self._pending:
+            first = self._pending[0]
+            more = f" (+{len(self._pending) - 1} more)" if len(self._pending) > 1 else ""
+            self.failure = attrs.evolve(first, message=first.message + more)
+            raise CheckFailure(self.failure)
+
+    # --------------------------------------------------------------- apply
+
+    def _apply(self, step: Step) -> None:
+        if step.op not in ASYNC_OPS:
+            self._fail(CRASH, "program", f"unknown async operation {step.op!r}")
+        getattr(self, "_op_" + step.op)(step, *step.args)
+        self._raise_pending()
+        self._check_after_step(step)
+
+    def _op_arrive(self, step, key, program):
+        rid = len(self.traces)
+        trace = _Trace(self, rid, key, program, self.model.run_record(key, program))
+        self._unfinished += 1
+        trace.previous = self._last_of_key.get(key)
+        self._last_of_key[key] = trace
+        self.traces.append(trace)
+        self.by_record[rid] = trace
+        for name in _state_names(program) - self.states.keys():
+            self.states[name] = self.controller.value_state(name)
+        if self.white_box and self.controller.in_flight > self.config.max_in_flight:
+            self.coverage["backpressure-drain"] += 1
+
+        def processing():
+            self._on_start(trace)
+            end = issue_program(self.states, program, trace)
+            trace.future(end.then_accept(trace.callback(lambda _: self._on_done(trace))))
+
+        context = self._call(step, self.controller.process_record, rid, key, trace.callback(processing))
+        if trace.context is None:
+            trace.context = context
+            trace.blocked = True
+        elif trace.context is not context:
+            self._violate(DIVERGENCE, "A9", f"record {trace.describe()} started with a context that is not "
+                                            f"its own ({trace.context!r})")
+
+    def _op_advance_time(self, step, millis):
+        self.clock.advance(millis)
+        self._call(step, lambda: self.controller.run_mailbox(timers=True))
+        if self.config.buffer_timeout > 0:
+            if self.white_box:
+                self._check_timeout_fired(step)
+            if not self.config.threaded:  # a worker thread completes in its own time
+                self._check_requests_not_overdue(step)
+
+    def _op_trigger(self, step):
+        self._call(step, self.controller.trigger_if_needed, True)
+
+    def _op_drain(self, step, target):
+        self._call(step, self.controller.drain_inflight_records, target)
+        if self.white_box and self.controller.in_flight > target:
+            self._fail(INVARIANT, "A3", f"{render_async(step)}: returned with {self.controller.in_flight} "
+                                        f"records in flight", target, self.controller.in_flight)
+        if target == 0:
+            self._check_all_finished(step)
+
+    def _op_run_mail(self, step, limit):
+        self._call(step, self.controller.run_mailbox, limit)
+
+    # ------------------------------------------------------------ observed
+
+    def _on_callback(self, trace: _Trace, index: int) -> None:
+        if trace.calls[index] > 1:
+            self._violate(DIVERGENCE, "A5", f"record {trace.describe()}: callback #{index} ran "
+                                            f"{trace.calls[index]} times", 1, trace.calls[index])
+        current = self.controller.current_context
+        if trace.context is not None and current is not trace.context:
+            self._violate(DIVERGENCE, "A9", f"record {trace.describe()}: callback #{index} ran with the "
+                                            f"context of another record current ({current!r})")
+
+    def _on_start(self, trace: _Trace) -> None:
+        trace.started = True
+        if trace.context is None:
+            trace.context = self.controller.current_context
+        if trace.blocked:
+            self.coverage["same-key-blocked-then-activated"] += 1
+        # Each start checks its predecessor of the same key, so together they check the whole chain.
+        other = trace.previous
+        if other is not None:
+            if not other.started:
+                self._violate(DIVERGENCE, "A1", f"record {trace.describe()} started before the earlier record "
+                                                f"r{other.rid} of the same key", f"r{other.rid} first",
+                              f"r{trace.rid} first")
+            elif not (other.done and all(f.is_done() for f in other.futures)):
+                self._violate(DIVERGENCE, "A2", f"record {trace.describe()} started while r{other.rid} of the "
+                                                f"same key was still active", f"r{other.rid} finished",
+                              f"r{other.rid} active")
+            elif self.white_box and other.context.ref_count != 0:
+                self._violate(INVARIANT, "A2", f"record {trace.describe()} started while r{other.rid} of the "
+                                               f"same key still has {other.context.ref_count} references", 0,
+                              other.context.ref_count)
+
+    def _on_done(self, trace: _Trace) -> None:
+        trace.done = True
+        self._unfinished -= 1
+        if len(trace.reads) != len(trace.expected):
+            self._violate(DIVERGENCE, "A7", f"record {trace.describe()} finished after {len(trace.reads)} "
+                                            f"reads, the model made {len(trace.expected)}",
+                          trace.expected, trace.reads)
+
+    def _on_batch(self, batch) -> None:
+        controller, config = self.controller, self.config
+        forced = self._forcing[-1] if self._forcing else None
+        n = len(batch)
+        before = n + controller.buffer.active_queue_size()
+        if n != min(config.batch_size, before) or n == 0:
+            self._violate(INVARIANT, "A4", f"a batch of {n} requests was popped from an active queue of "
+                                           f"{before} with batch size {config.batch_size}",
+                          min(config.batch_size, before), n)
+        elif forced is False and before < config.batch_size:
+            self._violate(INVARIANT, "A4", f"an unforced trigger ran a batch of {n} below the batch size "
+                                           f"{config.batch_size}", config.batch_size, n)
+        if controller.in_flight > config.max_in_flight + 1:
+            self._violate(INVARIANT, "A3", f"{controller.in_flight} records in flight, the bound is "
+                                           f"{config.max_in_flight} + 1", config.max_in_flight + 1, controller.in_flight)
+        if forced:
+            self.coverage["timeout-trigger" if self.steps[-1].op == "advance_time" else "forced-trigger"] += 1
+        else:
+            self.coverage["batch-full-trigger"] += 1
+        for request in batch:
+            context = request.context
+            trace = self.by_record.get(context.record)
+            if trace is None or trace.context is not context:
+                self._violate(INVARIANT, "A2", f"executed a request of an unknown record context {context!r}")
+                continue
+            last = self._last_executed.get(context.key)
+            if last is not None and last > trace.rid:
+                self._violate(DIVERGENCE, "A1", f"key {context.key!r}: a request of r{trace.rid} executed after "
+                                                f"one of the later record r{last}", f"r{trace.rid} first",
+                              f"r{last} first")
+            self._last_executed[context.key] = max(trace.rid, last if last is not None else trace.rid)
+            holder = controller.key_accounting.occupied.get(context.key, None)
+            if not context.key_occupied or holder != trace.rid:
+                self._violate(INVARIANT, "A2", f"a request of record {trace.describe()} executed while the key "
+                                               f"is held by {holder!r}", trace.rid, holder)
+
+    # -------------------------------------------------------------- checks
+
+    def _check_after_step(self, step: Step) -> None:
+        if self.white_box:
+            self._check_structure(step)
+        # A record that has not finished its program is certainly still in flight.
+        bound = self.config.max_in_flight + 1
+        if self._unfinished > bound:
+            self._fail(DIVERGENCE, "A3", f"after {render_async(step)}: {self._unfinished} records have not "
+                                         f"finished, at most {bound - 1} + 1 may be in flight", bound,
+                       self._unfinished)
+
+    def _check_structure(self, step: Step) -> None:
+        """White-box A2, A3, A6, A8 on the controller's own bookkeeping."""
+        controller, config = self.controller, self.config
+        in_flight = controller.in_flight
+        if not 0 <= in_flight <= config.max_in_flight + 1:
+            self._fail(INVARIANT, "A3", f"after {render_async(step)}: {in_flight} records in flight, the bound "
+                                        f"is {config.max_in_flight} + 1", config.max_in_flight + 1, in_flight)
+        holders: dict = {}
+        for trace in self.traces:
+            ctx = trace.context
+            if ctx is None:
+                continue
+            if ctx.ref_count < 0:
+                self._fail(INVARIANT, "A6", f"after {render_async(step)}: record {trace.describe()} has "
+                                            f"reference count {ctx.ref_count}", ">= 0", ctx.ref_count)
+            if ctx.key_occupied:
+                if trace.key in holders:
+                    self._fail(INVARIANT, "A2", f"after {render_async(step)}: records r{holders[trace.key]} and "
+                                                f"r{trace.rid} both hold key {trace.key!r}")
+                holders[trace.key] = trace.rid
+        occupied = dict(controller.key_accounting.occupied)
+        for key, rid in list(occupied.items()):
+            ctx = self.by_record[rid].context if rid in self.by_record else None
+            if (len(controller.mailbox) and key not in holders and ctx is not None and ctx.ref_count == 0
+                    and not ctx.key_occupied):
+                del occupied[key]  # count reached 0 from the executor: the disposal may be a pending mail
+        if occupied != holders:
+            self._fail(INVARIANT, "A2", f"after {render_async(step)}: key accounting holds {occupied}, the "
+                                        f"records holding their keys are {holders}", holders, occupied)
+        if len(holders) > in_flight:
+            self._fail(INVARIANT, "A3", f"after {render_async(step)}: {len(holders)} records hold keys but only "
+                                        f"{in_flight} are counted in flight", len(holders), in_flight)
+        if config.buffer_timeout > 0:
+            self._check_timeout_armed(step)
+
+    def _check_timeout_armed(self, step: Step) -> None:
+        buffer = self.controller.buffer
+        arrived = [r for r in buffer.active_queue if r not in self._leftovers]
+        if arrived and buffer.seq_and_timeout is None:
+            self._fail(INVARIANT, "A8", f"after {render_async(step)}: {len(arrived)} requests entered the active "
+                                        f"queue since the last trigger but no timeout is armed")
+
+    def _check_timeout_fired(self, step: Step) -> None:
+        buffer, now = self.controller.buffer, self.clock()
+        armed = buffer.seq_and_timeout
+        if armed is not None and armed[1] <= now:
+            self._fail(INVARIANT, "A8", f"after {render_async(step)}: the timeout armed for t={armed[1]} has "
+                                        f"not fired at t={now}", f"a trigger by t={armed[1]}", "no trigger")
+
+    def _check_requests_not_overdue(self, step: Step) -> None:
+        """Black-box A8. Under process_record the active queue never outgrows a
+        batch, so the timeout trigger takes every waiting request with it."""
+        now, timeout = self.clock(), self.config.buffer_timeout
+        for trace in self.traces:
+            for issued, future in trace.requests:
+                if issued + timeout <= now and not future.is_done():
+                    self._fail(DIVERGENCE, "A8", f"after {render_async(step)}: a request of record "
+                                                 f"{trace.describe()} issued at t={issued} is still pending at "
+                                                 f"t={now} (buffer timeout {timeout})", "done", "pending")
+
+    def _check_all_finished(self, step: Step) -> None:
+        """After a drain to 0: everything ran exactly once and the state is the model's."""
+        where = f"after {render_async(step)}"
+        for trace in self.traces:
+            if not trace.done:
+                self._fail(DIVERGENCE, "A5", f"{where}: record {trace.describe()} never finished its program")
+            missed = [i for i, n in enumerate(trace.calls) if n != 1]
+            if missed:
+                self._fail(DIVERGENCE, "A5", f"{where}: record {trace.describe()}: callbacks {missed} ran "
+                                             f"{[trace.calls[i] for i in missed]} times", 1, trace.calls[missed[0]])
+            pending = sum(1 for f in trace.futures if not f.is_done())
+            if pending:
+                self._fail(DIVERGENCE, "A5", f"{where}: record {trace.describe()}: {pending} futures never completed")
+        if self.white_box:
+            controller = self.controller
+            counts = {t.rid: t.context.ref_count for t in self.traces if t.context.ref_count or t.context.key_occupied}
+            if counts:
+                self._fail(INVARIANT, "A6", f"{where}: records with references or keys left: {counts}", {}, counts)
+            left = (controller.key_accounting.occupied_count(), controller.buffer.active_queue_size(),
+                    controller.buffer.blocking_queue_size)
+            if left != (0, 0, 0):
+                self._fail(INVARIANT, "A6", f"{where}: {left[0]} keys held, {left[1]} requests active, "
+                                            f"{left[2]} blocked", (0, 0, 0), left)
+        want = {(key, name): value for (key, name), value in self.model.data.items()}
+        got = {(key, name): value for name, key, _, value in self.backend.items()}
+        if want != got:
+            diff = sorted(set(want.items()) ^ set(got.items()), key=repr)[:4]
+            self._fail(DIVERGENCE, "A7", f"{where}: final state differs from the model's in {diff}", want, got)

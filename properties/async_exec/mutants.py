@@ -1,0 +1,121 @@
+"""Seeded bugs of the async execution controller: each a small subclass.
+
+Every mutant is a mistake a person porting or maintaining Flink's
+AsyncExecutionController, StateRequestBuffer, KeyAccountingUnit or
+ContextStateFutureImpl could make; the docstring line is its catalogue
+description. All are killed by the ``async`` machine (``expected`` names the
+properties of ``properties.async_exec.harness`` that may catch them, first the
+one that usually does).
+"""
+
+from __future__ import annotations
+
+from properties.core.mutants import register_mutant
+from reference.async_execution import AsyncExecutionController, KeyAccountingUnit, StateRequestBuffer
+from reference.errors import IllegalStateError
+from reference.state_future import ContextStateFuture
+
+__all__: list[str] = []
+
+
+def _activate(controller: AsyncExecutionController, request) -> None:
+    """The tail of dispose_context: occupy the key for ``request`` and make it active."""
+    if request is not None:
+        if not controller.try_occupy_key(request.context):
+            raise IllegalStateError(f"key({request.context.key!r}) is already occupied.")
+        controller.insert_active_buffer(request)
+
+
+@register_mutant("async-key-not-released", "disposing a record context leaves its key held in the key "
+                 "accounting unit", "A2 / A6 / A10", machine="async")
+class KeyNotReleased(AsyncExecutionController):
+    def dispose_context(self, context):
+        self.in_flight -= 1
+        _activate(self, self.buffer.unblock_one_by_key(context.key))
+
+
+class _NewestFirstBuffer(StateRequestBuffer):
+    def unblock_one_by_key(self, key):
+        waiting = self.blocking_queue.get(key)
+        if not waiting:
+            return None
+        request = waiting.pop()  # the newest blocked request instead of the oldest
+        if not waiting:
+            del self.blocking_queue[key]
+        self.blocking_queue_size -= 1
+        return request
+
+
+@register_mutant("async-unblock-newest-first", "a released key activates the newest blocked request of that "
+                 "key instead of the oldest (LIFO, not FIFO)", "A1 / A7", machine="async")
+class UnblockNewestFirst(AsyncExecutionController):
+    buffer_class = _NewestFirstBuffer
+
+
+@register_mutant("async-unblock-wrong-key", "a released key activates the oldest blocked request of whichever "
+                 "key has waited longest, not of the released key", "A10 / A1", machine="async")
+class UnblockWrongKey(AsyncExecutionController):
+    def dispose_context(self, context):
+        self.key_accounting.release(context.record, context.key)
+        self.in_flight -= 1
+        oldest_key = next(iter(self.buffer.blocking_queue), None)
+        _activate(self, self.buffer.unblock_one_by_key(oldest_key) if oldest_key is not None else None)
+
+
+@register_mutant("async-in-flight-off-by-one", "a new record is admitted while in-flight == max + 1 (the "
+                 "drain target is off by one)", "A3", machine="async")
+class InFlightOffByOne(AsyncExecutionController):
+    def seize_capacity(self):
+        if self.current_context.key_occupied:
+            return
+        self.drain_inflight_records(self.max_in_flight + 1)
+        self.in_flight += 1
+
+
+class _NoCallbackReference(ContextStateFuture):
+    __slots__ = ()
+
+    def callback_registered(self):
+        pass  # the +1 for a registered callback is never taken
+
+
+@register_mutant("async-callback-ref-not-taken", "registering a callback does not retain the record context, "
+                 "so a record can be disposed while its callbacks are pending", "A3 / A2 / A6", machine="async")
+class CallbackRefNotTaken(AsyncExecutionController):
+    future_class = _NoCallbackReference
+
+
+class _NeverTimesOut(StateRequestBuffer):
+    def timed_out_seq(self):
+        return None
+
+
+@register_mutant("async-timeout-never-fires", "the periodic buffer-timeout check never finds the armed deadline "
+                 "due, so a partial batch waits for a full one or a forced trigger", "A8", machine="async")
+class TimeoutNeverFires(AsyncExecutionController):
+    buffer_class = _NeverTimesOut
+
+
+class _OverwritingKeyAccounting(KeyAccountingUnit):
+    def occupy(self, record, key):
+        self.occupied[key] = record  # no check that another record holds the key
+        return True
+
+
+@register_mutant("async-occupy-overwrites", "occupying a key never fails: a second record of the key takes it "
+                 "over while the first is still active", "A2 / A7", machine="async")
+class OccupyOverwrites(AsyncExecutionController):
+    key_accounting_class = _OverwritingKeyAccounting
+
+
+class _CompletionNotReleased(ContextStateFuture):
+    __slots__ = ()
+
+    def post_complete(self, in_callback_runner):
+        pass  # the -1 for a completed request is never given back
+
+
+@register_mutant("async-completion-not-released", "completing a request does not release its reference, so no "
+                 "record is ever disposed and a drain never finishes", "A10 / A6", machine="async")
+class CompletionNotReleased(AsyncExecutionController):
+    future_class = _CompletionNotReleased

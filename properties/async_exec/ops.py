@@ -1,0 +1,56 @@
+"""The async machine's operations, declared once (:data:`ASYNC_OPS`).
+
+Record arrivals (each record runs a small program of chained async state
+calls on its key, see ``model.async_model``), time passing, forced triggers,
+drains and partial mailbox runs. The harness applies operation ``NAME`` with
+its method ``_op_NAME``; rendering, reading from files and the shrinker's
+simplifications come from here.
+
+>>> from properties.core.program import Step
+>>> ASYNC_OPS.render(Step("drain", (0,)))
+'aec.drain_inflight_records(0)'
+"""
+
+from __future__ import annotations
+
+from model.async_model import STATEMENT_ARITY
+from properties.core.program import Operation, OperationTable
+
+__all__ = ["ASYNC_OPS"]
+
+
+def _check_arrive(args: tuple) -> str | None:
+    if not isinstance(args[1], list):
+        return f"a record program is a list of statements, got {args[1]!r:.80}"
+    for statement in args[1]:
+        if (not isinstance(statement, list) or not statement or statement[0] not in STATEMENT_ARITY
+                or len(statement) != 1 + STATEMENT_ARITY[statement[0]]):
+            return f"malformed statement {statement!r:.80}"
+    return None
+
+
+def _simpler_arrival(args: tuple):
+    key, program = args
+    if key != 0:
+        yield (0, program)
+    for i in range(len(program)):
+        if len(program) > 1:
+            yield (key, program[:i] + program[i + 1:])
+
+
+def _down_to(target: int):
+    def simplify(args: tuple):
+        if args[0] > target:
+            yield (target,)
+    return simplify
+
+
+ASYNC_OPS = OperationTable("async", [
+    Operation(name="arrive", args=("key", "program"), template="arrive(aec, {0!r}, {1!r})", check=_check_arrive,
+              simplify=_simpler_arrival),
+    Operation(name="advance_time", args=("millis",), template="clock.advance({0!r}); aec.run_mailbox(timers=True)",
+              simplify=_down_to(1)),
+    Operation(name="trigger", args=(), template="aec.trigger_if_needed(True)"),
+    Operation(name="drain", args=("target",), template="aec.drain_inflight_records({0!r})", simplify=_down_to(0)),
+    Operation(name="run_mail", args=("limit",), template="aec.run_mailbox({0!r})", simplify=_down_to(1)),
+])

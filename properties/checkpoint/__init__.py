@@ -1,0 +1,34 @@
+"""The checkpoint machine: key-grouped tables, the two-phase checkpoint write and restore (SPEC §10–§11).
+
+- ``ops``: the operations (keyed writes and reads on two states, checkpoints, restores);
+- ``harness``: drives a backend against the checkpoint model, checks P1/P4/P6/P7 and C1–C5;
+- ``machine``: the Hypothesis state machine and ``small_backend``; ``mutants``: the write path's seeded bugs.
+
+Importing this package registers the machine (and its mutants) with
+:mod:`properties.core.machine`.
+"""
+
+from __future__ import annotations
+
+from properties.checkpoint import mutants  # noqa: F401  (registers the checkpoint path's seeded bugs)
+from properties.checkpoint.harness import CHECKPOINT_SCENARIOS, CheckpointHarness
+from properties.checkpoint.machine import CheckpointMachineConfig, make_checkpoint_machine, replay_setup, small_backend
+from properties.checkpoint.ops import CHECKPOINT_OPS
+from properties.core.impls import Implementation, probe_by_harness
+from properties.core.machine import MachineKind, register_machine
+
+__all__ = ["CHECKPOINT", "CheckpointHarness", "CheckpointMachineConfig", "make_checkpoint_machine", "small_backend"]
+
+CHECKPOINT = MachineKind(
+    name="checkpoint",
+    operations=CHECKPOINT_OPS,
+    harness_class=CheckpointHarness,
+    builder=make_checkpoint_machine,
+    config_class=CheckpointMachineConfig,
+    replay_setup=replay_setup,
+    builtins={"reference": lambda: Implementation("reference", small_backend(), True,
+                                                  "reference heap keyed state backend")},
+    probe=probe_by_harness,
+    scenarios=CHECKPOINT_SCENARIOS,
+)
+register_machine(CHECKPOINT)

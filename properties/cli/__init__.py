@@ -1,0 +1,84 @@
+"""The ``cowcheck`` command line.
+
+Each subcommand is a module with ``register(subparsers)`` and a handler
+``(args, stdout, stderr) -> exit code``; ``main()`` only parses and
+dispatches. Built-in commands are the modules below; others (the Spark
+``campaign``) register through the ``cowcheck.commands`` entry-point group,
+so this layer never imports the packages above it. Exit codes, the same for
+every command:
+
+- 0: nothing found;
+- 1: the implementation failed a property (the failure is stored, shrunk and
+  replayable);
+- 2: bad usage or bad input, including a factory that rejects the arguments
+  the tool chose (one line on stderr, no traceback, nothing written);
+- 3: an internal error of cowcheck (one line on stderr; the traceback goes
+  to a file under ``.cowcheck/internal-errors/``; nothing is blamed on the
+  implementation and no counterexample is stored);
+- 130: interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import metadata
+from typing import TextIO
+
+import properties.flink  # noqa: F401  (registers --impl flink)
+import properties.machines  # noqa: F401  (registers every machine)
+from properties.cli import check, checkpoint, mutants, prove, replay
+from properties.cli.common import EXIT_USAGE, one_line, report_internal_error
+from properties.core.errors import UsageError
+from properties.core.impls import UnknownImplementationError
+
+__all__ = ["main", "build_parser", "COMMANDS", "ENTRY_POINT_GROUP"]
+
+COMMANDS = (check, mutants, replay, checkpoint, prove)
+ENTRY_POINT_GROUP = "cowcheck.commands"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2, no usage dump
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _unavailable(name: str, reason: str):
+    def handler(args, stdout, stderr) -> int:
+        raise UsageError(f"the {name} command is unavailable: {reason}")
+    return handler
+
+
+def build_parser(commands: tuple = ()) -> argparse.ArgumentParser:
+    """The parser of every built-in command, the ``commands`` given (modules with
+    ``register``), and the commands of the ``cowcheck.commands`` entry points."""
+    parser = _Parser(prog="cowcheck", description="Property-based verification of copy-on-write state maps.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser, required=True)
+    for module in COMMANDS + tuple(commands):
+        module.register(sub)
+    for entry in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        if entry.name in sub.choices:
+            continue
+        try:
+            entry.load().register(sub)
+        except Exception as exc:  # e.g. pyspark missing: the command says so when used
+            p = sub.add_parser(entry.name, help=f"unavailable ({type(exc).__name__})")
+            p.set_defaults(handler=_unavailable(entry.name, f"{type(exc).__name__}: {exc}"))
+    return parser
+
+
+def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
+         commands: tuple = ()) -> int:
+    parser = build_parser(commands)
+    try:
+        args = parser.parse_args(argv)
+        return args.handler(args, stdout, stderr)
+    except (UsageError, UnknownImplementationError) as exc:
+        stderr.write(f"cowcheck: error: {one_line(exc)}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        stderr.write("cowcheck: interrupted\n")
+        return 130
+    except Exception as exc:  # cowcheck's own error: never blamed on the implementation
+        return report_internal_error(exc, stderr, argv)
+

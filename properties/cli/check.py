@@ -1,0 +1,155 @@
+"""``cowcheck check``: run the state machines against an implementation."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TextIO
+
+import attrs
+from hypothesis import settings
+
+from properties.cli.common import Progress, capacity_arg, positive_float, positive_int
+from properties.core.counterexample import replay_command
+from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
+from properties.core.hunt import HuntResult, hunt, store
+from properties.core.impls import resolve
+from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
+from properties.core.machine import MACHINES, RunRecord, machine_kind
+from properties.core.profiles import stabilise_generation
+from properties.core.report import format_failure, format_summary
+
+__all__ = ["register", "check"]
+
+DEFAULT_SHRINK_SECONDS = 60.0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("check", help="run the state machines against an implementation",
+                       description="Run the Hypothesis state machines against an implementation and report "
+                                   "coverage and failures. Exit 0: nothing found, 1: failure found (stored, "
+                                   "shrunk, replayable), 2: bad usage, 3: internal error of cowcheck.")
+    p.add_argument("--machine", default="map", choices=sorted(MACHINES),
+                   help="which state machine: the map (default), the async controller, checkpoints")
+    p.add_argument("--impl", default="reference",
+                   help="reference | model | mutant:NAME | flink | MODULE:FACTORY (default: reference)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--examples", type=positive_int, help="number of examples (default: the profile's)")
+    budget.add_argument("--minutes", type=positive_float, help="run for this long instead of a fixed count")
+    p.add_argument("--seed", type=int, help="seed for generation (default: random, printed)")
+    p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="dev",
+                   help="Hypothesis settings profile (default: dev)")
+    p.add_argument("--capacity", type=capacity_arg,
+                   help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
+    p.add_argument("--keys", type=positive_int,
+                   help="distinct keys the map machine uses (default: 12, or 5/4 of the capacity if larger, "
+                        "so the map fills up and rehashes)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
+    mode.add_argument("--white-box", action="store_true",
+                      help="require the white-box checks: exit 2 if the implementation's introspect() view "
+                           "does not conform (default: white-box when it conforms, else black-box with a notice)")
+    p.add_argument("--strict-live-iteration", action="store_true",
+                   help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
+    p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+                   help=f"a step running longer is a TIMEOUT failure (default {DEFAULT_STEP_TIME_LIMIT:g})")
+    p.add_argument("--shrink-seconds", type=positive_float, default=DEFAULT_SHRINK_SECONDS, metavar="SECONDS",
+                   help=f"time budget for shrinking a failure (default {DEFAULT_SHRINK_SECONDS:g})")
+    p.add_argument("--save-dir", default=".cowcheck/counterexamples",
+                   help="where shrunk failures are stored (default .cowcheck/counterexamples)")
+    p.add_argument("--no-save", action="store_true", help="do not store the counterexample")
+    p.set_defaults(handler=check)
+
+
+def check(args, stdout: TextIO, stderr: TextIO) -> int:
+    with StepTimeLimit(args.step_time_limit, on_stuck=lambda seconds: _stuck(args, stdout, seconds)):
+        return _check(args, stdout, stderr)
+
+
+_RUN: dict = {}  # what on_stuck needs: the run's record and settings
+
+
+def _check(args, stdout: TextIO, stderr: TextIO) -> int:
+    kind = machine_kind(args.machine)
+    impl = resolve(args.impl, args.machine)
+    stabilise_generation()
+    sized = "capacity" in attrs.fields_dict(kind.config_class)  # the map machine's configs have a capacity
+    capacity = (args.capacity or impl.default_capacity) if sized else None
+    keys = args.keys or (max(12, capacity * 5 // 4) if sized else None)
+    config = kind.config(capacity=capacity, keys=keys, white_box=False if args.black_box else None,
+                         strict_live_iteration=args.strict_live_iteration)
+    probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
+    white_box = probed.white_box
+    config = kind.config(capacity=capacity, keys=keys, white_box=white_box,
+                         strict_live_iteration=args.strict_live_iteration)
+    base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
+    profile = settings.get_profile(args.profile)
+    total = args.examples or (None if args.minutes else profile.max_examples)
+    deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
+    mode = "white-box" if white_box else "black-box"
+    where = f", capacity {capacity}" if sized else ""
+    stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description}), {mode}{where}, "
+                 f"profile {args.profile}, seed {base_seed}\n")
+    stdout.flush()
+    if probed.notice:
+        stderr.write(f"cowcheck: notice: {probed.notice}\n")
+        stderr.flush()
+
+    progress = Progress(stderr, total, deadline)
+    record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
+    make_impl, options = kind.replay_setup(impl.factory, config)
+    _RUN.update(record=record, impl=impl, config=config, options=options, kind=kind, seed=base_seed)
+    try:
+        result = hunt(lambda rec: kind.builder(impl.factory, config, rec), make_impl, base_seed=base_seed,
+                      profile=profile, examples=args.examples, deadline=deadline, record=record,
+                      harness_options=options, replay_harness=kind.harness_class,
+                      shrink_seconds=args.shrink_seconds)
+    except KeyboardInterrupt:
+        progress.finish()
+        stdout.write("interrupted\n")
+        stdout.write(format_summary(record, progress.elapsed(), kind, white_box))
+        return 130
+    progress.update(record.examples, record.steps, force=True)
+    progress.finish()
+    stdout.write(format_summary(record, result.seconds_to_find, kind, white_box))
+    if result.failure is None:
+        return 0
+    found_examples, found_steps = result.found_at or (result.examples, result.steps)
+    stdout.write(f"first failure after {found_examples:,} examples, {found_steps:,} steps; "
+                 f"shrunk {result.original_length} -> {len(result.program)} steps in "
+                 f"{result.seconds_to_shrink * 1000:.0f} ms\n")
+    stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
+    if not args.no_save:
+        found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
+                    "profile": args.profile, "examples": found_examples, "steps": found_steps}
+        path, written = store(result, kind=kind, impl_spec=impl.spec, config=config, found_by=found_by,
+                              directory=args.save_dir, harness_options=options)
+        verb = "saved" if written else "already stored (same signature, no longer)"
+        stdout.write(f"{verb}: {path}\nreplay:  {replay_command(path, impl.spec)}\n")
+    return 1
+
+
+def _stuck(args, stdout: TextIO, seconds: float) -> None:
+    """A step hangs in native code that cannot be interrupted: report it and
+    store the program as it is (unshrunk); the process then exits with 1."""
+    record = _RUN.get("record")
+    harness = getattr(record, "last", None)
+    if harness is None or not harness.steps:
+        stdout.write(f"\ncowcheck: a call into the implementation has not returned after {seconds:.0f} s and "
+                     f"cannot be interrupted (native code)\n")
+        return
+    steps, kind = list(harness.steps), _RUN["kind"]
+    failure = Failure(TIMEOUT, TIME_LIMIT, f"{kind.render(steps[-1])}: did not return within the step time limit "
+                                           f"of {args.step_time_limit:g} s and could not be interrupted (native "
+                                           f"code; {seconds:.0f} s)", len(steps) - 1, "returns", "still running")
+    stdout.write(f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (not shrunk: the step hangs "
+                 f"in native code)\n  {failure.message}\n")
+    if not args.no_save:
+        result = HuntResult(failure, steps, len(steps), None, seconds, 0.0, record.examples, record.steps, seconds)
+        impl = _RUN["impl"]
+        found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": _RUN["seed"],
+                    "profile": args.profile}
+        path, _ = store(result, kind=kind, impl_spec=impl.spec, config=_RUN["config"], found_by=found_by,
+                        directory=args.save_dir, harness_options=_RUN["options"])
+        stdout.write(f"saved: {path}\nreplay:  {replay_command(path, impl.spec)}\n")
+    stdout.flush()

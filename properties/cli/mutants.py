@@ -1,0 +1,59 @@
+"""``cowcheck mutants``: run the suite against every seeded bug and tabulate the kills."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from hypothesis import settings
+
+from properties.cli.common import positive_float, positive_int
+from properties.core.errors import UsageError
+from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
+from properties.core.mutants import catalogue, format_table, run_mutant
+from properties.core.profiles import stabilise_generation
+
+__all__ = ["register", "mutants"]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("mutants", help="run the suite against the seeded-bug catalogue",
+                       description="Run the state machines against every mutant (or --only NAME) and print "
+                                   "a kill table. Exit 0: all killed, 1: a mutant survived, 2: bad usage, 3: internal error.")
+    p.add_argument("--only", action="append", metavar="NAME", help="run only this mutant (repeatable)")
+    p.add_argument("--black-box", action="store_true", help="no introspection: the model properties alone")
+    p.add_argument("--seed", type=int, default=0, help="seed for every mutant (default: 0)")
+    p.add_argument("--examples", type=positive_int, default=2000, help="example budget per mutant (default 2000)")
+    p.add_argument("--max-seconds", type=positive_float, default=60.0,
+                   help="time budget per mutant (default 60)")
+    p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="ci",
+                   help="Hypothesis settings profile for step counts (default: ci)")
+    p.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+                   help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")
+    p.set_defaults(handler=mutants)
+
+
+def mutants(args, stdout: TextIO, stderr: TextIO) -> int:
+    everything = catalogue()
+    if args.list:
+        for m in everything.values():
+            source = f" [{m.source}]" if m.source else ""
+            stdout.write(f"{m.name:<40} {m.machine:<10} {m.expected:<20} {m.description}{source}\n")
+        return 0
+    unknown = [name for name in args.only or [] if name not in everything]
+    if unknown:
+        raise UsageError(f"unknown mutant {unknown[0]!r}; known: {', '.join(everything)}")
+    chosen = [everything[n] for n in args.only] if args.only else list(everything.values())
+    stabilise_generation()
+    profile = settings.get_profile(args.profile)
+    rows = []
+    with StepTimeLimit(args.step_time_limit):
+        for i, mutant in enumerate(chosen, 1):
+            stderr.write(f"[{i}/{len(chosen)}] {mutant.name} ... ")
+            stderr.flush()
+            row = run_mutant(mutant, white_box=not args.black_box, seed=args.seed, examples=args.examples,
+                             max_seconds=args.max_seconds, profile=profile)
+            stderr.write(f"{'killed' if row.killed else 'SURVIVED'} in {row.seconds:.2f} s\n")
+            rows.append(row)
+    stdout.write(format_table(rows))
+    return 0 if all(r.killed for r in rows) else 1

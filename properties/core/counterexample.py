@@ -1,0 +1,215 @@
+"""Portable counterexamples: a failure as versioned JSON (docs/counterexample-format.md).
+
+A counterexample names the implementation and its configuration, how it was
+found (tool, seed, generator), the shrunk step list with the model's expected
+result per step, the failing step and the failure. Keys, namespaces and states
+are JSON data; nothing is pickled or evaluated. Files are named by a stable
+signature, so the same bug found twice is stored once (the shorter program
+wins), and written atomically.
+
+>>> from properties.core.failures import Failure
+>>> from properties.core.program import Step
+>>> cx = Counterexample.build([Step("put", (1, 0, []))], Failure("CRASH", "P7", "m", 0),
+...                           impl="mutant:x", capacity=4, found_by={"tool": "doctest"})
+>>> cx.signature
+'mutant-x--CRASH-P7'
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import re
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from properties.core.failures import Failure, json_data
+from properties.core.files import write_atomically
+from properties.core.impls import is_builtin
+from properties.core.machine import MACHINES
+from properties.core.program import Step, step_to_json
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "Counterexample", "CounterexampleError", "DEFAULT_DIR", "load", "save",
+           "signature", "tool_versions", "replay_command"]
+
+FORMAT = "cowcheck-counterexample"
+FORMAT_VERSION = 1
+DEFAULT_DIR = Path(".cowcheck") / "counterexamples"
+KINDS = ("DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT")
+
+
+class CounterexampleError(ValueError):
+    """A file that is not a valid counterexample; ``.path`` and ``.problem`` say why."""
+
+    def __init__(self, path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = str(path)
+        self.problem = problem
+
+
+def tool_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    versions = {"python": platform.python_version()}
+    for package in ("cowcheck", "hypothesis", "attrs"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "unknown"
+    return versions
+
+
+_json_safe = json_data  # results as JSON data (tuples become lists; anything exotic its repr)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "impl"
+
+
+def signature(impl_spec: str, kind: str, code: str) -> str:
+    """The stable name of a bug: ``<implementation>--<KIND>-<CODE>``."""
+    return f"{_slug(impl_spec)}--{kind}-{_slug(code)}"
+
+
+@attrs.frozen
+class Counterexample:
+    """One stored failure. ``expected[i]`` is the model's result of ``steps[i]``
+    (None for steps that return nothing)."""
+
+    implementation: str
+    capacity: int
+    machine: str
+    steps: tuple
+    expected: tuple
+    failing_step: int
+    failure: Failure
+    found_by: dict
+    copier: str = "deepcopy"
+    white_box: bool = True
+    strict_live_iteration: bool = False
+    versions: dict = attrs.Factory(tool_versions)
+
+    @property
+    def signature(self) -> str:
+        """One bug, one name: the implementation and the broken property or
+        invariant (not the operation it showed in, which varies by program)."""
+        return signature(self.implementation, self.failure.kind, self.failure.code)
+
+    @classmethod
+    def build(cls, steps: list[Step], failure: Failure, *, impl: str, capacity: int, found_by: dict,
+              expected: list | None = None, machine: str = "map", white_box: bool = True,
+              strict_live_iteration: bool = False) -> "Counterexample":
+        expected = expected if expected is not None else [None] * len(steps)
+        return cls(impl, capacity, machine, tuple(steps), tuple(_json_safe(e) for e in expected),
+                   failure.step_index, failure, found_by, white_box=white_box,
+                   strict_live_iteration=strict_live_iteration)
+
+    def to_json(self) -> dict:
+        f = self.failure
+        return {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "signature": self.signature,
+            "implementation": {"spec": self.implementation, "capacity": self.capacity, "copier": self.copier},
+            "machine": self.machine,
+            "checks": {"white_box": self.white_box, "strict_live_iteration": self.strict_live_iteration},
+            "found_by": self.found_by,
+            "steps": [dict(step_to_json(s), expected=e) for s, e in zip(self.steps, self.expected)],
+            "failing_step": self.failing_step,
+            "failure": {"kind": f.kind, "code": f.code, "message": f.message,
+                        "expected": _json_safe(f.expected), "actual": _json_safe(f.actual)},
+            "versions": self.versions,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, path: str = "<data>") -> "Counterexample":
+        def need(obj, key, kind, where="top level"):
+            if not isinstance(obj, dict) or key not in obj:
+                raise CounterexampleError(path, f"missing field {key!r} at {where}")
+            if not isinstance(obj[key], kind):
+                raise CounterexampleError(path, f"field {key!r} at {where} should be {kind.__name__ if isinstance(kind, type) else kind[0].__name__}, "
+                                                f"got {type(obj[key]).__name__}")
+            return obj[key]
+
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise CounterexampleError(path, f"not a counterexample (no \"format\": \"{FORMAT}\")")
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise CounterexampleError(path, f"unknown format version {version!r} (this cowcheck reads {FORMAT_VERSION})")
+        impl = need(data, "implementation", dict)
+        spec = need(impl, "spec", str, "implementation")
+        capacity = need(impl, "capacity", int, "implementation")
+        machine = data.get("machine", "map")
+        kind = MACHINES.get(machine)
+        if kind is None:
+            raise CounterexampleError(path, f"unknown machine {machine!r} (known: {', '.join(MACHINES)})")
+        raw_steps = need(data, "steps", list)
+        steps, expected = [], []
+        for i, raw in enumerate(raw_steps):
+            try:
+                steps.append(kind.parse(raw))
+            except ValueError as exc:
+                raise CounterexampleError(path, f"step {i}: {exc}") from None
+            expected.append(raw.get("expected"))
+        if not kind.harness_class.valid_program(steps):
+            raise CounterexampleError(path, "the steps refer to something they never create (e.g. a snapshot "
+                                            "never taken, or one taken twice)")
+        failing = need(data, "failing_step", int)
+        if not 0 <= failing < max(len(steps), 1):
+            raise CounterexampleError(path, f"failing_step {failing} outside the {len(steps)} steps")
+        raw_failure = need(data, "failure", dict)
+        kind = need(raw_failure, "kind", str, "failure")
+        if kind not in KINDS:
+            raise CounterexampleError(path, f"unknown failure kind {kind!r} (expected one of {', '.join(KINDS)})")
+        failure = Failure(kind, need(raw_failure, "code", str, "failure"), need(raw_failure, "message", str, "failure"),
+                          failing, raw_failure.get("expected"), raw_failure.get("actual"))
+        checks = data.get("checks", {})
+        return cls(spec, capacity, machine, tuple(steps), tuple(expected), failing, failure,
+                   data.get("found_by", {}), copier=impl.get("copier", "deepcopy"),
+                   white_box=bool(checks.get("white_box", True)),
+                   strict_live_iteration=bool(checks.get("strict_live_iteration", False)),
+                   versions=data.get("versions", {}))
+
+
+def replay_command(path, impl_spec: str) -> str:
+    """The command that replays a stored counterexample. A file names only
+    built-in implementations by itself, so another one is named with --impl.
+
+    >>> replay_command("x.json", "mypkg.maps:make_map")
+    'cowcheck replay x.json --impl mypkg.maps:make_map --trace'
+    """
+    impl = "" if is_builtin(impl_spec) else f" --impl {impl_spec}"
+    return f"cowcheck replay {path}{impl} --trace"
+
+
+def load(path) -> Counterexample:
+    """Read and validate a counterexample file; CounterexampleError naming the problem otherwise."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CounterexampleError(path, "no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CounterexampleError(path, f"cannot read ({exc.__class__.__name__}: {exc})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        problem = "truncated JSON" if exc.pos >= len(text.rstrip()) else "malformed JSON"
+        raise CounterexampleError(path, f"{problem} at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    return Counterexample.from_json(data, str(path))
+
+
+def save(cx: Counterexample, directory=DEFAULT_DIR) -> tuple[Path, bool]:
+    """Store ``cx`` under its signature; keeps an existing file unless ``cx`` is
+    shorter. Returns the path and whether it was written."""
+    path = Path(directory) / f"{cx.signature}.json"
+    if path.exists():
+        try:
+            if len(load(path).steps) <= len(cx.steps):
+                return path, False
+        except CounterexampleError:
+            pass  # an unreadable file under our name is replaced
+    write_atomically(path, json.dumps(cx.to_json(), indent=2, sort_keys=False) + "\n")
+    return path, True

@@ -1,0 +1,186 @@
+"""The step loop every harness shares: one step at a time, every call into the implementation guarded.
+
+A harness applies a :class:`~properties.core.program.Step` to the implementation
+under test and to its model, then checks properties. :class:`HarnessBase`
+owns what does not depend on the structure:
+
+- the step loop (:meth:`~HarnessBase.apply` calls the subclass's
+  ``_op_<name>`` method, then :meth:`~HarnessBase.check_after_step`);
+- :meth:`~HarnessBase._fail`, which records a
+  :class:`~properties.failures.Failure` and raises ``CheckFailure``;
+- :meth:`~HarnessBase._call`, the only way into the implementation: an
+  exception it raises becomes a CRASH failure of the step;
+- time limits (:mod:`properties.limits`): a step past the active limit is a
+  TIMEOUT failure (code ``time-limit``) naming the step;
+- the boundary between the implementation's failures and the suite's own
+  errors: any other exception escaping a step was raised by cowcheck's own
+  code (the model, the invariants, rendering) and becomes
+  :class:`~properties.errors.InternalError`, never a failure of the
+  implementation.
+
+Subclasses set ``operations`` (the machine's
+:class:`~properties.core.program.OperationTable`; each operation is applied
+by the method ``_op_<name>``, which a subclass must define: a harness
+missing one fails when its class is defined), and may set ``crash_code``
+(the property an unexpected exception breaks). The table gives the steps'
+rendering and the shrinker's argument simplifications; a subclass whose
+programs have internal references (snapshot ids) overrides
+:meth:`~HarnessBase.valid_program` and :meth:`~HarnessBase.normalise`.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections import Counter
+from typing import NoReturn
+
+from properties.core.errors import InternalError
+from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
+from properties.core.limits import StepTimeout, current_limit, step_begins, step_ends
+from properties.core.program import OperationTable, Step
+
+__all__ = ["HarnessBase"]
+
+_MISSING = object()
+
+
+class HarnessBase:
+    """See the module docstring. Subclasses call ``super().__init__()`` and
+    implement ``_op_<name>(step, *args)`` for each operation."""
+
+    operations: OperationTable | None = None
+    crash_code = "P7"
+    # Why a state handed out must be a fresh copy, or the caller's own object (P6), in the machine's words.
+    copy_reason = "a live snapshot may share it"
+    own_reason = "no live snapshot is newer than the state"
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.operations is not None:
+            missing = [op.name for op in cls.operations if not callable(getattr(cls, "_op_" + op.name, None))]
+            if missing:
+                raise TypeError(f"{cls.__name__} applies no operation {', '.join(missing)} of its table: "
+                                f"define {', '.join('_op_' + name for name in missing)}")
+
+    @property
+    def machine(self) -> str:
+        return self.operations.machine if self.operations is not None else "?"
+
+    @classmethod
+    def render_step(cls, step: Step) -> str:
+        """The step as a line of Python."""
+        return cls.operations.render(step)
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.coverage: Counter = Counter()
+        self.findings: Counter = Counter()
+        self.failure: Failure | None = None
+        self.held: dict = {}  # slot -> the state object the implementation should be holding (P6)
+        self._ops: dict = {}
+
+    # ---------------------------------------------------------------- apply
+
+    def apply(self, step: Step) -> None:
+        """Run one step on both sides and check everything; raises CheckFailure
+        (the implementation broke a property) or InternalError (cowcheck did)."""
+        self.steps.append(step)
+        step_begins()
+        try:
+            self._apply(step)
+        except CheckFailure:
+            raise
+        except StepTimeout:
+            self._timed_out(step)
+        except InternalError:
+            raise
+        except Exception as exc:
+            raise InternalError(
+                f"{type(exc).__name__} in cowcheck's {self.machine} harness at step {len(self.steps) - 1} "
+                f"({self._render(step)}): {exc}", traceback.format_exc()) from exc
+        finally:
+            step_ends()
+
+    def _apply(self, step: Step) -> None:
+        op = self._ops.get(step.op)
+        if op is None:
+            op = getattr(self, "_op_" + step.op, None)
+            if op is None:
+                self._fail(CRASH, "program", f"not a {self.machine} step: {step!r}")
+            self._ops[step.op] = op
+        op(step, *step.args)
+        self.check_after_step(step)
+
+    def check_after_step(self, step: Step) -> None:
+        """Properties checked after every step (none by default)."""
+
+    # -------------------------------------------------------------- failing
+
+    def _fail(self, kind: str, code: str, message: str, expected=None, actual=None) -> NoReturn:
+        """Record the failure (expected and actual as detached JSON data) and raise it."""
+        self.failure = Failure(kind, code, message, len(self.steps) - 1, json_data(expected), json_data(actual))
+        raise CheckFailure(self.failure)
+
+    def _expect_identity(self, step: Step, slot, value, copy_expected: bool) -> None:
+        """P6, SPEC §6's exact identity rule: a state handed out is a fresh copy
+        if ``copy_expected``, else the very object the implementation holds for
+        ``slot`` (``self.held``; unknown slots and None are not checked)."""
+        held = self.held.get(slot, _MISSING)
+        if held is _MISSING or value is None:
+            return
+        if copy_expected and value is held:
+            self._fail(DIVERGENCE, "P6", f"{self._render(step)}: returned the live state object although "
+                                         f"{self.copy_reason} (expected a fresh copy)", "fresh copy", "same object")
+        if not copy_expected and value is not held:
+            self._fail(DIVERGENCE, "P6", f"{self._render(step)}: returned a copy although {self.own_reason} "
+                                         f"(expected the caller's own object)", "same object", "copy")
+
+    def _timed_out(self, step: Step) -> NoReturn:
+        limit = current_limit()
+        self._fail(TIMEOUT, TIME_LIMIT, f"{self._render(step)}: did not return within the step time limit"
+                                        f" of {limit:g} s" if limit else f"{self._render(step)}: timed out",
+                   "returns", "still running")
+
+    def _call(self, step: Step, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)``, a call into the implementation: an exception
+        it raises is a CRASH failure of ``step`` (code :attr:`crash_code`)."""
+        try:
+            return fn(*args, **kwargs)
+        except CheckFailure:
+            raise
+        except Exception as exc:  # the implementation raised where the model did not
+            self._crashed(step, exc)
+
+    def _crashed(self, step: Step, exc: Exception) -> NoReturn:
+        self._fail(CRASH, self.crash_code, f"{self._render(step)}: raised {type(exc).__name__}: {_text(exc)}",
+                   expected="no error", actual=f"{type(exc).__name__}: {_text(exc)}")
+
+    def _render(self, step: Step) -> str:
+        try:
+            return self.render_step(step)
+        except Exception:
+            return f"{step.op}{tuple(step.args)!r}"
+
+    # ------------------------------------------------------------ shrinking
+
+    @classmethod
+    def simpler_steps(cls, step: Step):
+        """Candidate replacements for one step, simplest first (for the shrinker)."""
+        return cls.operations.simpler_steps(step) if cls.operations is not None else iter(())
+
+    @classmethod
+    def valid_program(cls, steps: list[Step]) -> bool:
+        """Whether a program (a shrinking candidate) is well formed."""
+        return True
+
+    @classmethod
+    def normalise(cls, steps: list[Step]) -> list[Step]:
+        """A shrunk program in its canonical form (e.g. ids renumbered)."""
+        return steps
+
+
+def _text(exc: BaseException) -> str:
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__} whose str() raised>"

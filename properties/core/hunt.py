@@ -1,0 +1,132 @@
+"""Run a state machine until it fails or its budget is spent, then shrink.
+
+Hypothesis generates and finds (no Hypothesis shrinking: see
+``properties.core.profiles.FIND_ONLY``); the replay shrinker minimises. Used by
+``cowcheck check`` and ``cowcheck mutants``.
+
+The failure is the one the harness raised first, with the program that
+raised it (kept in the machine's ``RunRecord``), whatever Hypothesis does
+afterwards: an implementation that fails once and not on Hypothesis's
+replay is still reported. An error of cowcheck's own is raised as
+:class:`~properties.core.errors.InternalError`, never reported as a failure.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Callable
+
+import attrs
+from hypothesis import Verbosity, seed, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from properties.core.errors import InternalError
+from properties.core.failures import CheckFailure, Failure
+from properties.core.limits import BudgetSpent
+from properties.core.machine import RunRecord
+from properties.core.profiles import FIND_ONLY
+from properties.core.program import Step
+from properties.core.shrink import shrink
+
+__all__ = ["HuntResult", "hunt", "store"]
+
+_BATCH = 50  # examples per Hypothesis run when a deadline applies
+
+
+@attrs.frozen
+class HuntResult:
+    """``failure`` and its shrunk ``program`` (None/[] if nothing was found);
+    ``found_at``: (examples, steps) when the first failure showed."""
+
+    failure: Failure | None
+    program: list[Step]
+    original_length: int
+    found_at: tuple[int, int] | None
+    seconds_to_find: float
+    seconds_to_shrink: float
+    examples: int
+    steps: int
+    elapsed: float
+
+
+def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], object], *, base_seed: int,
+         profile: settings, replay_harness, examples: int | None = None, deadline: float | None = None,
+         record: RunRecord | None = None, harness_options: dict | None = None,
+         shrink_seconds: float | None = None) -> HuntResult:
+    """Run ``machine_for(record)`` with seeds ``base_seed, base_seed + 1, …`` (one per
+    batch) until a failure, ``examples`` examples, or ``deadline`` (monotonic; checked
+    before every step); then shrink for at most ``shrink_seconds``."""
+    record = record if record is not None else RunRecord()
+    record.deadline = deadline
+    machine = machine_for(record)
+    started = time.monotonic()
+    total = examples if examples is not None else (None if deadline else profile.max_examples)
+    batch = 0
+    while True:
+        n = total if deadline is None else _BATCH
+        if total is not None and deadline is not None:
+            n = min(n, total - record.examples)
+            if n <= 0:
+                break
+        run_settings = settings(profile, max_examples=n, derandomize=False, database=None,
+                                verbosity=Verbosity.quiet, phases=FIND_ONLY, report_multiple_bugs=False)
+        try:
+            run_state_machine_as_test(seed(base_seed + batch)(machine), settings=run_settings)
+        except BudgetSpent:
+            pass
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            _settle(record, exc)
+        if record.internal is not None:
+            raise record.internal
+        if record.first_failure is not None:
+            break
+        batch += 1
+        if deadline is None or time.monotonic() >= deadline:
+            break
+    found = time.monotonic()
+    failure = record.first_failure
+    if failure is None:
+        return HuntResult(None, [], 0, None, found - started, 0.0, record.examples, record.steps, found - started)
+    original = list(record.first_failure_steps)
+    shrink_deadline = found + shrink_seconds if shrink_seconds else None
+    program, failure = shrink(original, failure, make_impl, harness_class=replay_harness, deadline=shrink_deadline,
+                              **dict(harness_options or {}))
+    done = time.monotonic()
+    return HuntResult(failure, program, len(original), record.first_failure_at, found - started, done - found,
+                      record.examples, record.steps, done - started)
+
+
+def _settle(record: RunRecord, exc: BaseException) -> None:
+    """What Hypothesis raised, when the record holds no failure of the harness:
+    a CheckFailure raised outside ``HarnessMachine.apply`` is still one;
+    anything else is cowcheck's own error (Hypothesis complaining about the
+    machine, a bug in a rule)."""
+    if record.internal is not None or record.first_failure is not None:
+        return
+    if isinstance(exc, CheckFailure) and record.last is not None:
+        record.first_failure = exc.failure
+        record.first_failure_steps = list(record.last.steps)
+        record.first_failure_at = (record.examples, record.steps)
+        return
+    if isinstance(exc, InternalError):
+        record.internal = exc
+        return
+    record.internal = InternalError(f"the state machine stopped with {type(exc).__name__}: {exc}",
+                                    "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+
+
+def store(result: HuntResult, *, kind, impl_spec: str, config, found_by: dict, directory,
+          harness_options: dict | None = None):
+    """Save the shrunk failure of ``result`` (a program of machine ``kind``) as a
+    counterexample; ``(path, written)``."""
+    from properties.core.counterexample import Counterexample, save
+
+    options = dict(harness_options or {})
+    cx = Counterexample.build(result.program, result.failure, impl=impl_spec, capacity=kind.capacity(config),
+                              found_by=found_by, expected=kind.expected_results(result.program), machine=kind.name,
+                              white_box=bool(options.get("white_box", True)),
+                              strict_live_iteration=options.get("strict_live_iteration", False))
+    return save(cx, directory)

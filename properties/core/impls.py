@@ -1,0 +1,194 @@
+"""Implementations under test, named by a spec string, and built once before a run.
+
+A spec names an implementation of one machine's structure: a built-in of
+that machine (``reference``, and ``model`` for the map), a registered prefix
+(``mutant:NAME`` from the seeded-bug catalogue, ``flink`` from the Flink
+bridge once ``properties.flink`` is imported), or ``MODULE:FACTORY``: any
+importable callable building the structure.
+
+Resolving a spec imports the factory and builds nothing. The machine's
+``probe`` then builds one instance with the arguments the tool chose: a
+factory that rejects them is a usage error
+(:class:`~properties.core.errors.ConstructionError`, exit 2, naming the
+option that changes them), and the instance decides between white-box and
+black-box checks.
+
+Only built-in specs (:func:`is_builtin`) are resolved from a stored
+counterexample: a file is data, and a module it names is imported only when
+the user names it on the command line (SPEC §16).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import os
+import traceback
+from typing import Callable
+
+import attrs
+
+from properties.core.errors import ConstructionError, InternalError, UsageError
+from properties.core.limits import StepTimeout, limited, step_begins, step_ends
+from properties.core.machine import MachineKind, machine_kind
+
+__all__ = ["Implementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
+           "construct", "probe_by_harness", "probe_isolated"]
+
+# Prefixes other layers register: "mutant" (properties.core.mutants), "flink" (properties.flink).
+_RESOLVERS: dict[str, Callable[[str, MachineKind], "Implementation"]] = {}
+
+
+class UnknownImplementationError(ValueError):
+    """The spec names no usable implementation; ``.spec`` and ``.reason`` say why."""
+
+    def __init__(self, spec: str, reason: str) -> None:
+        super().__init__(f"unknown implementation {spec!r}: {reason}")
+        self.spec = spec
+        self.reason = reason
+
+
+@attrs.frozen
+class Implementation:
+    """A named factory (for the map: ``factory(capacity=, state_copier=) -> map``).
+
+    ``white_box``: whether its instances offer introspection (None: unknown
+    until the machine's probe looks)."""
+
+    spec: str
+    factory: Callable
+    white_box: bool | None
+    description: str = ""
+    default_capacity: int = 4  # what the map machine uses unless told otherwise
+
+    def new(self, capacity: int = 4, state_copier=copy.deepcopy):
+        return self.factory(capacity=capacity, state_copier=state_copier)
+
+
+@attrs.frozen
+class Probed:
+    """What a probe found: whether to check white-box, and a one-line
+    ``notice`` for the user when an offered introspection cannot be used."""
+
+    white_box: bool
+    notice: str | None = None
+
+
+def register_resolver(prefix: str, resolver: Callable[[str, MachineKind], Implementation]) -> None:
+    """``resolver(rest, kind)`` resolves specs ``PREFIX``, ``PREFIX:REST`` and ``PREFIX@REST``."""
+    _RESOLVERS[prefix] = resolver
+
+
+def _prefix(spec: str) -> tuple[str, str]:
+    """``flink@1.13.6`` -> ("flink", "@1.13.6"); ``mutant:x`` -> ("mutant", "x")."""
+    head, sep, rest = spec.partition(":")
+    base = head.partition("@")[0]
+    return base, spec[len(base):].lstrip(":")
+
+
+def is_builtin(spec: str, machine: str = "map") -> bool:
+    """Whether ``spec`` names an implementation that ships with cowcheck (and so
+    may be resolved from a counterexample file without the user naming it)."""
+    if spec in ("reference", "model"):
+        return True
+    return _prefix(spec)[0] in _RESOLVERS
+
+
+def import_factory(spec: str, module_name: str, attribute: str) -> Callable:
+    """``MODULE:FACTORY``: the callable, or UnknownImplementationError naming what is missing."""
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        raise UnknownImplementationError(
+            spec, f"cannot import module {module_name!r} ({type(exc).__name__}: {exc})") from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise UnknownImplementationError(spec, f"module {module_name!r} has no callable {attribute!r}")
+    return factory
+
+
+def resolve(spec: str, machine: str = "map") -> Implementation:
+    """The implementation of ``machine`` named by ``spec`` (nothing is built);
+    UnknownImplementationError otherwise."""
+    kind = machine_kind(machine)
+    if spec in kind.builtins:
+        return kind.builtins[spec]()
+    base, rest = _prefix(spec)
+    if base in _RESOLVERS:
+        return _RESOLVERS[base](rest, kind)
+    module, sep, attribute = spec.partition(":")
+    if not sep or not module or not attribute:
+        names = ", ".join(sorted(kind.builtins) + [p + (":NAME" if p == "mutant" else "") for p in sorted(_RESOLVERS)])
+        raise UnknownImplementationError(spec, f"expected {names} or MODULE:FACTORY (e.g. mypkg.maps:make_map)")
+    return Implementation(spec, import_factory(spec, module, attribute), None, f"{module}.{attribute}")
+
+
+def construct(impl: Implementation, build: Callable[[], object], arguments: dict, option: str):
+    """``build()`` under the active step time limit; ConstructionError (naming
+    ``arguments`` and the ``option`` that changes them) if it raises or hangs."""
+    step_begins()
+    try:
+        return build()
+    except StepTimeout:
+        raise ConstructionError(impl.spec, arguments, TimeoutError("did not return within the step time limit"),
+                                option) from None
+    except Exception as exc:
+        raise ConstructionError(impl.spec, arguments, exc, option) from None
+    finally:
+        step_ends()
+
+
+def probe_by_harness(kind: MachineKind, impl: Implementation, config, *, black_box: bool = False,
+                     white_box: bool = False) -> Probed:
+    """The probe of machines whose harness builds the structure (async,
+    checkpoint): one harness is built and closed."""
+    make_impl, options = kind.replay_setup(impl.factory, kind.config(white_box=False if black_box else None))
+    harness = construct(impl, lambda: kind.harness_class(make_impl(), **options), {}, "another --impl")
+    close = getattr(harness, "close", None)
+    if callable(close):
+        close()
+    return Probed(bool(getattr(harness, "white_box", False)) and not black_box)
+
+
+def probe_isolated(kind: MachineKind, impl: Implementation, config, *, black_box: bool,
+                   step_time_limit: float) -> Probed:
+    """``kind.probe`` in a forked child process (so that a factory that starts a
+    JVM or ends its process does so there, not in the caller, e.g. a Spark
+    driver); raises what the probe raised."""
+    if not hasattr(os, "fork"):
+        with limited(step_time_limit):
+            return kind.probe_implementation(impl, config, black_box=black_box)
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reports one line of JSON, then leaves without unwinding the caller
+        code = 0
+        try:
+            os.close(read_fd)
+            try:
+                with limited(step_time_limit):
+                    probed = kind.probe_implementation(impl, config, black_box=black_box)
+                message = {"white_box": probed.white_box, "notice": probed.notice}
+            except (UsageError, UnknownImplementationError) as exc:
+                message = {"error": str(exc)}
+            except Exception as exc:
+                message = {"internal": f"{type(exc).__name__}: {exc}", "details": traceback.format_exc()}
+            with os.fdopen(write_fd, "w", encoding="utf-8") as out:
+                out.write(json.dumps(message))
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, encoding="utf-8") as inp:
+        text = inp.read()
+    _, status = os.waitpid(pid, 0)
+    if not text:
+        raise UsageError(f"building one {kind.name} implementation {impl.spec} ended its process (wait status "
+                         f"{status}); choose other arguments")
+    message = json.loads(text)
+    if "error" in message:
+        raise UsageError(message["error"])
+    if "internal" in message:
+        raise InternalError(f"probing {impl.spec}: {message['internal']}", message["details"])
+    return Probed(message["white_box"], message["notice"])

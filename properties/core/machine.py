@@ -1,0 +1,174 @@
+"""State machines: the Hypothesis driver base, the run record, and the registry of machine kinds.
+
+A *machine kind* (:class:`MachineKind`) is everything the tools need to run,
+replay, shrink, store and render programs of one structure: its table of
+operations, its harness, the builder of its Hypothesis machine, its
+configuration, its built-in implementations, its scenarios. Each machine
+package (``properties.map``, ``properties.async_exec``,
+``properties.checkpoint``) registers its kind when imported; the commands
+look kinds up by name (:func:`machine_kind`) and hold no structure-specific
+branches.
+
+:class:`HarnessMachine` is the base of every machine: each rule builds a
+:class:`~properties.core.program.Step` and applies it through the harness;
+the shared :class:`RunRecord` counts examples and steps and keeps the first
+failure exactly as the harness raised it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Any, Callable
+
+import attrs
+from hypothesis import event
+from hypothesis.stateful import RuleBasedStateMachine
+
+from properties.core.errors import InternalError
+from properties.core.failures import CheckFailure, Failure
+from properties.core.limits import BudgetSpent
+from properties.core.program import OperationTable, Step
+
+__all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind"]
+
+
+@attrs.define
+class RunRecord:
+    """Shared by every example a machine class runs: counts, coverage, and the
+    harness of the latest example (on failure: the shrunk one)."""
+
+    examples: int = 0
+    steps: int = 0
+    coverage: Counter = attrs.Factory(Counter)
+    findings: Counter = attrs.Factory(Counter)
+    last: Any = None  # the harness of the latest example
+    first_failure_at: tuple[int, int] | None = None  # (examples, steps) when the first failure showed
+    on_example: Callable[["RunRecord"], None] | None = None
+    # The first failure as it happened (Hypothesis may replay it afterwards, or
+    # an unreliable implementation may not fail again): its failure and program.
+    first_failure: Failure | None = None
+    first_failure_steps: list | None = None
+    internal: InternalError | None = None  # the first error of cowcheck's own
+    deadline: float | None = None  # time.monotonic() after which no step starts (BudgetSpent)
+
+
+class HarnessMachine(RuleBasedStateMachine):
+    """Base of the suite's machines: each rule becomes a Step applied through
+    ``self.harness``; examples and steps are counted in the class's
+    ``record`` (a RunRecord) and each scenario reached is a Hypothesis event."""
+
+    record: RunRecord
+
+    def attach(self, harness) -> None:
+        self.harness = harness
+        self.seen: set = set()
+        record = self.record
+        record.last = harness
+        record.examples += 1
+        if record.on_example is not None:
+            record.on_example(record)
+
+    def apply(self, op: str, *args) -> None:
+        record = self.record
+        if record.deadline is not None and time.monotonic() > record.deadline:
+            raise BudgetSpent()
+        record.steps += 1
+        try:
+            self.harness.apply(Step(op, args))
+        except CheckFailure as exc:
+            if record.first_failure is None:
+                record.first_failure_at = (record.examples, record.steps)
+                record.first_failure = exc.failure
+                record.first_failure_steps = list(self.harness.steps)
+            raise
+        except InternalError as exc:
+            if record.internal is None:
+                record.internal = exc
+            raise
+        for name in self.harness.coverage.keys() - self.seen:
+            self.seen.add(name)
+            event(name)
+
+
+def _nothing_expected(steps: list[Step]) -> list:
+    return [None] * len(steps)
+
+
+@attrs.frozen(kw_only=True)
+class MachineKind:
+    """A state machine and everything needed to run, replay, shrink, store and
+    render its programs.
+
+    - ``operations``: its table; ``harness_class`` applies it;
+    - ``builder(factory, config, record)`` -> the Hypothesis machine class;
+    - ``config_class`` (attrs; ``white_box`` and ``capacity`` fields if it has those);
+    - ``replay_setup(factory, config)`` -> ``(make_impl, harness options)``;
+    - ``builtins``: implementation name -> ``() -> Implementation`` (``reference``, ...);
+    - ``probe(kind, impl, config, black_box=, white_box=)`` -> ``Probed``: builds
+      one with the run's arguments (ConstructionError if it cannot); call it as
+      :meth:`probe_implementation`;
+    - ``scenarios``: SPEC §13 scenario ids -> descriptions (``black_box_scenarios``:
+      the ids a black-box run can see; None: all);
+    - ``expected_results(steps)`` -> the model's result per step, stored in counterexamples;
+    - ``setup_lines(impl_spec, config)`` -> Python lines that build the
+      implementation (printed above a failing program);
+    - ``regression(cx, impl_spec, source_name)`` -> a pytest module, or None
+      for the generic replay-only rendering;
+    - ``describe_state(harness, failed=)`` -> text shown by ``replay --diagram`` after each step;
+    - ``findings``: finding ids -> descriptions (reported, not failures).
+    """
+
+    name: str
+    operations: OperationTable
+    harness_class: type
+    builder: Callable
+    config_class: type
+    replay_setup: Callable
+    builtins: dict
+    probe: Callable
+    scenarios: dict
+    black_box_scenarios: tuple | None = None
+    expected_results: Callable[[list], list] = _nothing_expected
+    setup_lines: Callable[[str, Any], list] = lambda impl_spec, config: [f"# implementation: {impl_spec}"]
+    regression: Callable | None = None
+    describe_state: Callable[..., str] = lambda harness, failed=False: ""
+    findings: dict = attrs.Factory(dict)
+
+    def config(self, **settings):
+        """The machine's config with those of ``settings`` it has (None values skipped)."""
+        fields = attrs.fields_dict(self.config_class)
+        return self.config_class(**{k: v for k, v in settings.items() if k in fields and v is not None})
+
+    def probe_implementation(self, impl, config, *, black_box: bool = False, white_box: bool = False):
+        """Build one ``impl`` with ``config``'s arguments and decide how it is checked (``Probed``)."""
+        return self.probe(self, impl, config, black_box=black_box, white_box=white_box)
+
+    def capacity(self, config) -> int:
+        """The map capacity a counterexample records (0 for machines without one)."""
+        return getattr(config, "capacity", 0) or 0
+
+    def render(self, step: Step) -> str:
+        return self.operations.render(step)
+
+    def parse(self, data) -> Step:
+        return self.operations.parse(data)
+
+
+MACHINES: dict[str, MachineKind] = {}
+
+
+def register_machine(kind: MachineKind) -> MachineKind:
+    """Make ``kind`` known by its name (a machine package does this when imported)."""
+    if kind.name in MACHINES and MACHINES[kind.name] is not kind:
+        raise ValueError(f"machine {kind.name!r} registered twice")
+    MACHINES[kind.name] = kind
+    return kind
+
+
+def machine_kind(name: str) -> MachineKind:
+    """The machine called ``name``; ValueError naming the known ones otherwise."""
+    if name not in MACHINES:
+        known = ", ".join(sorted(MACHINES)) or "none (import properties.map, properties.async_exec, ...)"
+        raise ValueError(f"unknown machine {name!r}; known: {known}")
+    return MACHINES[name]

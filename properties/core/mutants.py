@@ -1,0 +1,130 @@
+"""The seeded-bug catalogue: named mutants of the reference structures, and how one is hunted.
+
+A mutant is a realistic mistake expressed as a small deviation from the
+reference: a subclass that overrides one method (or a few lines of one).
+Each has a one-line description, the properties or invariants expected to
+catch it, and the machine that should kill it. Each machine package
+registers its mutants when imported. Mutants are implementations like any
+other: ``cowcheck check --impl mutant:NAME``, ``resolve("mutant:NAME")``, and
+``cowcheck mutants`` runs the suite against all of them (:func:`run_mutant`).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import time
+from typing import Callable
+
+import attrs
+
+from properties.core.hunt import hunt
+from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
+from properties.core.machine import MachineKind, machine_kind
+
+__all__ = ["Mutant", "MutantResult", "register_mutant", "catalogue", "run_mutant", "format_table"]
+
+
+@attrs.frozen
+class Mutant:
+    """``factory`` builds the mutated structure (as the machine's reference
+    factory does); ``machine`` names the state machine that should kill it;
+    ``expected`` the property/invariant codes expected to catch it."""
+
+    name: str
+    description: str
+    expected: str
+    factory: Callable
+    machine: str = "map"
+    source: str = ""  # e.g. "FLINK-9601" for a real bug
+
+    @property
+    def expected_codes(self) -> set[str]:
+        """The codes ``expected`` names (``"I9 / P2"``, ``"P7 (crash)"``, ...)."""
+        return set(re.findall(r"\b[A-Z]\d+\b", self.expected))
+
+    def implementation(self, white_box: bool = True) -> Implementation:
+        return Implementation(f"mutant:{self.name}", self.factory, white_box, self.description)
+
+
+_CATALOGUE: dict[str, Mutant] = {}
+
+
+def register_mutant(name: str, description: str, expected: str, machine: str = "map", source: str = ""):
+    """Class/function decorator adding a mutant factory to the catalogue."""
+
+    def decorate(factory):
+        if name in _CATALOGUE:
+            raise ValueError(f"mutant {name!r} registered twice")
+        _CATALOGUE[name] = Mutant(name, description, expected, factory, machine, source)
+        return factory
+
+    return decorate
+
+
+def catalogue() -> dict[str, Mutant]:
+    """All mutants of the machine packages imported so far, by name, in registration order."""
+    return dict(_CATALOGUE)
+
+
+def _resolve_mutant(name: str, kind: MachineKind) -> Implementation:
+    mutant = _CATALOGUE.get(name)
+    if mutant is None:
+        raise UnknownImplementationError(f"mutant:{name}", f"no such mutant; known: {', '.join(sorted(_CATALOGUE))}")
+    if mutant.machine != kind.name:
+        raise UnknownImplementationError(f"mutant:{name}", f"a {mutant.machine} mutant; use --machine {mutant.machine}")
+    return mutant.implementation()
+
+
+register_resolver("mutant", _resolve_mutant)
+
+
+@attrs.frozen
+class MutantResult:
+    """One row of the kill table."""
+
+    name: str
+    machine: str
+    killed: bool
+    seconds: float
+    examples: int
+    steps: int
+    shrunk_length: int
+    caught_by: str
+    white_box: bool
+
+
+def run_mutant(mutant: Mutant, *, white_box: bool, seed: int, examples: int, max_seconds: float,
+               profile) -> MutantResult:
+    """Hunt one mutant with its machine; the row of the kill table."""
+    kind = machine_kind(mutant.machine)
+    config = kind.config(white_box=white_box)
+    make_impl, options = kind.replay_setup(mutant.factory, config)
+    result = hunt(lambda rec: kind.builder(mutant.factory, config, rec), make_impl, base_seed=seed, profile=profile,
+                  examples=examples, deadline=time.monotonic() + max_seconds, harness_options=options,
+                  replay_harness=kind.harness_class)
+    if result.failure is None:
+        return MutantResult(mutant.name, mutant.machine, False, result.elapsed, result.examples, result.steps,
+                            0, "-", white_box)
+    found_examples, found_steps = result.found_at or (result.examples, result.steps)
+    return MutantResult(mutant.name, mutant.machine, True, result.seconds_to_find, found_examples, found_steps,
+                        len(result.program), f"{result.failure.kind} {result.failure.code}", white_box)
+
+
+def format_table(rows: list[MutantResult]) -> str:
+    """The kill table (markdown) and its summary line."""
+    header = ("mutant", "killed", "time-to-kill", "examples", "steps", "shrunk", "caught by", "mode")
+    body = [(r.name, "yes" if r.killed else "NO", f"{r.seconds:.2f} s", f"{r.examples:,}", f"{r.steps:,}",
+             str(r.shrunk_length) if r.killed else "-", r.caught_by, "white-box" if r.white_box else "black-box")
+            for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+    out = [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"] + [line(b) for b in body]
+    killed = [r for r in rows if r.killed]
+    summary = f"\n{len(killed)}/{len(rows)} killed"
+    if killed:
+        times = [r.seconds for r in killed]
+        lengths = [r.shrunk_length for r in killed]
+        summary += (f"; time-to-kill median {statistics.median(times):.2f} s, max {max(times):.2f} s; "
+                    f"shrunk length median {statistics.median(lengths):g}, max {max(lengths)}")
+    return "\n".join(out) + summary + "\n"

@@ -1,0 +1,125 @@
+"""Programs as data: steps, and the table of operations each machine declares once.
+
+A program is a list of :class:`Step` (an operation's name and its JSON-able
+arguments). The same list is produced by the Hypothesis machines and by
+seeded walks, applied by a harness, shrunk by deleting and simplifying
+steps, stored as JSON and printed as runnable Python.
+
+Each machine declares its operations once, in an :class:`OperationTable` of
+:class:`Operation` records: the name, the arguments, how a step prints as
+Python, how its arguments are checked when read from a file and how they
+simplify when shrinking. A machine's package extends :class:`Operation` with
+what its own consumers need (argument domains for strategies and walks, the
+encoding of the Flink bridge's batches, regression rendering), so that adding
+an operation is a change to that package alone.
+
+>>> table = OperationTable("demo", [Operation(name="put", args=("key", "value"), template="m.put({0!r}, {1!r})")])
+>>> table.render(Step("put", (1, [7])))
+'m.put(1, [7])'
+>>> table.parse({"op": "get", "args": []})
+Traceback (most recent call last):
+...
+ValueError: unknown operation 'get' of the demo machine; known: put
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Iterator
+
+import attrs
+
+__all__ = ["Step", "Operation", "OperationTable", "step_to_json"]
+
+
+@attrs.frozen
+class Step:
+    """One operation: ``op`` (a name in its machine's table) and its JSON-able ``args``."""
+
+    op: str = attrs.field(validator=attrs.validators.instance_of(str))
+    args: tuple = attrs.field(converter=tuple, factory=tuple)
+
+
+def step_to_json(step: Step) -> dict[str, Any]:
+    return {"op": step.op, "args": list(step.args)}
+
+
+@attrs.frozen(kw_only=True)
+class Operation:
+    """One operation of a machine.
+
+    ``template``: the step as a line of Python (``str.format`` with the
+    arguments), unless ``render_with`` builds the line itself;
+    ``check``: a problem with arguments read from a file, or None;
+    ``simplify``: simpler argument tuples, simplest first (for shrinking).
+    """
+
+    name: str
+    args: tuple = ()
+    template: str = ""
+    render_with: Callable[[tuple], str] | None = None
+    check: Callable[[tuple], str | None] | None = None
+    simplify: Callable[[tuple], Iterable[tuple]] | None = None
+
+    def render(self, args: tuple) -> str:
+        if self.render_with is not None:
+            return self.render_with(tuple(args))
+        return self.template.format(*args)
+
+    def simpler(self, args: tuple) -> Iterator[tuple]:
+        return iter(self.simplify(tuple(args))) if self.simplify is not None else iter(())
+
+
+class OperationTable:
+    """A machine's operations, by name, in declaration order (the order is an
+    interface: the Flink bridge numbers operations by it)."""
+
+    def __init__(self, machine: str, operations: Iterable[Operation]) -> None:
+        self.machine = machine
+        self.operations: dict[str, Operation] = {}
+        for op in operations:
+            if op.name in self.operations:
+                raise ValueError(f"{machine} operation {op.name!r} declared twice")
+            self.operations[op.name] = op
+
+    def __getitem__(self, name: str) -> Operation:
+        return self.operations[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.operations
+
+    def __iter__(self) -> Iterator[Operation]:
+        return iter(self.operations.values())
+
+    def __len__(self) -> int:
+        return len(self.operations)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.operations)
+
+    def render(self, step: Step) -> str:
+        """The step as a line of Python."""
+        return self.operations[step.op].render(step.args)
+
+    def simpler_steps(self, step: Step) -> Iterator[Step]:
+        """Candidate replacements for one step, simplest first."""
+        op = self.operations.get(step.op)
+        if op is not None:
+            for args in op.simpler(step.args):
+                yield Step(step.op, args)
+
+    def parse(self, data: Any) -> Step:
+        """One step from its JSON form; ValueError naming the problem for anything malformed."""
+        if not isinstance(data, dict) or "op" not in data or "args" not in data:
+            raise ValueError(f"a step must be an object with 'op' and 'args', got {data!r:.80}")
+        name, args = data["op"], data["args"]
+        op = self.operations.get(name) if isinstance(name, str) else None
+        if op is None:
+            raise ValueError(f"unknown operation {name!r} of the {self.machine} machine; known: "
+                             f"{', '.join(self.operations)}")
+        if not isinstance(args, list) or len(args) != len(op.args):
+            raise ValueError(f"{name}: expected arguments {list(op.args)}, got {args!r:.80}")
+        problem = op.check(tuple(args)) if op.check is not None else None
+        if problem:
+            raise ValueError(f"{name}: {problem}")
+        return Step(name, tuple(args))

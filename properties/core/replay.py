@@ -1,0 +1,111 @@
+"""Replay a stored counterexample without Hypothesis: setup, traces, and which code may run.
+
+Replay is deterministic in any process: layouts come from the Java-compatible
+hashes and every printed collection is sorted, so the same file gives the same
+trace byte for byte whatever ``PYTHONHASHSEED`` is.
+
+A counterexample file is data: it may name any implementation, but only the
+built-in ones are resolved from it (:func:`implementation_for`); any other
+must be named by the user (``--impl``), so replaying a file received from
+elsewhere never imports a module the file chose.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Callable, TextIO
+
+import attrs
+
+from properties.core.counterexample import Counterexample, load
+from properties.core.errors import UsageError
+from properties.core.failures import CheckFailure, Failure, safe_repr
+from properties.core.impls import Implementation, is_builtin, resolve
+from properties.core.machine import MachineKind, machine_kind
+from properties.core.program import Step
+
+__all__ = ["ReplayOutcome", "replay_traced", "replay_setup", "implementation_for", "trace_of", "show"]
+
+
+@attrs.frozen
+class ReplayOutcome:
+    failure: Failure | None
+    steps_run: int
+
+
+def show(value) -> str:
+    """A value as one line of JSON (sorted keys; anything exotic as its repr)."""
+    try:
+        return json.dumps(value, default=safe_repr, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        return safe_repr(value)
+
+
+def replay_traced(steps: list[Step], make_impl: Callable[[], object], out: TextIO | None = None, *,
+                  kind: MachineKind, harness_class=None, impl_name: str = "impl", diagrams: bool = False,
+                  **harness_options) -> ReplayOutcome:
+    """Replay ``steps``; with ``out``, print each step as Python with the model's
+    and the implementation's results, the divergence at the failing step and,
+    with ``diagrams``, the structure after each step (``kind.describe_state``)."""
+    harness = (harness_class or kind.harness_class)(make_impl(), **harness_options)
+    for i, step in enumerate(steps):
+        try:
+            harness.apply(step)
+        except CheckFailure as exc:
+            failure = exc.failure
+            if out is not None:
+                out.write(f"[{i}] {kind.render(step)}\n")
+                out.write(f"    FAILS: {failure.kind} {failure.code}: {failure.message}\n")
+                if failure.expected is not None or failure.actual is not None:
+                    out.write(f"    model:  {show(failure.expected)}\n")
+                    out.write(f"    {impl_name}: {show(failure.actual)}\n")
+                if diagrams:
+                    out.write(kind.describe_state(harness, failed=True))
+            return ReplayOutcome(failure, i + 1)
+        if out is not None:
+            out.write(f"[{i}] {kind.render(step)}\n")
+            observed = getattr(harness, "observed", None)
+            if observed is not None:
+                want, got = observed
+                out.write(f"    model: {show(want)}   {impl_name}: {show(got)}\n")
+            if diagrams:
+                out.write(kind.describe_state(harness, failed=False))
+    return ReplayOutcome(None, len(steps))
+
+
+def implementation_for(cx: Counterexample, impl_override: str | None, path) -> str:
+    """The implementation spec to run ``cx`` on: ``--impl`` if given, else the
+    file's own, which must be built in (a file never chooses code to import)."""
+    if impl_override:
+        return impl_override
+    if not is_builtin(cx.implementation, cx.machine):
+        raise UsageError(f"{path}: names the implementation {cx.implementation!r}, which is not built into "
+                         f"cowcheck; a counterexample file does not choose code to import: name it on the "
+                         f"command line with --impl {cx.implementation}")
+    return cx.implementation
+
+
+def replay_setup(cx: Counterexample, impl_spec: str) -> tuple[Implementation, Callable, dict, MachineKind]:
+    """``(implementation, make_impl, harness options, machine kind)`` to replay
+    ``cx`` on ``impl_spec``; the implementation is built once with the file's
+    arguments first (a factory rejecting them is a ConstructionError)."""
+    kind = machine_kind(cx.machine)
+    impl = resolve(impl_spec, cx.machine)
+    config = kind.config(capacity=cx.capacity or None, white_box=cx.white_box,
+                         strict_live_iteration=cx.strict_live_iteration)
+    probed = kind.probe_implementation(impl, config, black_box=not cx.white_box)
+    config = kind.config(capacity=cx.capacity or None, white_box=probed.white_box,
+                         strict_live_iteration=cx.strict_live_iteration)
+    make_impl, options = kind.replay_setup(impl.factory, config)
+    return impl, make_impl, options, kind
+
+
+def trace_of(path, impl_spec: str | None = None, diagrams: bool = True) -> str:
+    """The step-by-step trace of a counterexample file as text (no timings): the
+    same bytes in every process, whatever PYTHONHASHSEED is."""
+    cx = load(path)
+    impl, make_impl, options, kind = replay_setup(cx, implementation_for(cx, impl_spec, path))
+    out = io.StringIO()
+    replay_traced(list(cx.steps), make_impl, out, kind=kind, impl_name=impl.spec, diagrams=diagrams, **options)
+    return out.getvalue()

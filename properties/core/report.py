@@ -1,0 +1,48 @@
+"""Human-readable output: run summaries, scenario coverage, failures as runnable programs."""
+
+from __future__ import annotations
+
+from properties.core.failures import Failure
+from properties.core.machine import MachineKind
+from properties.core.program import Step
+
+__all__ = ["format_summary", "format_coverage", "format_failure"]
+
+
+def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
+    """Hits per SPEC §13 scenario of ``kind`` (the black-box subset if not white-box)."""
+    names = kind.scenarios
+    if not white_box and kind.black_box_scenarios is not None:
+        names = {k: names[k] for k in kind.black_box_scenarios}
+    width = max(len(d) for d in names.values())
+    lines = []
+    for key, description in names.items():
+        hits = coverage.get(key, 0)
+        lines.append(f"  {description:<{width}}  {hits:>7,}{'   <-- never reached' if hits == 0 else ''}")
+    reached = sum(1 for k in names if coverage.get(k))
+    return f"Scenario coverage (SPEC §13): {reached}/{len(names)} reached\n" + "\n".join(lines) + "\n"
+
+
+def format_summary(record, elapsed: float, kind: MachineKind, white_box: bool) -> str:
+    rate = record.steps / elapsed if elapsed > 0 else 0.0
+    out = [f"{record.examples:,} examples, {record.steps:,} steps in {elapsed:.1f} s ({rate:,.0f} steps/s)\n",
+           format_coverage(record.coverage, kind, white_box)]
+    if record.findings:
+        out.append("Findings (reported, not failures):\n")
+        for key, count in sorted(record.findings.items()):
+            out.append(f"  {key} x{count}: {kind.findings.get(key, '')}\n")
+    return "".join(out)
+
+
+def format_failure(failure: Failure, steps: list[Step], impl_spec: str, kind: MachineKind, config) -> str:
+    """The failing program as Python, the failing step marked, expected vs actual under it."""
+    lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk)"]
+    lines += [f"  {line}" for line in kind.setup_lines(impl_spec, config)]
+    for i, step in enumerate(steps):
+        marker = "   # <-- fails here" if i == failure.step_index else ""
+        lines.append(f"  {kind.render(step)}{marker}")
+    lines.append(f"  {failure.message}")
+    if failure.expected is not None or failure.actual is not None:
+        lines.append(f"  model: {failure.expected!r}")
+        lines.append(f"  {impl_spec}: {failure.actual!r}")
+    return "\n".join(lines) + "\n"

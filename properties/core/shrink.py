@@ -1,0 +1,114 @@
+"""Replay step lists and shrink failing ones by delta debugging.
+
+A candidate program reproduces when replaying it raises a failure with the
+same signature (kind and property/invariant code) as the original. The
+greedy passes drop chunks of steps (halving the chunk size), then single
+steps, then simplify arguments (the harness's ``simpler_steps``, from its
+machine's table of operations), until nothing changes; candidates the
+harness calls ill-formed (``valid_program``) are skipped and the result is
+put in canonical form (``normalise``). Replays are cheap, so this takes
+milliseconds where Hypothesis's stateful shrinker takes minutes.
+
+>>> from reference import CopyOnWriteStateMap
+>>> from properties.core.program import Step
+>>> from properties.map.harness import Harness
+>>> steps = [Step("put", (1, 0, [1])), Step("get", (1, 0))]
+>>> replay(steps, lambda: CopyOnWriteStateMap(capacity=4), harness_class=Harness) is None
+True
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
+from properties.core.limits import StepTimeLimit, current_limit
+from properties.core.program import Step
+
+__all__ = ["replay", "shrink", "signature_of"]
+
+
+def signature_of(failure: Failure) -> tuple[str, str]:
+    return failure.kind, failure.code
+
+
+def replay(steps: list[Step], make_impl: Callable[[], object], *, harness_class, **harness_options) -> Failure | None:
+    """Run ``steps`` on a fresh implementation through ``harness_class``; the
+    failure, or None if all pass."""
+    harness = harness_class(make_impl(), **harness_options)
+    try:
+        for step in steps:
+            harness.apply(step)
+    except CheckFailure as exc:
+        return exc.failure
+    return None
+
+
+def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object], *, harness_class,
+           max_replays: int = 20_000, deadline: float | None = None, **harness_options) -> tuple[list[Step], Failure]:
+    """The shortest program found that fails with ``failure``'s signature, and its
+    failure, replaying through ``harness_class``. ``deadline``
+    (``time.monotonic()``): stop improving then and return the best so far.
+
+    A TIMEOUT under the active step time limit is shrunk with a tenth of that
+    limit per step (a hang needs no ten seconds to show), and the result is
+    confirmed under the full limit; if it does not time out there, the
+    unshrunk program is returned."""
+    limit = current_limit()
+    if failure.kind == TIMEOUT and failure.code == TIME_LIMIT and limit and limit > _QUICK_TIMEOUT:
+        with StepTimeLimit(max(_QUICK_TIMEOUT, limit / 10)):
+            shorter, _ = _shrink(steps, failure, make_impl, max_replays, deadline, harness_class, harness_options)
+        confirmed = replay(shorter, make_impl, harness_class=harness_class, **harness_options)
+        if confirmed is not None and signature_of(confirmed) == signature_of(failure):
+            return shorter, confirmed
+        return harness_class.normalise(list(steps[: failure.step_index + 1])), failure
+    return _shrink(steps, failure, make_impl, max_replays, deadline, harness_class, harness_options)
+
+
+_QUICK_TIMEOUT = 0.5
+
+
+def _shrink(steps, failure, make_impl, max_replays, deadline, harness_class, harness_options):
+    target = signature_of(failure)
+    best, best_failure = list(steps[: failure.step_index + 1]), failure
+    replays = 0
+    valid, simpler_steps = harness_class.valid_program, harness_class.simpler_steps
+
+    def spent() -> bool:
+        return replays >= max_replays or (deadline is not None and time.monotonic() >= deadline)
+
+    def attempt(candidate: list[Step]):
+        nonlocal replays
+        if not valid(candidate) or spent():
+            return None
+        replays += 1
+        got = replay(candidate, make_impl, harness_class=harness_class, **harness_options)
+        if got is not None and signature_of(got) == target:
+            return candidate[: got.step_index + 1], got
+        return None
+
+    improved = True
+    while improved and not spent():
+        improved = False
+        chunk = max(len(best) // 2, 1)
+        while chunk >= 1:
+            i = 0
+            while i < len(best):
+                found = attempt(best[:i] + best[i + chunk:])
+                if found:
+                    best, best_failure = found
+                    improved = True
+                else:
+                    i += chunk
+            chunk //= 2
+        i = 0
+        while i < len(best):  # best may get shorter while simplifying
+            for simpler in simpler_steps(best[i]):
+                found = attempt(best[:i] + [simpler] + best[i + 1:])
+                if found:
+                    best, best_failure = found
+                    improved = True
+                    break
+            i += 1
+    return harness_class.normalise(best), best_failure

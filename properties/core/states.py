@@ -1,0 +1,90 @@
+"""States and entries as the suite handles them: copies, order-free comparison, the transform function.
+
+States are what a map holds per ``(key, namespace)``; entries are ``(key,
+namespace, state)`` triples. The suite keeps its own copies of states (the
+model's, the snapshot guard's) and compares entry lists without regard to
+order, in a form that is the same in every process.
+
+>>> same_entries([(1, 0, [2]), (0, 0, [])], [(0, 0, []), (1, 0, [2])])
+True
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from properties.core.failures import safe_repr
+
+__all__ = ["copy_state", "entries", "same_entries", "transform_append", "drain"]
+
+
+def transform_append(old, value):
+    """The transform function of ``transform`` steps: append ``value`` in place
+    (so a missing copy under a snapshot corrupts the snapshot)."""
+    if old is None:
+        return [value]
+    old.append(value)
+    return old
+
+
+_ATOMIC = frozenset({int, str, bool, float, bytes, type(None)})
+
+
+def copy_state(state):
+    """``copy.deepcopy(state)`` without its machinery for the usual states:
+    values of immutable types, and flat lists of them.
+
+    >>> s = [1, 2]; c = copy_state(s); c == s and c is not s
+    True
+    """
+    kind = type(state)
+    if kind is list:
+        if _ATOMIC.issuperset(map(type, state)):
+            return state[:]
+    elif kind in _ATOMIC:
+        return state
+    return copy.deepcopy(state)
+
+
+# json.dumps(x, sort_keys=True, default=safe_repr) without building an encoder per call.
+_encode = json.JSONEncoder(sort_keys=True, default=safe_repr).encode
+
+
+def entries(iterable) -> list[str]:
+    """Entries ``(key, namespace, state)`` as sorted JSON strings: an order-free,
+    process-independent way to compare contents."""
+    return sorted([_encode([k, n, s]) for k, n, s in iterable])
+
+
+def same_entries(a, b, symbolic: bool = False) -> bool:
+    """Whether two lists of entries hold the same entries in any order: equal
+    as Python values (``==``, as the harness compares every other result), or
+    equal in the JSON form of :func:`entries` (which also settles values that
+    do not sort, and lists against tuples).
+
+    ``symbolic``: the values may be CrossHair's symbolic ones, on which every
+    comparison of a sort is a branch to explore; their ``repr`` strings (which
+    makes them concrete) are compared instead.
+    """
+    if len(a) != len(b):
+        return False
+    if symbolic:
+        return sorted(map(repr, a)) == sorted(map(repr, b)) or entries(a) == entries(b)
+    try:
+        if sorted(a) == sorted(b):
+            return True
+    except Exception:  # values that do not sort together, or a hostile __lt__/__eq__
+        pass
+    return entries(a) == entries(b)
+
+
+def drain(iterator):
+    """Consume a live iterator; the entries, or the exception it raised."""
+    out = []
+    try:
+        for item in iterator:
+            out.append(item)
+    except RuntimeError as exc:
+        return exc
+    return out

@@ -1,0 +1,207 @@
+"""The JVM of this process: the Flink jar, our Java helper compiled against it, JPype started once.
+
+The helper (``properties/flink/java/cowcheck/bridge/*.java``) is compiled
+with ``javac`` on first use into ``~/.cache/cowcheck/java/<hash of the
+sources and the Flink jar>/`` (``COWCHECK_CACHE_DIR`` or ``XDG_CACHE_HOME``
+move it) and put on the class path next to ``flink-dist-2.3.0.jar`` from the
+``apache-flink-libraries`` wheel (``pip install 'cowcheck[flink]'``;
+``COWCHECK_FLINK_LIB`` points elsewhere).
+
+One JVM per process: it starts on first use (creating a map, running a
+batch), never at import or resolve, so a campaign driver can resolve the
+spec and fork executors that each start their own JVM. A JVM cannot be used
+across ``fork``: using the bridge in a child forked after the parent started
+the JVM is a :class:`FlinkUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+__all__ = ["FlinkUnavailableError", "JvmInfo", "available", "jvm", "JAVA_SOURCES", "Java"]
+
+FLINK_JAR = "flink-dist-2.3.0.jar"
+JAVA_SOURCES = Path(__file__).with_name("java")
+_HELPER_CLASS = "cowcheck.bridge.MapHandle"
+
+
+class FlinkUnavailableError(RuntimeError):
+    """The Flink bridge cannot run here; ``.reason`` says why and how to fix it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"Flink bridge unavailable: {reason}")
+        self.reason = reason
+
+
+# ------------------------------------------------------------------ the JVM
+
+
+@attrs.frozen
+class JvmInfo:
+    """How the JVM of this process came up: seconds to compile the helper (0 if
+    cached), seconds to start the JVM and load the classes, the class path."""
+
+    pid: int
+    compile_seconds: float
+    start_seconds: float
+    classpath: tuple
+    java_version: str
+
+
+_JVM: JvmInfo | None = None
+
+
+def _flink_lib() -> Path:
+    override = os.environ.get("COWCHECK_FLINK_LIB")
+    if override:
+        candidates = [Path(override)]
+    else:
+        spec = importlib.util.find_spec("pyflink")
+        candidates = [Path(p) / "lib" for p in (spec.submodule_search_locations or [])] if spec else []
+    for lib in candidates:
+        if (lib / FLINK_JAR).is_file():
+            return lib
+    raise FlinkUnavailableError(
+        f"{FLINK_JAR} not found (looked in {', '.join(map(str, candidates)) or 'no pyflink package'}); "
+        f"install it with: pip install 'cowcheck[flink]' (or set COWCHECK_FLINK_LIB to its directory)")
+
+
+def available() -> str | None:
+    """None if the bridge can start here (jpype1 and the Flink jar are installed),
+    else the reason. Cheap: starts no JVM and compiles nothing."""
+    if importlib.util.find_spec("jpype") is None:
+        return "jpype1 is not installed: pip install 'cowcheck[flink]'"
+    try:
+        _flink_lib()
+    except FlinkUnavailableError as exc:
+        return exc.reason
+    return None
+
+
+def _cache_root() -> Path:
+    override = os.environ.get("COWCHECK_CACHE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cowcheck"
+
+
+def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
+    """The directory with our compiled helper classes, compiling them on first use;
+    ``(directory, seconds spent compiling)``. Keyed by a hash of the sources and of
+    the jar's name and size, so an edit or another Flink build recompiles."""
+    sources = sorted(JAVA_SOURCES.rglob("*.java"))
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(str(source.relative_to(JAVA_SOURCES)).encode() + b"\0" + source.read_bytes() + b"\0")
+    digest.update(f"{flink_jar.name}:{flink_jar.stat().st_size}".encode())
+    target = _cache_root() / "java" / digest.hexdigest()[:20]
+    if (target / "COMPLETE").is_file():
+        return target, 0.0
+    javac = shutil.which("javac")
+    if javac is None:
+        raise FlinkUnavailableError("javac not found on PATH: the bridge compiles its Java helper on first use "
+                                    "(install a JDK, 11 or newer)")
+    started = time.perf_counter()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
+    try:
+        result = subprocess.run([javac, "--release", "11", "-nowarn", "-encoding", "UTF-8", "-cp", str(flink_jar),
+                                 "-d", str(scratch)] + [str(s) for s in sources],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise FlinkUnavailableError(f"javac failed on {JAVA_SOURCES}:\n{result.stderr.strip()}")
+        (scratch / "COMPLETE").write_text("")
+        try:
+            os.rename(scratch, target)  # atomic; another process may have won the race
+        except OSError:
+            if not (target / "COMPLETE").is_file():
+                raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target, time.perf_counter() - started
+
+
+def jvm() -> JvmInfo:
+    """Start the JVM of this process (once) with Flink and our helper on the class path."""
+    global _JVM
+    if _JVM is not None:
+        if _JVM.pid != os.getpid():
+            raise FlinkUnavailableError(
+                f"the JVM was started in process {_JVM.pid}, which then forked this process {os.getpid()}; a JVM "
+                f"does not survive fork: create Flink maps only in the process that uses them (each campaign "
+                f"executor starts its own JVM on first use)")
+        return _JVM
+    reason = available()
+    if reason is not None:
+        raise FlinkUnavailableError(reason)
+    import jpype
+
+    lib = _flink_lib()
+    flink_jar = lib / FLINK_JAR
+    classes, compile_seconds = _compiled_helper(flink_jar)
+    # log4j next to flink-dist silences SLF4J's "no provider" warnings.
+    classpath = (str(flink_jar), *sorted(str(p) for p in lib.glob("log4j-*.jar")), str(classes))
+    started = time.perf_counter()
+    if jpype.isJVMStarted():
+        raise FlinkUnavailableError("a JVM is already running in this process, started without Flink and the "
+                                    "cowcheck helper on its class path (JPype allows one JVM per process)")
+    jpype.startJVM(classpath=list(classpath), convertStrings=False)
+    jpype.JClass(_HELPER_CLASS)  # load (and link) the helper and Flink's map now, not in the first operation
+    jpype.JClass("cowcheck.bridge.Batch")
+    version = str(jpype.java.lang.System.getProperty("java.version"))
+    _JVM = JvmInfo(os.getpid(), compile_seconds, time.perf_counter() - started, classpath, version)
+    Java.load()
+    return _JVM
+
+
+class Java:
+    """Java classes and converters, bound once the JVM runs."""
+
+    jpype: Any = None
+    Integer: Any = None
+    Long: Any = None
+    Boolean: Any = None
+    JString: Any = None
+    int_array: Any = None
+    object_array: Any = None
+    MapHandle: Any = None
+    Batch: Any = None
+    Serializers: Any = None
+    JException: Any = None
+    CME: Any = None
+    IllegalState: Any = None
+    IllegalArgument: Any = None
+    NullPointer: Any = None
+
+    @classmethod
+    def load(cls) -> None:
+        import jpype
+
+        cls.jpype = jpype
+        cls.Integer = jpype.JClass("java.lang.Integer")
+        cls.Long = jpype.JClass("java.lang.Long")
+        cls.Boolean = jpype.JClass("java.lang.Boolean")
+        cls.JString = jpype.JString
+        cls.int_array = jpype.JArray(jpype.JInt)
+        cls.object_array = jpype.JArray(jpype.JObject)
+        cls.MapHandle = jpype.JClass(_HELPER_CLASS)
+        cls.Batch = jpype.JClass("cowcheck.bridge.Batch")
+        cls.Serializers = jpype.JClass("cowcheck.bridge.Serializers")
+        cls.JException = jpype.JException
+        cls.CME = jpype.JClass("java.util.ConcurrentModificationException")
+        cls.IllegalState = jpype.JClass("java.lang.IllegalStateException")
+        cls.IllegalArgument = jpype.JClass("java.lang.IllegalArgumentException")
+        cls.NullPointer = jpype.JClass("java.lang.NullPointerException")
+
+

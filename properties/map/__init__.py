@@ -1,0 +1,183 @@
+"""The map machine: CopyOnWriteStateMap and its snapshots (SPEC §2–§9), registered as machine ``map``.
+
+- ``ops``: the operations, declared once (:data:`~properties.map.ops.MAP_OPS`);
+- ``harness``: applies them to an implementation and the model, checks P1–P7 and I0–I9;
+- ``machine``: the Hypothesis state machine (one rule per operation);
+- ``walks``: seeded swarm walks (campaigns, ``check``'s walk phase);
+- ``introspection``: the white-box view's contract; ``scenarios``: SPEC §13 counts;
+- ``mutants``: the map's seeded bugs; ``parity``: the same observations from any map;
+- ``short_programs``: the property over short programs (CrossHair's backend).
+
+Importing this package registers the machine (and its mutants) with
+:mod:`properties.core.machine`.
+
+>>> from properties.core.machine import machine_kind
+>>> machine_kind("map").operations["put"].args
+('key', 'namespace', 'state')
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+from model import ModelMap
+from properties.core.counterexample import Counterexample
+from properties.core.errors import UsageError
+from properties.core.impls import Implementation, Probed, UnknownImplementationError, construct
+from properties.core.limits import StepTimeout, step_begins, step_ends
+from properties.core.machine import MachineKind, register_machine
+from properties.core.regression import steps_json, test_name_for
+from properties.core.replay import show
+from properties.map import mutants  # noqa: F401  (registers the map's seeded bugs)
+from properties.map.harness import Harness, describe_state, has_introspection
+from properties.map.introspection import introspection_problem, snapshot_problem
+from properties.map.machine import MachineConfig, make_map_machine, replay_setup
+from properties.map.ops import MAP_OPS, NEW_SNAPSHOT
+from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
+from reference import CopyOnWriteStateMap
+
+__all__ = ["MAP", "Harness", "MachineConfig", "make_map_machine", "probe", "expected_results", "REQUIRED_METHODS",
+           "FINDINGS", "has_introspection"]
+
+REQUIRED_METHODS = ("get", "contains_key", "put", "put_and_get_old", "remove", "remove_and_get_old",
+                    "transform", "snapshot", "keys", "size_of_namespace", "__len__", "__iter__")
+
+FINDINGS = {
+    "live-iteration-quirk": "live iteration repeated or skipped entries after reads drove the incremental "
+                            "rehash, without raising (Flink 2.3.0 does the same; SPEC §7)",
+}
+
+
+def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_box: bool = False) -> Probed:
+    """Build one map of ``impl`` with the run's capacity and decide how it is checked.
+
+    ConstructionError if the factory rejects the arguments; UnknownImplementationError
+    if the map lacks SPEC §15 methods; ``white_box=True`` (``--white-box``) makes
+    an unusable introspection a UsageError instead of a black-box run."""
+    capacity = config.capacity
+    instance = construct(impl, lambda: impl.new(capacity=capacity, state_copier=copy.deepcopy),
+                         {"capacity": capacity, "state_copier": copy.deepcopy}, "--capacity")
+    missing = [name for name in REQUIRED_METHODS if not callable(getattr(instance, name, None))]
+    if missing:
+        raise UnknownImplementationError(
+            impl.spec, f"{type(instance).__name__} lacks the SPEC §15 methods {', '.join(missing)}")
+    if black_box:
+        return Probed(False)
+    problem = _introspection_problem(instance)
+    if problem is None:
+        return Probed(True)
+    if white_box:
+        raise UsageError(f"--white-box: {impl.spec} cannot be checked white-box: {problem}")
+    if not callable(getattr(instance, "introspect", None)):
+        return Probed(False)
+    return Probed(False, f"{impl.spec} is checked black-box (the model's properties only): {problem}")
+
+
+def _introspection_problem(instance) -> str | None:
+    step_begins()
+    try:
+        problem = introspection_problem(instance)
+        if problem is not None:
+            return problem
+        try:  # a snapshot's entries must conform too (I8/I9 read them)
+            instance.put(0, 0, [0])
+            snap = instance.snapshot()
+        except Exception:
+            return None  # not introspection's business: the checks will show what is wrong
+        return snapshot_problem(snap)
+    except StepTimeout:
+        return "introspect() or a first put/snapshot did not return within the step time limit"
+    finally:
+        step_ends()
+
+
+def expected_results(steps: list) -> list:
+    """The model's result of every step as JSON data (None where a step returns
+    nothing), from replaying the program on the model itself, which runs every
+    step to its end."""
+    harness = Harness(ModelMap(), white_box=False)
+    results = []
+    for step in steps:
+        harness.apply(step)
+        observed = harness.observed
+        results.append(json.loads(show(observed[0])) if observed else None)
+    return results
+
+
+def setup_lines(impl_spec: str, config) -> list[str]:
+    return ["import properties.map",
+            "from properties.core.impls import resolve",
+            "from properties.core.states import transform_append",
+            "from properties.map.ops import SNAPSHOT_TRANSFORMERS, visit_and_prune_even",
+            f"m = resolve({impl_spec!r}).new(capacity={config.capacity})"]
+
+
+def regression(cx: Counterexample, impl_spec: str, source_name: str) -> str:
+    """A readable regression test: the steps through the public API, the model's
+    result asserted where a step returns one, then the harness on the same steps."""
+    body = []
+    for i, (step, expected) in enumerate(zip(cx.steps, cx.expected)):
+        lines = list(MAP_OPS[step.op].regression(step.args, expected))
+        if MAP_OPS[step.op].snapshot_role is NEW_SNAPSHOT and not any(
+                MAP_OPS[s.op].snapshot_role is not None and s.args[0] == step.args[0] for s in cx.steps[i + 1:]):
+            lines = [f"m.snapshot()  # s{step.args[0]}: stays live, never released"]
+        if i == cx.failing_step:
+            lines[-1] += f"  # failed here: {cx.failure.kind} {cx.failure.code}"
+        body += lines
+    indented = "\n".join("    " + line for line in body)
+    states = [name for name in ("drain", "entries", "transform_append") if re.search(rf"\b{name}\b", indented)]
+    ops = [name for name in ("SNAPSHOT_TRANSFORMERS", "visit_and_prune_even") if re.search(rf"\b{name}\b", indented)]
+    imports = ["import properties.map  # noqa: F401  (registers the map machine)",
+               "from properties.core.impls import resolve",
+               "from properties.core.shrink import replay"]
+    if states:
+        imports.append(f"from properties.core.states import {', '.join(states)}")
+    imports.append("from properties.map.harness import Harness")
+    imports.append(f"from properties.map.ops import {', '.join(['MAP_OPS'] + ops)}")
+    return f'''"""Regression from {source_name}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}.
+
+{cx.failure.message[:300]}
+
+Generated by `cowcheck replay --to-pytest`; replays on {impl_spec}.
+"""
+
+import json
+
+{chr(10).join(imports)}
+
+IMPL = "{impl_spec}"
+CAPACITY = {cx.capacity}
+STEPS = [MAP_OPS.parse(s) for s in json.loads({steps_json(cx)!r})]
+
+
+def {test_name_for(cx)}():
+    m = resolve(IMPL).new(capacity=CAPACITY)
+{indented}
+    # The same steps through the harness: every property and invariant.
+    assert replay(STEPS, lambda: resolve(IMPL).new(capacity=CAPACITY), harness_class=Harness) is None
+'''
+
+
+MAP = register_machine(MachineKind(
+    name="map",
+    operations=MAP_OPS,
+    harness_class=Harness,
+    builder=make_map_machine,
+    config_class=MachineConfig,
+    replay_setup=replay_setup,
+    builtins={
+        "reference": lambda: Implementation("reference", CopyOnWriteStateMap, True,
+                                            "reference port of Flink 2.3.0 CopyOnWriteStateMap"),
+        "model": lambda: Implementation("model", ModelMap, False, "the snapshot model (oracle)"),
+    },
+    probe=probe,
+    scenarios=MAP_SCENARIOS,
+    black_box_scenarios=BLACK_BOX_SCENARIOS,
+    expected_results=expected_results,
+    setup_lines=setup_lines,
+    regression=regression,
+    describe_state=describe_state,
+    findings=FINDINGS,
+))

@@ -1,0 +1,664 @@
+"""Apply steps to an implementation and the model side by side; check every property.
+
+The harness is the one place where the properties of SPEC §9 (P1–P7) and the
+invariants of SPEC §8 are checked; the Hypothesis machines, ``cowcheck
+check``, seeded walks and replay all drive it. A broken property raises
+:class:`CheckFailure` carrying a :class:`Failure`.
+
+The model decides what is checked (SPEC §16): what the implementation
+reports about itself (a snapshot's ``released`` flag or ``version``, its
+sizes, the exceptions it raises) is compared with the model, never used to
+skip or loosen a check. A snapshot the model holds live is read and
+compared whatever the implementation says about it.
+
+Identity (SPEC §6, exact identity rule) is tracked apart from content: the
+model keeps its own deep copies, and ``held`` remembers which object the
+implementation should be holding for each key, so "returns the caller's own
+object" and "returns a fresh copy" are both checked.
+
+>>> from reference import CopyOnWriteStateMap
+>>> h = Harness(CopyOnWriteStateMap(capacity=4), white_box=True)
+>>> h.apply(Step("put", (1, 0, [5]))); h.apply(Step("snapshot", (0,)))
+>>> h.apply(Step("get_mutate", (1, 0, 9))); h.apply(Step("read_snapshot", (0,)))
+>>> sorted(h.coverage)
+['mutate-returned-under-snapshot', 'put-empty-bucket', 'snapshot-not-rehashing']
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import islice
+
+from model import ModelMap
+from properties.core.errors import InternalError
+from properties.core.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure,
+                                      safe_equal, safe_repr)
+from properties.core.harness import HarnessBase
+from properties.core.program import Step
+from properties.core.replay import show
+from properties.core.states import copy_state, entries, same_entries, transform_append
+from properties.map.introspection import (adapt, deep_view_problem, introspection_problem, observe_flag,
+                                          snapshot_problem)
+from properties.map.ops import KEYED, MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, render
+from properties.map.scenarios import classify_keyed, classify_release, classify_snapshot
+from reference.hashing import composite_hash
+from reference.invariants import SnapshotGuard, StructureTracker
+
+__all__ = ["Harness", "has_introspection", "describe_state"]
+
+_MISSING = object()
+_ENTRIES = object()  # marks an observed pair of entry lists not yet turned into entries() strings
+
+
+def has_introspection(impl) -> bool:
+    """True if ``impl`` offers a white-box view that conforms to the introspection contract."""
+    return introspection_problem(impl) is None
+
+
+class Harness(HarnessBase):
+    """Drives one implementation instance against a fresh model.
+
+    ``white_box``: check I1–I9 after every step and classify scenarios (needs
+    ``impl.introspect()``; None: if its view conforms to the contract of
+    :mod:`properties.introspection`). ``strict_live_iteration``: hold live
+    iteration to the ideal contract (each entry exactly once, or an error)
+    even when reads drive the rehash mid-iteration; Flink does not meet it
+    (SPEC §7), so by default a breach is only counted as the finding
+    ``live-iteration-quirk``. ``state_copier``: how the model and the suite
+    copy states (a deep copy; :func:`~properties.core.states.copy_state` by
+    default). ``symbolic``: values may be CrossHair's symbolic ones; results
+    are compared through their ``repr`` (which makes them concrete) rather
+    than sorted.
+    """
+
+    operations = MAP_OPS
+
+    def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
+                 strict_live_iteration: bool = False, symbolic: bool = False) -> None:
+        super().__init__()
+        self.impl = impl
+        self.model = ModelMap(state_copier=state_copier)
+        self._copy = state_copier  # the suite's own copies of states (model, guard, expected values)
+        self.symbolic = symbolic
+        self.white_box = has_introspection(impl) if white_box is None else white_box
+        self.strict_live_iteration = strict_live_iteration
+        self.held: dict = {}  # (key, namespace) -> object the implementation should hold
+        self.snapshots: dict = {}  # sid -> (impl snapshot, model snapshot)
+        self.guard = SnapshotGuard(state_copier) if self.white_box else None
+        self.tracker = StructureTracker() if self.white_box else None
+        self.live_versions: dict = {}  # sid -> version of each snapshot taken and not released
+        self._observed: tuple | None = None
+        self._ops = {op.name: getattr(self, "_op_" + op.name) for op in MAP_OPS}
+        self._hashes: dict = {}  # composite hashes of int keys and namespaces seen
+        self._rehash_before: tuple | None = None  # (rehash_index, primary length) before a keyed step
+
+    @property
+    def observed(self) -> tuple | None:
+        """(model result, implementation result) of the latest step that returns
+        a value; entry lists as :func:`~properties.core.states.entries` strings,
+        encoded on first read (so read it right after the step)."""
+        seen = self._observed
+        if seen is not None and seen[0] is _ENTRIES:
+            seen = self._observed = (entries(seen[1]), entries(seen[2]))
+        return seen
+
+    # ---------------------------------------------------- programs as data
+
+    @classmethod
+    def valid_program(cls, steps: list[Step]) -> bool:
+        """Every snapshot a step names was taken by an earlier step, and no id is taken twice."""
+        taken: set = set()
+        for step in steps:
+            role = MAP_OPS[step.op].snapshot_role
+            if role is None:
+                continue
+            sid = step.args[0]
+            if role is NEW_SNAPSHOT:
+                if sid in taken:
+                    return False
+                taken.add(sid)
+            elif sid not in taken:
+                return False
+        return True
+
+    @classmethod
+    def normalise(cls, steps: list[Step]) -> list[Step]:
+        """Snapshots named s0, s1, … in the order they are taken (after shrinking)."""
+        names: dict = {}
+        out = []
+        for step in steps:
+            role = MAP_OPS[step.op].snapshot_role
+            if role is None:
+                out.append(step)
+                continue
+            if role is NEW_SNAPSHOT:
+                names[step.args[0]] = len(names)
+            out.append(Step(step.op, (names.get(step.args[0], step.args[0]),) + tuple(step.args[1:])))
+        return out
+
+    # ------------------------------------------------------------- helpers
+
+    def _expect_equal(self, step: Step, expected, actual, code: str = "P1") -> None:
+        self._observed = (expected, actual)  # read (or copy) right after the step
+        try:
+            if expected == actual:
+                return
+        except Exception:
+            pass
+        same = safe_equal(expected, actual)
+        if same is True:
+            return
+        why = " (comparing it raised)" if same is COMPARISON_RAISED else ""
+        self._fail(DIVERGENCE, code, f"{render(step)}: model returned {safe_repr(expected)}, map returned "
+                                     f"{safe_repr(actual)}{why}", expected, actual)
+
+    def _copy_expected(self, key, namespace) -> bool:
+        slot = self.model.data.get((key, namespace))
+        return slot is not None and slot[1] < self.model.required_version()
+
+    def _take(self, step: Step, iterable, bound: int, what: str, code: str) -> list:
+        """The items of ``iterable`` (the implementation's), at most ``bound`` + 1 of them:
+        an iteration that goes on past ``bound`` is a DIVERGENCE, not a hang."""
+        got = self._call(step, lambda: list(islice(iterable, bound + 1)))
+        if len(got) > bound:
+            self._fail(DIVERGENCE, code, f"{render(step)}: {what} gave more than {bound} entries "
+                                         f"(the model has {len(self.model)}); it does not end",
+                       f"at most {bound}", f"more than {bound}")
+        return got
+
+    def _bound(self) -> int:
+        return 2 * len(self.model) + 64
+
+    def _entry_tuples(self, step: Step, items: list, what: str, code: str) -> list:
+        """``items`` as (key, namespace, state) tuples; anything else is a DIVERGENCE."""
+        out = []
+        for item in items:
+            if type(item) is tuple and len(item) == 3:
+                out.append(item)
+                continue
+            try:
+                k, n, s = item
+            except Exception:
+                self._fail(DIVERGENCE, code, f"{render(step)}: {what} gave {safe_repr(item, 80)}, not a "
+                                             f"(key, namespace, state) entry", "(key, namespace, state)",
+                           safe_repr(item, 80))
+            out.append((k, n, s))
+        return out
+
+    def _flag(self, step: Step, obj, name: str, code: str):
+        """The implementation's ``obj.name`` (called if a method); missing is a DIVERGENCE."""
+        if getattr(obj, name, _MISSING) is _MISSING:
+            self._fail(DIVERGENCE, code, f"{render(step)}: the snapshot has no {name!r} (SPEC §15)",
+                       name, "missing")
+        return self._call(step, observe_flag, obj, name)
+
+    # ------------------------------------------------------- white-box view
+
+    def _view(self, step: Step):
+        """The implementation's introspection view (a call into it)."""
+        view = self._call(step, self.impl.introspect)
+        return view if view is self.impl else adapt(view)
+
+    def _white(self, step: Step, fn, *args):
+        """``fn(*args)``: suite code reading the implementation's view. If it
+        raises, a view that breaks the introspection contract is the
+        implementation's failure (INVARIANT I0); a conforming one means the
+        error is cowcheck's own."""
+        try:
+            return fn(*args)
+        except (CheckFailure, InternalError):
+            raise
+        except Exception as exc:
+            problem = self._view_problem(step)
+            if problem is None:
+                raise
+            self._fail(INVARIANT, "I0", f"after {render(step)}: introspection broke its contract: {problem} "
+                                        f"({type(exc).__name__} while checking)")
+
+    def _view_problem(self, step: Step) -> str | None:
+        try:
+            view = self.impl.introspect()
+        except Exception as exc:
+            return f"introspect() raised {type(exc).__name__}: {exc}"
+        problem = deep_view_problem(adapt(view))
+        if problem is None:
+            for snap, _ in self.snapshots.values():
+                problem = snapshot_problem(snap)
+                if problem:
+                    break
+        return problem
+
+    # ---------------------------------------------------------------- apply
+
+    def _apply(self, step: Step) -> None:
+        self._observed = None
+        self._rehash_before = None
+        self._count_scenarios(step)
+        self._ops[step.op](step, *step.args)
+        self.check_after_step(step)
+
+    def check_after_step(self, step: Step) -> None:
+        self.check_size(step)
+        if self.white_box:
+            self.check_invariants(step)
+
+    def check_size(self, step: Step) -> None:
+        """P4 after ``step``: the implementation's size equals the model's."""
+        n_impl = self._call(step, len, self.impl)
+        if n_impl != len(self.model):
+            self._fail(DIVERGENCE, "P4", f"after {render(step)}: model has {len(self.model)} entries, "
+                                         f"map reports {n_impl}", len(self.model), n_impl)
+
+    def check_invariants(self, step: Step) -> None:
+        """I1–I9 after ``step`` (white-box): the verdict of a full check, at the
+        cost of what changed (``StructureTracker``, ``SnapshotGuard``)."""
+        view = self._view(step)
+        violations = self._white(step, self._violations, view)
+        if violations:
+            v = violations[0]
+            more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+            self._fail(INVARIANT, v.code, f"after {render(step)}: {v.message}{more}")
+        before = self._rehash_before
+        if before is not None:
+            self._rehash_before = None
+            self._white(step, self._check_rehash_advanced, step, view, before)
+
+    def _violations(self, view):
+        return self.tracker.check(view, self.live_versions.values()) + self.guard.check()
+
+    def _check_rehash_advanced(self, step: Step, view, before: tuple) -> None:
+        """I4, SPEC §4: every keyed operation performs one incremental-rehash step
+        if a rehash is running, which moves at least one bucket (or finishes it)."""
+        index, length = before
+        if view.is_rehashing and len(view.primary_table) == length and view.rehash_index <= index:
+            self._fail(INVARIANT, "I4", f"after {render(step)}: a rehash is in progress but rehash_index stayed "
+                                        f"at {view.rehash_index} (every keyed operation moves at least one bucket)",
+                       f"> {index}", view.rehash_index)
+
+    def _count_scenarios(self, step: Step) -> None:
+        """Scenarios the model can see, and (white-box) those the structure shows."""
+        op, args = step.op, step.args
+        coverage = self.coverage
+        if self.model.live:
+            if op == "get_mutate" and (args[0], args[1]) in self.model.data:
+                coverage["mutate-returned-under-snapshot"] += 1
+            elif op == "transform":
+                coverage["transform-under-snapshot"] += 1
+        if op == "release" and args[0] in self.snapshots:
+            snap = self.snapshots[args[0]][1]
+            if not snap.released:
+                _count(coverage, classify_release(sorted(self.model.live), snap.version))
+        if not self.white_box:
+            return
+        if op in KEYED:
+            memo = type(args[0]) is int and type(args[1]) is int  # 1, 1.0 and True share a dict key
+            h = self._hashes.get((args[0], args[1])) if memo else None
+            if h is None:
+                try:
+                    h = composite_hash(args[0], args[1])
+                except (TypeError, ValueError):
+                    return
+                if memo:
+                    self._hashes[(args[0], args[1])] = h
+            view = self._view(step)
+            _count(coverage, self._white(step, classify_keyed, view, op, args[0], args[1], h))
+            if view.is_rehashing:
+                self._rehash_before = (view.rehash_index, len(view.primary_table))
+        elif op == "snapshot":
+            _count(coverage, self._white(step, classify_snapshot, self._view(step)))
+        elif op == "rehash":  # at least one read (step_from_json rejects fewer)
+            view = self._view(step)
+            if self._white(step, observe_flag, view, "is_rehashing"):
+                self._rehash_before = (view.rehash_index, len(view.primary_table))
+
+    # ------------------------------------------------------------ keyed ops
+
+    def _op_put(self, step, key, namespace, state):
+        obj = list(state)
+        self._call(step, self.impl.put, key, namespace, obj)
+        self.model.put(key, namespace, self._copy(obj))
+        self.held[(key, namespace)] = obj
+
+    def _op_put_and_get_old(self, step, key, namespace, state):
+        obj = list(state)
+        copy_expected = self._copy_expected(key, namespace)
+        got = self._call(step, self.impl.put_and_get_old, key, namespace, obj)
+        want = self.model.put_and_get_old(key, namespace, self._copy(obj))
+        self._expect_equal(step, want, got)
+        self._expect_identity(step, (key, namespace), got, copy_expected)
+        self.held[(key, namespace)] = obj
+
+    def _op_get(self, step, key, namespace, mutate_with=_MISSING):
+        copy_expected = self._copy_expected(key, namespace)
+        got = self._call(step, self.impl.get, key, namespace)
+        want = self.model.get(key, namespace)
+        self._expect_equal(step, want, got)
+        self._expect_identity(step, (key, namespace), got, copy_expected)
+        if got is not None:
+            self.held[(key, namespace)] = got
+            if mutate_with is not _MISSING and isinstance(got, list):
+                self._call(step, got.append, mutate_with)
+                want.append(mutate_with)
+
+    def _op_get_mutate(self, step, key, namespace, value):
+        self._op_get(step, key, namespace, value)
+
+    def _op_contains_key(self, step, key, namespace):
+        got = self._call(step, self.impl.contains_key, key, namespace)
+        self._expect_equal(step, self.model.contains_key(key, namespace), got)
+
+    def _op_remove(self, step, key, namespace):
+        self._call(step, self.impl.remove, key, namespace)
+        self.model.remove(key, namespace)
+        self.held.pop((key, namespace), None)
+
+    def _op_remove_and_get_old(self, step, key, namespace):
+        copy_expected = self._copy_expected(key, namespace)
+        got = self._call(step, self.impl.remove_and_get_old, key, namespace)
+        want = self.model.remove_and_get_old(key, namespace)
+        self._expect_equal(step, want, got)
+        self._expect_identity(step, (key, namespace), got, copy_expected)
+        self.held.pop((key, namespace), None)
+
+    def _op_transform(self, step, key, namespace, value):
+        copy_expected = self._copy_expected(key, namespace)
+        seen = {}
+
+        def fn(old, v):
+            seen["old"], seen["old_content"] = old, self._copy(old)
+            seen["new"] = transform_append(old, v)
+            return seen["new"]
+
+        self._call(step, self.impl.transform, key, namespace, value, fn)
+        if "old" not in seen:
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: the transform function was never called")
+        slot = self.model.data.get((key, namespace))
+        self._expect_equal(step, self._copy(slot[0]) if slot else None, seen["old_content"])
+        self._expect_identity(step, (key, namespace), seen["old"], copy_expected)
+        self.model.transform(key, namespace, value, transform_append)
+        self.held[(key, namespace)] = seen["new"]
+
+    def _op_rehash(self, step, reads):
+        for _ in range(reads):
+            self._call(step, self.impl.contains_key, -1, -1)
+
+    # ------------------------------------------------------------ snapshots
+
+    def _op_snapshot(self, step, sid):
+        if sid in self.snapshots:
+            self._fail(CRASH, "program", f"snapshot id s{sid} used twice in one program")
+        snap = self._call(step, self.impl.snapshot)
+        msnap = self.model.snapshot()
+        self.snapshots[sid] = (snap, msnap)
+        if self.guard is not None:
+            self._white(step, self.guard.record, snap)
+        version = self._flag(step, snap, "version", "P5")
+        self.live_versions[sid] = version
+        if not safe_equal(version, msnap.version) is True:
+            self._fail(DIVERGENCE, "P5", f"{render(step)}: snapshot version {safe_repr(version)}, expected "
+                                         f"{msnap.version}", msnap.version, version)
+        size = self._call(step, len, snap)
+        if size != len(msnap):
+            self._fail(DIVERGENCE, "P4", f"{render(step)}: snapshot reports {size} entries, "
+                                         f"model {len(msnap)}", len(msnap), size)
+
+    def _snapshot_pair(self, step, sid):
+        pair = self.snapshots.get(sid)
+        if pair is None:
+            self._fail(CRASH, "program", f"{render(step)}: snapshot s{sid} was never taken in this program")
+        return pair
+
+    def _expect_live_snapshot(self, step, sid, snap) -> None:
+        """The model holds s<sid> live: the implementation must not say it is released (P3)."""
+        if self._flag(step, snap, "released", "P3"):
+            self._fail(DIVERGENCE, "P3", f"{render(step)}: snapshot s{sid} reports released, but it was never "
+                                         f"released", "released=False", "released=True")
+
+    def _op_read_snapshot(self, step, sid):
+        snap, msnap = self._snapshot_pair(step, sid)
+        if msnap.released:
+            return  # read after its release (a program the shrinker made): nothing is promised
+        self._expect_live_snapshot(step, sid, snap)
+        got = self._take(step, self._call(step, iter, snap), self._bound(), f"iterating snapshot s{sid}", "P2")
+        size = self._call(step, len, snap)
+        self._expect_snapshot(step, sid, msnap.iterate(), got, len(msnap), size)
+
+    def _expect_snapshot(self, step, sid, want, got, want_size, got_size):
+        self._observed = (_ENTRIES, want, got)
+        if want_size != got_size or not same_entries(want, got, self.symbolic):
+            want, got = self.observed
+            missing = sorted(set(want) - set(got))
+            extra = sorted(set(got) - set(want))
+            self._fail(DIVERGENCE, "P2", f"{render(step)}: snapshot s{sid} differs from its frozen copy: "
+                                         f"missing {missing[:3]}, unexpected {extra[:3]}, "
+                                         f"size {safe_repr(got_size)} (expected {want_size})",
+                       want, got)
+
+    def _op_read_snapshot_transformed(self, step, sid, transformer):
+        snap, msnap = self._snapshot_pair(step, sid)
+        if msnap.released:
+            return
+        self._expect_live_snapshot(step, sid, snap)
+        fn = SNAPSHOT_TRANSFORMERS[transformer]
+        view = self._call(step, snap.iterate, fn)
+        got = self._take(step, self._call(step, iter, view), self._bound(),
+                         f"iterating snapshot s{sid} with a transformer", "P2")
+        want = msnap.iterate(fn)
+        self._expect_snapshot(step, sid, want, got, len(want), self._call(step, len, view))
+        self._release(step, sid)
+
+    def _op_release(self, step, sid):
+        self._release(step, sid)
+
+    def _release(self, step, sid):
+        snap, msnap = self._snapshot_pair(step, sid)
+        self._call(step, snap.release)
+        msnap.release()
+        version = self.live_versions.pop(sid, None)
+        if not self._flag(step, snap, "released", "P3"):
+            self._fail(DIVERGENCE, "P3", f"{render(step)}: snapshot s{sid} does not report released",
+                       "released=True", "released=False")
+        if self.guard is not None and version is not None:
+            self.guard.forget(version)
+
+    # ------------------------------------------------------------ iteration
+
+    def _op_iterate(self, step):
+        got = self._take(step, self._call(step, iter, self.impl), self._bound(), "live iteration", "P1")
+        self._expect_live(step, got)
+
+    def _expect_live(self, step, got):
+        want = list(self.model)
+        self._observed = (_ENTRIES, want, got)
+        if not same_entries(want, got, self.symbolic):
+            want, got = self.observed
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration gave {got[:4]}…, "
+                                         f"model {want[:4]}…", want, got)
+
+    def _op_iterate_modify(self, step, position, key, namespace, change):
+        total = len(self.model)
+        position = min(position, total)
+        it = self._call(step, iter, self.impl)
+        seen = []
+        for i in range(position):
+            item = self._call(step, next, it, _MISSING)
+            if item is _MISSING:
+                self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration ended after {i} entries, the "
+                                             f"model has {total}", total, i)
+            seen.append(item)
+        before = set(self.model.data)
+        structural = (change == "put") != ((key, namespace) in before)
+        if change == "put":
+            self._op_put(step, key, namespace, [0])
+        else:
+            self._op_remove(step, key, namespace)
+        after = set(self.model.data)
+        error = None
+        bound = self._bound()
+        try:
+            seen.extend(islice(it, bound + 1))
+        except RuntimeError as exc:  # ConcurrentModificationError is a RuntimeError (SPEC §7)
+            error = exc
+        except Exception as exc:
+            self._fail(CRASH, "P7", f"{render(step)}: live iteration raised {type(exc).__name__}: {exc} "
+                                    f"(a concurrent modification raises ConcurrentModificationError, a "
+                                    f"RuntimeError)", "ConcurrentModificationError or no error",
+                       f"{type(exc).__name__}: {exc}")
+        if len(seen) > bound:
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration gave more than {bound} entries; it "
+                                         f"does not end", f"at most {bound}", f"more than {bound}")
+        if structural and position < total:
+            if error is None:
+                self._fail(DIVERGENCE, "P7", f"{render(step)}: iteration went on after a structural change "
+                                             f"(expected ConcurrentModificationError)", "error", "no error")
+            return
+        if error is not None:
+            self._fail(CRASH, "P7", f"{render(step)}: iteration raised {type(error).__name__} "
+                                    f"without a structural change", "no error", safe_repr(error))
+        idents = [(k, n) for k, n, _ in self._entry_tuples(step, seen, "live iteration", "P1")]
+        visited = set(idents)
+        if len(visited) == len(idents) and before & after <= visited <= before | after:
+            return
+        if self.strict_live_iteration:
+            counts = Counter(idents)
+            dups = sorted((k for k, c in counts.items() if c > 1), key=safe_repr)
+            skipped = sorted((before & after) - visited, key=safe_repr)
+            self._fail(DIVERGENCE, "P7", f"{render(step)}: live iteration across a rehash step repeated "
+                                         f"{dups[:3]} and skipped {skipped[:3]} without raising")
+        phantom = visited - (before | after)
+        if phantom:
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration gave entries the map never held: "
+                                         f"{sorted(phantom, key=safe_repr)[:3]}")
+        self.findings["live-iteration-quirk"] += 1
+
+    def _op_keys(self, step, namespace):
+        got = self._take(step, self._call(step, lambda: iter(self.impl.keys(namespace))), self._bound(),
+                         f"keys({namespace!r})", "P1")
+        want = list(self.model.keys(namespace))
+        self._expect_equal(step, *_sort_both(want, got, self.symbolic))
+
+    def _op_size_of_namespace(self, step, namespace):
+        got = self._call(step, self.impl.size_of_namespace, namespace)
+        self._expect_equal(step, self.model.size_of_namespace(namespace), got)
+
+    def _op_visit(self, step, max_empty):
+        if not callable(getattr(self.impl, "incremental_visitor", None)):
+            return  # optional API (SPEC §7); nothing to check
+        exact = self.white_box and not observe_flag(self._view(step), "is_rehashing")
+        visitor = self._call(step, self.impl.incremental_visitor, max_empty)
+        self._visit_all(step, visitor, exact)
+
+    def _visit_all(self, step, visitor, exact: bool):
+        """Drive ``visitor`` to its end, pruning states of even length on both
+        sides (TTL-style); an exception from the visitor is a CRASH (``_call``).
+
+        Every entry it returns must be one the map held when the visit began,
+        with the model's state. White-box, when no rehash is in progress as
+        the visit starts (pruning only removes, which starts none; I4 holds the
+        view's rehash state to the structure after every step), the visit is a
+        read of the whole live map (P1): every entry once, none twice. During a
+        rehash Flink's visitor may return an entry twice (it moves to a bucket
+        not yet visited) or skip one, so then only the first rule applies."""
+        data = self.model.data
+        limit = 4 * (len(data) + 64) + 1024
+        present = set(data)
+        visited: list = []
+        calls = 0
+        while self._call(step, visitor.has_next):
+            calls += 1
+            if calls > limit:
+                self._fail(TIMEOUT, "P7", f"{render(step)}: incremental visitor does not end")
+            chain = self._take(step, self._call(step, lambda: iter(visitor.next_entries())), self._bound(),
+                               "one call of the incremental visitor", "P1")
+            for key, namespace, state in self._entry_tuples(step, chain, "the incremental visitor", "P1"):
+                ident = (key, namespace)
+                visited.append(ident)
+                if ident not in present:
+                    self._fail(DIVERGENCE, "P1", f"{render(step)}: the incremental visitor returned "
+                                                 f"({safe_repr(key)}, {safe_repr(namespace)}), which the map did "
+                                                 f"not hold", "an entry of the map", safe_repr(ident))
+                slot = data.get(ident)
+                if slot is None:
+                    continue  # visited twice after a rehash step, already pruned
+                self._expect_equal(step, slot[0], state)
+                if isinstance(state, list) and len(state) % 2 == 0:
+                    self._call(step, visitor.remove, (key, namespace, state))
+                    self.model.remove(key, namespace)
+                    self.held.pop(ident, None)
+        if exact and (len(visited) != len(present) or set(visited) != present):
+            missing = sorted(present - set(visited), key=safe_repr)
+            twice = sorted({e for e in visited if visited.count(e) > 1}, key=safe_repr)
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: the incremental visitor (no rehash in progress) "
+                                         f"returned {len(visited)} entries for {len(present)}: missing "
+                                         f"{missing[:3]}, twice {twice[:3]}", len(present), len(visited))
+
+
+def _sort_both(a: list, b: list, symbolic: bool) -> tuple[list, list]:
+    """Both lists sorted the same way: by value, or by ``repr`` for values that
+    do not sort together or are symbolic."""
+    if not symbolic:
+        try:
+            return sorted(a), sorted(b)
+        except Exception:
+            pass
+    return sorted(a, key=safe_repr), sorted(b, key=safe_repr)
+
+
+def _count(counter: Counter, names) -> None:
+    get = counter.get
+    for name in names:
+        counter[name] = get(name, 0) + 1
+
+
+# ----------------------------------------------------------------- diagrams
+
+
+def diagram(view) -> str:
+    """The buckets and chains of a white-box view with entry/state versions."""
+
+    def table(name: str, tab, size: int) -> list[str]:
+        lines = [f"  {name} (length {len(tab)}, size {size})"]
+        for i, head in enumerate(tab):
+            chain = []
+            e = head
+            while e is not None and len(chain) < 64:
+                chain.append(f"({e.key!r},{e.namespace!r})={show(e.state)} ev={e.entry_version} sv={e.state_version}")
+                e = e.next
+            if chain:
+                lines.append(f"    [{i}] " + " -> ".join(chain))
+        return lines
+
+    live = sorted(view.snapshot_versions)
+    lines = [f"  V={view.state_map_version} R={view.highest_required_snapshot_version} live snapshots={live} "
+             f"rehashing={view.is_rehashing} rehash_index={view.rehash_index} threshold={view.threshold}"]
+    lines += table("primary", view.primary_table, view.primary_table_size)
+    if view.is_rehashing:
+        lines += table("rehash", view.incremental_rehash_table, view.incremental_rehash_table_size)
+    return "\n".join(lines)
+
+
+def _snapshot_chains(harness: Harness) -> str:
+    """What each live snapshot still reaches, chain by chain (white-box)."""
+    lines = []
+    for sid, (snap, model_snapshot) in sorted(harness.snapshots.items()):
+        data = getattr(snap, "snapshot_data", None)
+        if model_snapshot.released or data is None:
+            continue
+        lines.append(f"  snapshot s{sid} (version {snap.version}) reaches:")
+        for i, head in enumerate(data):
+            chain, e = [], head
+            while e is not None and len(chain) < 64:
+                chain.append(f"({e.key!r},{e.namespace!r})={show(e.state)} ev={e.entry_version}")
+                e = e.next
+            if chain:
+                lines.append(f"    [{i}] " + " -> ".join(chain))
+    return "".join(line + "\n" for line in lines)
+
+
+def describe_state(harness: Harness, failed: bool = False) -> str:
+    """``replay --diagram``: the map's buckets after a step (and, at the failing
+    step, what each live snapshot reaches); nothing for a black-box map."""
+    if not has_introspection(harness.impl):
+        return ""
+    view = adapt(harness.impl.introspect())
+    return diagram(view) + "\n" + (_snapshot_chains(harness) if failed else "")

@@ -1,0 +1,410 @@
+"""Parity between two implementations: same program, same observations, step by step.
+
+:func:`observe` runs a program (steps of ``properties.map.ops``) on any SPEC
+§15 map and records, per step, what it returned, its size and, for white-box
+maps, a summary of the structure; :func:`digest` is the whole structure. States
+and entries are numbered by identity in order of first appearance, so two maps
+observe the same only if they copy (and share) the same objects at the same
+steps. ``properties.flink_bridge.run_batch`` computes the very same
+observations inside the JVM, so for Flink a whole program costs one call.
+
+>>> from reference import CopyOnWriteStateMap
+>>> from properties.core.program import Step
+>>> obs = observe(CopyOnWriteStateMap(capacity=4), [Step("put", (1, 0, [5])), Step("get", (1, 0))], "results")
+>>> obs[0][1][0]   # get: content [5], the first object seen (the one put)
+[[5], 1]
+
+:func:`random_program` generates seeded programs for Flink's capacity of 128
+(enough keys to double it, rehash mid-program, under live snapshots), and
+:func:`first_difference` names the first step where two observations differ.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, Callable
+
+import attrs
+
+from properties.core.program import Step
+from properties.core.states import transform_append
+from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, TRANSFORMER_NAMES, draw_args
+
+__all__ = ["Raised", "observe", "digest", "summary", "random_program", "first_difference", "Difference"]
+
+
+@attrs.frozen
+class Raised:
+    """An operation raised ``name`` (the exception's class name)."""
+
+    name: str
+
+
+def _raised_name(exc: BaseException) -> str:
+    return type(exc).__name__
+
+
+class _Numbers:
+    """Numbers objects by identity in order of first appearance (keeping them alive)."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[int, int] = {}
+        self.alive: list = []
+
+    def __call__(self, obj) -> int | None:
+        if obj is None:
+            return None
+        n = self.numbers.get(id(obj))
+        if n is None:
+            n = self.numbers[id(obj)] = len(self.numbers) + 1
+            self.alive.append(obj)
+        return n
+
+
+def summary(view) -> list[int]:
+    """Table lengths, sizes, rehash index, threshold, mod count, V and R."""
+    return [len(view.primary_table), len(view.incremental_rehash_table), view.primary_table_size,
+            view.incremental_rehash_table_size, view.rehash_index, view.threshold, view.mod_count,
+            view.state_map_version, view.highest_required_snapshot_version]
+
+
+def digest(view, snapshots: list, entries: Callable[[Any], int], states: Callable[[Any], int | None]) -> list:
+    """The structure as data: summary, rehashing, live versions, every chain of
+    both tables as ``[entry, key, namespace, entry_version, state_version, state,
+    hash]`` (entries and states numbered by identity) and, per unreleased snapshot
+    in creation order, ``[version, its entries in order]``."""
+
+    def chains(table) -> list:
+        out = []
+        for i, head in enumerate(table):
+            if head is None:
+                continue
+            chain = []
+            e = head
+            while e is not None:
+                chain.append([entries(e), e.key, e.namespace, e.entry_version, e.state_version, states(e.state),
+                              e.hash])
+                e = e.next
+            out.append([i, chain])
+        return out
+
+    # Numbering goes primary, rehash table, snapshots (as Batch.java's digest does).
+    primary = chains(view.primary_table)
+    rehash = chains(view.incremental_rehash_table) if view.is_rehashing else None
+    live = [[s.version, [entries(e) for e in s.entry_objects()]] for s in snapshots if not s.released]
+    return [summary(view), bool(view.is_rehashing), sorted(view.snapshot_versions), primary, rehash, live]
+
+
+class _Observer:
+    def __init__(self, m) -> None:
+        self.m = m
+        self.states = _Numbers()
+        self.entries = _Numbers()
+        self.snapshots: dict = {}  # sid -> snapshot
+        self.taken: list = []  # snapshots in creation order
+        self.white_box = callable(getattr(m, "introspect", None))
+
+    def state(self, s):
+        return None if s is None else [list(s), self.states(s)]
+
+    def rows(self, rows) -> list:
+        return [[k, n, None if s is None else list(s), self.states(s)] for k, n, s in rows]
+
+    def digest(self) -> list:
+        return digest(self.m.introspect(), self.taken, self.entries, self.states)
+
+    def step(self, step: Step):
+        try:
+            return getattr(self, "_" + step.op)(*step.args)
+        except Exception as exc:
+            return Raised(_raised_name(exc))
+
+    def _put(self, key, namespace, state):
+        obj = list(state)
+        self.states(obj)
+        self.m.put(key, namespace, obj)
+
+    def _put_and_get_old(self, key, namespace, state):
+        obj = list(state)
+        self.states(obj)
+        return self.state(self.m.put_and_get_old(key, namespace, obj))
+
+    def _get(self, key, namespace):
+        return self.state(self.m.get(key, namespace))
+
+    def _get_mutate(self, key, namespace, value):
+        got = self.m.get(key, namespace)
+        result = self.state(got)
+        if isinstance(got, list):
+            got.append(value)
+        return result
+
+    def _contains_key(self, key, namespace):
+        return bool(self.m.contains_key(key, namespace))
+
+    def _remove(self, key, namespace):
+        self.m.remove(key, namespace)
+
+    def _remove_and_get_old(self, key, namespace):
+        return self.state(self.m.remove_and_get_old(key, namespace))
+
+    def _transform(self, key, namespace, value):
+        seen = [None, None]
+
+        def fn(old, v):
+            seen[0] = self.state(old)
+            new = transform_append(old, v)
+            seen[1] = self.states(new)
+            return new
+
+        self.m.transform(key, namespace, value, fn)
+        return seen
+
+    def _rehash(self, reads):
+        for _ in range(reads):
+            self.m.contains_key(-1, -1)
+
+    def _snapshot(self, sid):
+        if sid in self.snapshots:
+            raise ValueError(f"snapshot id s{sid} used twice")
+        s = self.m.snapshot()
+        self.snapshots[sid] = s
+        self.taken.append(s)
+        return [s.version, len(s)]
+
+    def _snap(self, sid):
+        if sid not in self.snapshots:
+            raise ValueError(f"snapshot s{sid} was never taken")
+        return self.snapshots[sid]
+
+    def _read_snapshot(self, sid):
+        s = self._snap(sid)
+        return None if s.released else self.rows(list(s))
+
+    def _read_snapshot_transformed(self, sid, transformer):
+        s = self._snap(sid)
+        if s.released:
+            return None
+        view = s.iterate(SNAPSHOT_TRANSFORMERS[transformer])
+        items = list(view)
+        result = [len(view), self.rows(items)]
+        s.release()
+        return result
+
+    def _release(self, sid):
+        self._snap(sid).release()
+
+    def _iterate(self):
+        return self.rows(list(self.m))
+
+    def _iterate_modify(self, position, key, namespace, change):
+        position = min(position, len(self.m))
+        it = iter(self.m)
+        seen = [next(it) for _ in range(position)]
+        if change == "put":
+            self._put(key, namespace, [0])
+        else:
+            self.m.remove(key, namespace)
+        error = None
+        try:
+            seen.extend(it)
+        except RuntimeError as exc:
+            error = _raised_name(exc)
+        return [self.rows(seen), error]
+
+    def _keys(self, namespace):
+        return list(self.m.keys(namespace))
+
+    def _size_of_namespace(self, namespace):
+        return self.m.size_of_namespace(namespace)
+
+    def _visit(self, max_empty):
+        visitor = self.m.incremental_visitor(max_empty)
+        limit = 4 * (len(self.m) + 64) + 1024
+        chains = []
+        calls = 0
+        while visitor.has_next():
+            calls += 1
+            if calls > limit:
+                chains.append(Raised("Timeout"))
+                break
+            chain = visitor.next_entries()
+            chains.append(self.rows(chain))
+            for entry in chain:
+                if isinstance(entry[2], list) and len(entry[2]) % 2 == 0:
+                    visitor.remove(entry)
+        return chains
+
+
+def observe(m, steps: list[Step], detail: str = "final") -> list:
+    """``[per step [result, size, summary(, digest)], final digest or None]``.
+
+    ``detail``: ``results`` (no summaries), ``summary`` (the structure summary
+    after every step), ``final`` (summaries, and the digest after the last
+    step) or ``every_step`` (summaries and digests after every step).
+    Summaries and digests need ``m.introspect()`` (None otherwise)."""
+    if detail not in ("results", "summary", "final", "every_step"):
+        raise ValueError(f"observe: detail must be results, summary, final or every_step, got {detail!r}")
+    obs = _Observer(m)
+    white_box = obs.white_box and detail != "results"
+    out = []
+    for step in steps:
+        result = obs.step(step)
+        row = [result, _caught(len, m), _caught(lambda: summary(m.introspect())) if white_box else None]
+        if detail == "every_step":
+            row.append(_caught(obs.digest) if white_box else None)
+        out.append(row)
+    final = _caught(obs.digest) if detail == "final" and white_box else None
+    return [out, final]
+
+
+def _caught(fn, *args):
+    """``fn(*args)``, or Raised if it raised (a broken map may fail even its size)."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        return Raised(_raised_name(exc))
+
+
+@attrs.frozen
+class Difference:
+    """Where two observations part: ``step`` (None: the final digest), ``what``
+    (result, size, summary, digest) and both sides."""
+
+    step: int | None
+    what: str
+    left: Any
+    right: Any
+
+    def describe(self, steps: list[Step], left_name: str = "left", right_name: str = "right") -> str:
+        where = "at the end" if self.step is None else f"after step {self.step} ({MAP_OPS.render(steps[self.step])})"
+        return f"{self.what} differs {where}:\n  {left_name}: {self.left!r}\n  {right_name}: {self.right!r}"
+
+
+_FIELDS = ("result", "size", "summary", "digest")
+
+
+def first_difference(left: list, right: list) -> Difference | None:
+    """The first step (and field) at which two observations differ, or None."""
+    left_steps, left_final = left
+    right_steps, right_final = right
+    for i, (a, b) in enumerate(zip(left_steps, right_steps)):
+        for field, x, y in zip(_FIELDS, a, b):
+            if x != y:
+                return Difference(i, field, x, y)
+    if len(left_steps) != len(right_steps):
+        return Difference(min(len(left_steps), len(right_steps)), "length", len(left_steps), len(right_steps))
+    if left_final != right_final:
+        return Difference(None, "digest", left_final, right_final)
+    return None
+
+
+# ------------------------------------------------------------------ programs
+
+_STR_KEYS = ("", "a", "b", "ab", "ba", "Aa", "BB", "k\u00e9y", "\U0001f600")
+_BOUNDARY_KEYS = (-(1 << 31) - 1, -(1 << 31), (1 << 31) - 1, 1 << 31, -(1 << 63), (1 << 63) - 1)
+_MAX_LIVE = 4
+
+
+class ParityContext:
+    """A parity program's draws, one method per argument domain of the map's
+    operations: larger key spaces for capacity 128, str and int32/int64-edge
+    keys, at most four live snapshots."""
+
+    def __init__(self, r: random.Random, n_keys: int, n_ns: int, same: float, odd: bool) -> None:
+        self.r, self.n_keys, self.n_ns, self.same, self.odd = r, n_keys, n_ns, same, odd
+        self.live: list[int] = []
+        self.next_sid = 0
+
+    def allows(self, op) -> bool:
+        role = op.snapshot_role
+        if role is NEW_SNAPSHOT:
+            return len(self.live) < _MAX_LIVE
+        return role is None or bool(self.live)
+
+    def key(self):
+        r = self.r
+        if self.odd and r.random() < 0.2:
+            return r.choice(_STR_KEYS + _BOUNDARY_KEYS)
+        return r.randrange(self.n_keys)
+
+    def pair(self):
+        r = self.r
+        k = self.key()
+        if r.random() < self.same and type(k) is int and -(1 << 31) <= k < (1 << 31):
+            return k, k
+        return k, r.randrange(self.n_ns) if not (self.odd and r.random() < 0.1) else r.choice(_STR_KEYS)
+
+    def state(self) -> list:
+        r = self.r
+        return [r.randrange(10) for _ in range(r.randrange(4))]
+
+    def value(self):
+        return self.r.randrange(10)
+
+    def reads(self):
+        return self.r.randint(1, 8)
+
+    def new_snapshot(self):
+        self.live.append(self.next_sid)
+        self.next_sid += 1
+        return self.live[-1]
+
+    def live_snapshot(self):
+        return self.r.choice(self.live)
+
+    def released_snapshot(self):
+        sid = self.r.choice(self.live)
+        self.live.remove(sid)
+        return sid
+
+    def transformer(self):
+        return self.r.choice(TRANSFORMER_NAMES)
+
+    def position(self):
+        return self.r.randrange(12)
+
+    def change(self):
+        return self.r.choice(("put", "remove"))
+
+    def namespace(self):
+        return self.r.randrange(self.n_ns)
+
+    def max_empty(self):
+        return self.r.randint(1, 4)
+
+
+def random_program(seed: int, steps: int = 300) -> list[Step]:
+    """A seeded program over every operation of the map's table, for a map of
+    capacity 128 (process-independent).
+
+    Most programs first fill the map with distinct keys to just below, at or
+    past Flink's threshold of 96, so the rest of the program doubles the table
+    and runs (and finishes) the incremental rehash under every other
+    operation, snapshots included. Programs also vary the key space,
+    namespaces, keys equal to namespaces (hash 0: long chains), str and
+    int32/int64-edge keys and the weight of every operation; about one in six
+    never snapshots."""
+    r = random.Random(seed)
+    ops = list(MAP_OPS)
+    weights = [r.random() for _ in ops]
+    weights[ops.index(MAP_OPS["put"])] += r.choice((0.5, 1.0, 2.0))
+    if r.random() < 0.15:
+        for i, op in enumerate(ops):
+            if op.snapshot_role is not None:
+                weights[i] = 0.0
+    n_keys = r.choice((8, 40, 120, 200, 400, 800))
+    n_ns = r.choice((1, 2, 3))
+    context = ParityContext(r, n_keys, n_ns, r.choice((0.0, 0.1, 0.5)), r.random() < 0.3)
+    fill = min(r.choice((0, 60, 94, 96, 97, 97, 150, 191, 192, 383)), n_keys * n_ns)
+    filled = sorted(r.sample(range(n_keys * n_ns), fill))
+    program = [Step("put", (i // n_ns, i % n_ns, context.state())) for i in filled]
+    snapshot = MAP_OPS["snapshot"]
+    if fill and weights[ops.index(snapshot)] and r.random() < 0.5:
+        # A snapshot right before the table doubles: the rehash then copies shared entries.
+        program.append(Step("snapshot", draw_args(snapshot, context)))
+    while len(program) < steps:
+        op = r.choices(ops, weights)[0]
+        if context.allows(op):
+            program.append(Step(op.name, draw_args(op, context)))
+    return program[:steps]

@@ -1,0 +1,151 @@
+"""Where a completed checkpoint is (Flink ``KeyGroupsStateHandle``), and its JSON handle file."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from typing import Any, Optional
+
+import attrs
+
+from reference.checkpoint.format import CHECKSUM, DATA_SUFFIX, FORMAT_VERSION, HANDLE_FORMAT, HANDLE_SUFFIX
+from reference.checkpoint.streams import atomic_write
+from reference.errors import CheckpointFormatError
+from reference.state_table import KeyGroupRange
+
+__all__ = ["CheckpointHandle"]
+
+
+def _offsets(value) -> tuple:
+    return tuple((int(g), int(o)) for g, o in value)
+
+
+@attrs.frozen
+class CheckpointHandle:
+    """Where a completed checkpoint is (Flink ``KeyGroupsStateHandle``): the
+    stream offset of every key group, the data file ``path`` *or* the
+    ``inline`` bytes, the ``size`` and the whole-file ``checksum`` (crc32).
+    ``origin`` is the handle file it was loaded from (for messages only).
+
+    On disk a handle is a small JSON file, by convention next to its data
+    file (``chk-7-<hex>.cwck`` -> ``chk-7-<hex>.handle.json``); inline bytes
+    are stored in it as base64. See docs/checkpoint-format.md.
+    """
+
+    checkpoint_id: int
+    key_group_range: KeyGroupRange
+    max_parallelism: int
+    offsets: tuple = attrs.field(converter=_offsets)
+    size: int
+    checksum: int
+    path: Optional[str] = None
+    inline: Optional[bytes] = attrs.field(default=None, repr=False)
+    origin: Optional[str] = attrs.field(default=None, eq=False, repr=False)
+
+    @property
+    def storage(self) -> str:
+        return "inline" if self.path is None else "file"
+
+    @property
+    def source_name(self) -> str:
+        """How error messages name the data: the file, or the handle holding it inline."""
+        if self.path is not None:
+            return self.path
+        if self.origin is not None:
+            return f"{self.origin} (inline data)"
+        return f"<inline checkpoint {self.checkpoint_id} {self.key_group_range}>"
+
+    def intersection(self, key_group_range: KeyGroupRange) -> "CheckpointHandle":
+        """The part of this handle a subtask owning ``key_group_range`` reads (Flink ``getIntersection``)."""
+        part = self.key_group_range.intersection(key_group_range)
+        return attrs.evolve(self, key_group_range=part, offsets=[(g, o) for g, o in self.offsets if g in part])
+
+    def read_bytes(self) -> bytes:
+        if self.path is None:
+            if self.inline is None:
+                raise CheckpointFormatError(self.source_name, 0, "the handle has neither a path nor inline data")
+            return self.inline
+        try:
+            with open(self.path, "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise CheckpointFormatError(self.path, 0, f"cannot read: {exc.strerror or exc}") from None
+
+    # ----------------------------------------------------------- JSON
+
+    def to_json(self, relative_to: Optional[str] = None) -> dict:
+        path = self.path
+        if path is not None and relative_to is not None and \
+                os.path.dirname(os.path.abspath(path)) == os.path.abspath(relative_to):
+            path = os.path.basename(path)
+        return {
+            "format": HANDLE_FORMAT,
+            "version": FORMAT_VERSION,
+            "checkpoint_id": self.checkpoint_id,
+            "max_parallelism": self.max_parallelism,
+            "key_group_range": [self.key_group_range.start, self.key_group_range.end],
+            "offsets": [list(p) for p in self.offsets],
+            "size": self.size,
+            CHECKSUM: f"{self.checksum:08x}",
+            "path": path,
+            "inline": None if self.inline is None else base64.b64encode(self.inline).decode("ascii"),
+        }
+
+    def save(self, path: Optional[str] = None) -> str:
+        """Write the handle as JSON (atomically); by default next to its data file."""
+        if path is None:
+            if self.path is None:
+                raise ValueError("an inline handle has no data file to sit next to: give save() a path")
+            path = self.path[: -len(DATA_SUFFIX)] + HANDLE_SUFFIX if self.path.endswith(DATA_SUFFIX) \
+                else self.path + HANDLE_SUFFIX
+        doc = self.to_json(relative_to=os.path.dirname(os.path.abspath(path)))
+        atomic_write(path, (json.dumps(doc, indent=1) + "\n").encode("utf-8"))
+        return path
+
+    @classmethod
+    def load(cls, path: str) -> "CheckpointHandle":
+        """Read a handle file; CheckpointFormatError (file, offset, problem) if it is not one."""
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as exc:
+            raise CheckpointFormatError(path, 0, f"cannot read: {exc.strerror or exc}") from None
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise CheckpointFormatError(path, exc.start, "not a handle file (not UTF-8 JSON)") from None
+        except json.JSONDecodeError as exc:
+            raise CheckpointFormatError(path, exc.pos, f"not a handle file (bad JSON: {exc.msg})") from None
+        return cls.from_json(doc, path)
+
+    @classmethod
+    def from_json(cls, doc: Any, origin: str) -> "CheckpointHandle":
+        if not isinstance(doc, dict) or doc.get("format") != HANDLE_FORMAT:
+            raise CheckpointFormatError(origin, 0, f"not a handle file (no \"format\": \"{HANDLE_FORMAT}\")")
+        if doc.get("version") != FORMAT_VERSION:
+            raise CheckpointFormatError(origin, 0, f"unsupported handle version {doc.get('version')!r}")
+        try:
+            path = doc["path"]
+            if path is not None and not os.path.isabs(path):
+                path = os.path.join(os.path.dirname(os.path.abspath(origin)), path)
+            inline = doc["inline"]
+            return cls(
+                checkpoint_id=_json_int(doc["checkpoint_id"]),
+                key_group_range=KeyGroupRange(*(_json_int(x) for x in doc["key_group_range"])),
+                max_parallelism=_json_int(doc["max_parallelism"]),
+                offsets=[(_json_int(g), _json_int(o)) for g, o in doc["offsets"]],
+                size=_json_int(doc["size"]),
+                checksum=int(doc[CHECKSUM], 16),
+                path=path,
+                inline=None if inline is None else base64.b64decode(inline, validate=True),
+                origin=origin,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointFormatError(origin, 0, f"malformed handle: {type(exc).__name__}: {exc}") from None
+
+
+def _json_int(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"expected an integer, got {value!r}")
+    return value

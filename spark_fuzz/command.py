@@ -1,0 +1,147 @@
+"""``cowcheck campaign``: a seeded fuzz campaign on Spark (docs/campaigns.md).
+
+Registered with the command line through the ``cowcheck.commands`` entry
+point group (pyproject.toml), so ``properties`` never imports Spark.
+
+Exit codes: 0 every seed passed, 1 a failure was found (in this run or, with
+--resume, an earlier one), 2 bad usage or bad input (checked before Spark
+starts: the implementation is resolved and one map built with the campaign's
+arguments), 3 cowcheck itself failed on some seed (counted apart from the
+implementation's failures, tracebacks in DIR/internal-errors/), 130
+interrupted (what finished is saved; continue with --resume).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TextIO
+
+from properties.cli.common import EXIT_INTERNAL, capacity_arg, positive_float, positive_int
+from properties.core.errors import UsageError
+from properties.core.impls import probe_isolated, resolve
+from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
+from properties.core.machine import machine_kind
+from spark_fuzz.driver import run_campaign
+from spark_fuzz.executor import CampaignConfig
+from spark_fuzz.report import replay_command
+from spark_fuzz.session import start
+from spark_fuzz.store import CampaignStoreError
+
+__all__ = ["register", "campaign", "seed_range"]
+
+
+def seed_range(text: str) -> tuple[int, int]:
+    """``A:B`` -> (A, B) with 0 <= A < B."""
+    first, sep, stop = text.partition(":")
+    try:
+        bounds = (int(first), int(stop))
+    except ValueError:
+        bounds = None
+    if not sep or bounds is None or not 0 <= bounds[0] < bounds[1]:
+        raise argparse.ArgumentTypeError(f"expected A:B with 0 <= A < B (seeds A to B-1), got {text!r}")
+    return bounds
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "campaign", help="run a seeded fuzz campaign on Spark (local or a cluster)",
+        description="Spread seeds over Spark partitions; each seed is a swarm walk (or a Hypothesis run) "
+                    "checked step by step against the model, failures shrunk. Writes Parquet tables, one "
+                    "counterexample per distinct failure and report.md/report.html to --out. Exit 0: all "
+                    "passed, 1: failures found, 2: bad usage, 130: interrupted (resume with --resume).")
+    p.add_argument("--impl", default="reference", help="reference | model | mutant:NAME | MODULE:FACTORY")
+    p.add_argument("--master", help="Spark master (default local[*]; ignored under spark-submit, which sets its own)")
+    p.add_argument("--partitions", type=positive_int,
+                   help="seed ranges per Spark job (default: 4 per core; --seeds ranges hold at most 250 seeds)")
+    budget = p.add_mutually_exclusive_group()
+    budget.add_argument("--seeds", type=seed_range, metavar="A:B", help="run seeds A to B-1 (default 0:1000)")
+    budget.add_argument("--minutes", type=positive_float, help="run rounds of new seeds until the time is up")
+    p.add_argument("--executor", choices=["raw", "hypothesis"], default="raw",
+                   help="raw: seeded swarm walks (fast); hypothesis: the map state machine (default raw)")
+    p.add_argument("--out", default=".cowcheck/campaign", help="campaign directory (default .cowcheck/campaign)")
+    p.add_argument("--resume", action="store_true", help="continue the campaign in --out, skipping finished ranges")
+    p.add_argument("--capacity", type=capacity_arg,
+                   help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
+    p.add_argument("--steps", type=positive_int, default=300,
+                   help="steps per walk, or per example with --executor hypothesis (default 300)")
+    p.add_argument("--examples", type=positive_int, default=5,
+                   help="Hypothesis examples per seed (--executor hypothesis; default 5)")
+    p.add_argument("--invariants-every", type=positive_int, default=1, metavar="N",
+                   help="check the structural invariants I1-I9 after every N-th step and at the end of each "
+                        "walk (default 1: every step); P1-P7 are checked after every step regardless")
+    p.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
+    p.add_argument("--strict-live-iteration", action="store_true",
+                   help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
+    p.add_argument("--seed-time-limit", type=positive_float, default=60.0, metavar="SECONDS",
+                   help="a walk longer than this is a TIMEOUT; a seed is killed at twice this plus slack "
+                        "(default 60)")
+    p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+                   help=f"a step running longer is a TIMEOUT failure, shrunk and replayable (default "
+                        f"{DEFAULT_STEP_TIME_LIMIT:g})")
+    p.add_argument("--no-isolation", action="store_true",
+                   help="run seeds in the Spark worker itself, not a forked child (no hard time limit; a "
+                        "crashing seed costs a task retry)")
+    p.set_defaults(handler=campaign)
+
+
+def _invariants(config, white_box: bool) -> str:
+    if not white_box:
+        return "black-box: P1-P7 after every step, no I1-I9"
+    if config.invariants_every == 1 or config.executor == "hypothesis":
+        return "P1-P7 and I1-I9 after every step"
+    return f"P1-P7 after every step, I1-I9 after every {config.invariants_every}th step and at the end"
+
+
+def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
+    if args.executor == "hypothesis" and args.invariants_every != 1:
+        raise UsageError("--invariants-every applies to --executor raw only (the Hypothesis machine checks "
+                         "I1-I9 after every step)")
+    impl = resolve(args.impl, "map")
+    capacity = args.capacity or impl.default_capacity
+    kind = machine_kind("map")
+    probed = probe_isolated(kind, impl, kind.config(capacity=capacity), black_box=args.black_box,
+                            step_time_limit=args.step_time_limit)
+    white_box = probed.white_box
+    config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=capacity, steps=args.steps,
+                            examples=args.examples, invariants_every=args.invariants_every,
+                            white_box=white_box, strict_live_iteration=args.strict_live_iteration,
+                            seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit)
+    seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
+    budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
+    stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
+                 f"{_invariants(config, white_box)}, out {args.out}\n")
+    stdout.flush()
+    if probed.notice:
+        stderr.write(f"cowcheck: notice: {probed.notice}\n")
+    sc, took = start(args.master)
+    stdout.write(f"spark: {sc.master}, {sc.defaultParallelism} cores, started in {took:.1f} s\n")
+    stdout.flush()
+    meta = {"master": sc.master, "white_box": white_box, "invariants": _invariants(config, white_box)}
+    try:
+        result = run_campaign(sc, config, Path(args.out), seeds=seeds, minutes=args.minutes,
+                              partitions=args.partitions, resume=args.resume, isolate=not args.no_isolation,
+                              progress=stderr, meta=meta)
+    except CampaignStoreError as exc:
+        raise UsageError(str(exc)) from None
+    except KeyboardInterrupt:
+        stdout.write(f"interrupted: finished ranges and counterexamples are saved in {args.out}; "
+                     f"continue with --resume\n")
+        return 130
+    rate = result.ops / result.seconds if result.seconds else 0.0
+    stdout.write(f"{result.seeds:,} seeds, {result.ops:,} checked ops; this run {result.seconds:.1f} s "
+                 f"({rate:,.0f} ops/s including Spark)\n")
+    if not result.distinct:
+        stdout.write("no failures\n")
+    for row in result.distinct:
+        stdout.write(f"FAILURE {row['kind']} {row['code']} {row['signature']}: seed {row['seed']} "
+                     f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
+                     f"  {replay_command(args.out, row)}\n")
+    stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
+    if result.internal:
+        first = result.internal[0]
+        stderr.write(f"internal error in cowcheck on {len(result.internal)} seed"
+                     f"{'' if len(result.internal) == 1 else 's'} (first: seed {first['seed']}: "
+                     f"{first['message'][:300]}) (details in {Path(args.out) / 'internal-errors'})\n")
+        return EXIT_INTERNAL
+    return 1 if result.distinct else 0
