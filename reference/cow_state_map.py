@@ -64,7 +64,7 @@ from reference.errors import (
     RehashInProgressError,
     UnknownSnapshotVersionError,
 )
-from reference.hashing import bit_mix_cache_get, bit_mix_cached, java_hash_code
+from reference.hashing import bit_mix_cache_get, bit_mix_cached, java_hash_code_cached
 from reference.layout import (
     DEFAULT_CAPACITY,
     MAXIMUM_CAPACITY,
@@ -106,7 +106,7 @@ def _hash_of(key, namespace) -> int:
         raise TypeError(
             f"CopyOnWriteStateMap: null key or namespace (key={key!r}, namespace={namespace!r})"
         )
-    return bit_mix_cached(java_hash_code(key) ^ java_hash_code(namespace))
+    return bit_mix_cached(java_hash_code_cached(key) ^ java_hash_code_cached(namespace))
 
 
 class CopyOnWriteStateMap:

@@ -24,6 +24,7 @@ __all__ = [
     "to_int32",
     "java_string_hash",
     "java_hash_code",
+    "java_hash_code_cached",
     "register_java_hash",
     "bit_mix",
     "bit_mix_cached",
@@ -46,8 +47,9 @@ MAX_PARALLELISM_UPPER_BOUND = 1 << 15
 # returning the Java hashCode of a value. Never falls back to hash().
 _EXTRA_HASHES: dict[type, Callable[[Any], int]] = {}
 
-# String.hashCode is a loop in Python; keys repeat, so memoise (the cache only
-# speeds things up, the value is still Java's).
+# String.hashCode is a loop in Python; keys repeat, so the hot path
+# (java_hash_code_cached) memoises (the cache only speeds things up, the value
+# is still Java's).
 _STR_CACHE: dict[str, int] = {}
 _STR_CACHE_LIMIT = 1 << 16
 
@@ -105,6 +107,10 @@ def java_hash_code(value: Any) -> int:
     ``int`` in int32 range: the value (Integer.hashCode); other ints:
     Long.hashCode; ``str``: String.hashCode over UTF-16 code units; ``bool``:
     1231/1237. Other types need :func:`register_java_hash`.
+
+    Pure (no memo): the contracts CrossHair checks call this one, and a cache
+    on their path makes CrossHair see different paths for the same decisions.
+    The maps' hot path uses :func:`java_hash_code_cached`.
     """
     t = type(value)
     if t is int:
@@ -115,6 +121,21 @@ def java_hash_code(value: Any) -> int:
         v = value & _MASK64
         return to_int32(v ^ (v >> 32))
     if t is str:
+        return java_string_hash(value)
+    return _other_hash_code(value, t, java_hash_code)
+
+
+def java_hash_code_cached(value: Any) -> int:
+    """:func:`java_hash_code` with strings memoised (``String.hashCode`` is a
+    loop in Python and keys repeat; the cache holds only Java's values).
+
+    >>> java_hash_code_cached("abc") == java_hash_code("abc") == 96354
+    True
+    """
+    t = type(value)
+    if t is int and INT_MIN <= value <= INT_MAX:
+        return value
+    if t is str:
         h = _STR_CACHE.get(value)
         if h is None:
             h = java_string_hash(value)
@@ -122,6 +143,10 @@ def java_hash_code(value: Any) -> int:
                 _STR_CACHE.clear()
             _STR_CACHE[value] = h
         return h
+    return java_hash_code(value)
+
+
+def _other_hash_code(value: Any, t: type, again: Callable[[Any], int]) -> int:
     if t is bool:
         return 1231 if value else 1237
     if value is None:
@@ -131,9 +156,9 @@ def java_hash_code(value: Any) -> int:
         if fn is not None:
             return to_int32(fn(value))
     if isinstance(value, int):  # int subclasses other than bool
-        return java_hash_code(int(value))
+        return again(int(value))
     if isinstance(value, str):
-        return java_hash_code(str(value))
+        return again(str(value))
     raise TypeError(
         f"java_hash_code: no Java-compatible hash for type {t.__name__}; "
         f"register one with reference.hashing.register_java_hash({t.__name__}, fn)"
@@ -188,7 +213,7 @@ def bit_mix_cached(h: int) -> int:
 
 def composite_hash(key: Any, namespace: Any) -> int:
     """The hash of a map entry: ``bit_mix(hashCode(key) ^ hashCode(namespace))``."""
-    return bit_mix_cached(java_hash_code(key) ^ java_hash_code(namespace))
+    return bit_mix_cached(java_hash_code_cached(key) ^ java_hash_code_cached(namespace))
 
 
 def _rotl32(x: int, r: int) -> int:
@@ -235,7 +260,7 @@ def key_group(key: Any, max_parallelism: int) -> int:
     pre: 0 < max_parallelism <= MAX_PARALLELISM_UPPER_BOUND
     pre: isinstance(key, int) and _LONG_MIN <= key <= _LONG_MAX or isinstance(key, str) and len(key) <= 4
     post: 0 <= __return__ < max_parallelism
-    post: __return__ == key_group(key, max_parallelism)  # deterministic: asked again (string cache warm), same group
+    post: __return__ == key_group(key, max_parallelism)  # deterministic: asked again, same group
     """
     if max_parallelism <= 0:
         raise ValueError(f"key_group: max_parallelism must be positive, got {max_parallelism}")

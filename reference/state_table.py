@@ -54,7 +54,7 @@ import attrs
 
 from reference.cow_state_map import CopyOnWriteStateMap
 from reference.errors import ConcurrentModificationError, IllegalStateError, KeyGroupOutOfRangeError
-from reference.hashing import key_group
+from reference.hashing import java_hash_code_cached, key_group_for_hash
 from reference.layout import DEFAULT_CAPACITY
 from reference.snapshot import CopyOnWriteStateMapSnapshot, SnapshotView
 
@@ -173,7 +173,7 @@ class CopyOnWriteStateTable:
         """Flink's key-group assignment of ``key`` (whether or not this table owns it)."""
         if key is None:
             raise TypeError("CopyOnWriteStateTable: null key (Flink: 'Assigned key must not be null!')")
-        return key_group(key, self.max_parallelism)
+        return key_group_for_hash(java_hash_code_cached(key), self.max_parallelism)
 
     def map_for_key_group(self, group: int) -> CopyOnWriteStateMap:
         """The map of key group ``group``; KeyGroupOutOfRangeError if not owned."""
@@ -185,7 +185,7 @@ class CopyOnWriteStateTable:
     def _map_for(self, key, namespace) -> CopyOnWriteStateMap:
         if key is None or namespace is None:
             raise TypeError(f"CopyOnWriteStateTable: null key or namespace (key={key!r}, namespace={namespace!r})")
-        group = key_group(key, self.max_parallelism)
+        group = key_group_for_hash(java_hash_code_cached(key), self.max_parallelism)
         index = group - self._start
         if 0 <= index < len(self.maps):
             return self.maps[index]

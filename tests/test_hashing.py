@@ -199,3 +199,23 @@ def test_bucket_layout_of_string_keys_is_identical_across_processes_with_differe
     assert first["buckets"] == second["buckets"]
     assert first["chains"] == second["chains"]
     assert [[f"user-{i}", composite_hash(f"user-{i}", "window") & 63] for i in range(50)] == first["buckets"]
+
+
+# The memoised twins of the hot path agree with the pure functions (which carry the contracts).
+from hypothesis import given, strategies as st  # noqa: E402
+
+from reference import hashing as _hashing  # noqa: E402
+
+
+@given(st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=8), st.booleans()))
+def test_java_hash_code_cached_agrees_with_the_pure_hash_cold_and_warm(value):
+    want = java_hash_code(value)
+    _hashing._STR_CACHE.clear()
+    assert want == _hashing.java_hash_code_cached(value)  # cold
+    assert want == _hashing.java_hash_code_cached(value)  # warm
+
+
+@given(st.integers(-(2**31), 2**32 - 1))
+def test_bit_mix_cached_agrees_with_bit_mix_cold_and_warm(h):
+    _hashing._MIX_CACHE.clear()
+    assert bit_mix(h) == _hashing.bit_mix_cached(h) == _hashing.bit_mix_cached(h)

@@ -1,8 +1,9 @@
 """``cowcheck prove``: CrossHair on the contracts of the pure layout and hashing functions.
 
 The runner is :mod:`properties.core.contracts`. Exit codes: 0 nothing
-refuted, 1 a contract is refuted, 2 bad usage or CrossHair could not check a
-contract (one line on stderr).
+refuted, 1 a contract is refuted, 2 bad usage or CrossHair could not check one
+of the user's own contracts (one line on stderr), 3 CrossHair could not check
+a contract cowcheck ships (an internal error: one line, details in a file).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import time
 from typing import TextIO
 
-from properties.cli.common import positive_float, positive_int
+from properties.cli.common import one_line, positive_float, positive_int
 from properties.core.contracts import (
     CONFIRMED,
     DEFAULT_PER_CONDITION_TIMEOUT,
@@ -27,7 +28,7 @@ from properties.core.contracts import (
     run_contracts,
     shown,
 )
-from properties.core.errors import UsageError
+from properties.core.errors import InternalError, UsageError
 
 __all__ = ["register", "prove"]
 
@@ -81,9 +82,16 @@ def prove(args, stdout: TextIO, stderr: TextIO) -> int:
     counts = {v: sum(r.verdict == v for r in results) for v in (CONFIRMED, NO_COUNTEREXAMPLE, REFUTED, ERROR)}
     summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n or v != ERROR)
     stdout.write(f"{count_label(len(results))}: {summary} ({time.monotonic() - start:.1f} s)\n")
-    for r in results:
-        if r.verdict == ERROR:
-            stderr.write(f"cowcheck: error: prove: {label(r.contract)}: {r.detail}\n")
     if counts[REFUTED]:
         return 1
-    return 2 if counts[ERROR] else 0
+    errors = [r for r in results if r.verdict == ERROR]
+    shipped = [r for r in errors if r.contract.module in DEFAULT_TARGETS]
+    if shipped:
+        # CrossHair could not check a contract cowcheck ships: cowcheck's error, not the user's (exit 3).
+        raise InternalError(f"prove: {label(shipped[0].contract)}: {one_line(shipped[0].detail)}",
+                            "".join(f"{label(r.contract)}: {r.detail}\n" for r in errors))
+    for r in errors:  # the user's own contracts: a bad condition or an import error is bad input
+        stderr.write(f"cowcheck: error: prove: {label(r.contract)}: {one_line(r.detail)}\n")
+    return 2 if errors else 0
+
+
