@@ -101,6 +101,9 @@ def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
     ``(directory, seconds spent compiling)``. Keyed by a hash of the sources and of
     the jar's name and size, so an edit or another Flink build recompiles."""
     sources = sorted(JAVA_SOURCES.rglob("*.java"))
+    if not sources:
+        raise FlinkUnavailableError(f"the bridge's Java sources are missing from this installation ({JAVA_SOURCES}); "
+                                    f"reinstall cowcheck")
     digest = hashlib.sha256()
     for source in sources:
         digest.update(str(source.relative_to(JAVA_SOURCES)).encode() + b"\0" + source.read_bytes() + b"\0")
