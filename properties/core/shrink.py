@@ -111,4 +111,11 @@ def _shrink(steps, failure, make_impl, max_replays, deadline, harness_class, har
                     improved = True
                     break
             i += 1
-    return harness_class.normalise(best), best_failure
+    normal = harness_class.normalise(best)
+    if normal != best:
+        # The failure's message names ids (snapshots...) as the program had them: take it from
+        # the canonical program, which fails the same way (normalising only renames).
+        again = replay(normal, make_impl, harness_class=harness_class, **harness_options)
+        if again is not None and signature_of(again) == target:
+            return normal[: again.step_index + 1], again
+    return normal, best_failure

@@ -17,7 +17,8 @@ from properties.map.ops import MAP_OPS
 
 __all__ = ["BATCH_OPS", "DETAILS", "run_batch", "encode_program"]
 
-BATCH_OPS = MAP_OPS.names  # op code = position in the map's table
+# op code = position in the map's table; the table's batch operations come first (a test holds that)
+BATCH_OPS = tuple(op.name for op in MAP_OPS if op.batch)
 _OP_CODE = {op: i for i, op in enumerate(BATCH_OPS)}
 DETAILS = {"results": 0, "summary": 1, "final": 2, "every_step": 3}  # Batch.DETAIL_*
 

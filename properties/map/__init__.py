@@ -110,7 +110,7 @@ def setup_lines(impl_spec: str, config) -> list[str]:
     return ["import properties.map",
             "from properties.core.impls import resolve",
             "from properties.core.states import transform_append",
-            "from properties.map.ops import SNAPSHOT_TRANSFORMERS, visit_and_prune_even",
+            "from properties.map.ops import SNAPSHOT_TRANSFORMERS, visit_and_prune_even, written_entries",
             f"m = resolve({impl_spec!r}).new(capacity={config.capacity})"]
 
 
@@ -128,7 +128,8 @@ def regression(cx: Counterexample, impl_spec: str, source_name: str) -> str:
         body += lines
     indented = "\n".join("    " + line for line in body)
     states = [name for name in ("drain", "entries", "transform_append") if re.search(rf"\b{name}\b", indented)]
-    ops = [name for name in ("SNAPSHOT_TRANSFORMERS", "visit_and_prune_even") if re.search(rf"\b{name}\b", indented)]
+    ops = [name for name in ("SNAPSHOT_TRANSFORMERS", "visit_and_prune_even", "written_entries")
+           if re.search(rf"\b{name}\b", indented)]
     imports = ["import properties.map  # noqa: F401  (registers the map machine)",
                "from properties.core.impls import resolve",
                "from properties.core.shrink import replay"]

@@ -26,6 +26,7 @@ object" and "returns a fresh copy" are both checked.
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from itertools import islice
 
@@ -39,10 +40,12 @@ from properties.core.replay import show
 from properties.core.states import copy_state, entries, same_entries, transform_append
 from properties.map.introspection import (adapt, deep_view_problem, introspection_problem, observe_flag,
                                           snapshot_problem)
-from properties.map.ops import KEYED, MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, render
+from properties.map.ops import (KEYED, MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, decode_written, render,
+                                 write_serializers)
 from properties.map.scenarios import classify_keyed, classify_release, classify_snapshot
 from reference.hashing import composite_hash
 from reference.invariants import SnapshotGuard, StructureTracker
+from reference.serializers import SerializationError
 
 __all__ = ["Harness", "has_introspection", "describe_state"]
 
@@ -447,8 +450,38 @@ class Harness(HarnessBase):
         self._expect_snapshot(step, sid, want, got, len(want), self._call(step, len, view))
         self._release(step, sid)
 
+    def _op_write_snapshot(self, step, sid):
+        """``write_state`` (SPEC §15) with Flink's serializers, the bytes decoded and
+        compared with the model's frozen copy, the written count included (P2)."""
+        snap, msnap = self._snapshot_pair(step, sid)
+        if msnap.released:
+            return
+        self._expect_live_snapshot(step, sid, snap)
+        write = getattr(snap, "write_state", None)
+        if write is None:
+            return  # this implementation does not offer write_state (optional beyond SPEC §15's list)
+        out = io.BytesIO()
+        self._call(step, write, out, *write_serializers())
+        data = out.getvalue()
+        want = msnap.iterate()
+        try:
+            count, got = decode_written(data)
+        except SerializationError as exc:
+            self._observed = (_ENTRIES, want, [])
+            self._fail(DIVERGENCE, "P2", f"{render(step)}: write_state wrote {len(data)} bytes that do not decode "
+                                         f"as {len(msnap)} entries (int32 count, then namespace, key, state): {exc}",
+                       f"{len(msnap)} entries", data[:64].hex())
+        self._expect_snapshot(step, sid, want, got, len(msnap), count)
+
     def _op_release(self, step, sid):
         self._release(step, sid)
+        # SPEC §15: release() is idempotent. Released again, the snapshot stays released and
+        # nothing else changes (the next steps compare every other snapshot with the model).
+        snap, _ = self._snapshot_pair(step, sid)
+        self._call(step, snap.release)
+        if not self._flag(step, snap, "released", "P3"):
+            self._fail(DIVERGENCE, "P3", f"{render(step)}: snapshot s{sid} released twice does not report released",
+                       "released=True", "released=False")
 
     def _release(self, step, sid):
         snap, msnap = self._snapshot_pair(step, sid)

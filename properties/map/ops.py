@@ -25,13 +25,16 @@ own distribution while the table says what each operation takes.
 
 from __future__ import annotations
 
+import io
 from typing import Any, Callable, Iterable
 
 import attrs
 
 from properties.core.program import Operation, OperationTable, Step
+from reference.serializers import IntSerializer, ListSerializer, SerializationError
 
 __all__ = ["Domain", "MapOperation", "MAP_OPS", "SNAPSHOT_TRANSFORMERS", "TRANSFORMER_NAMES", "visit_and_prune_even",
+           "write_serializers", "decode_written", "written_entries",
            "render", "render_program", "draw_args", "PAIR", "STATE", "VALUE", "READS", "NEW_SNAPSHOT",
            "LIVE_SNAPSHOT", "RELEASED_SNAPSHOT", "TRANSFORMER", "POSITION", "CHANGE", "NAMESPACE", "MAX_EMPTY"]
 
@@ -48,11 +51,49 @@ def _append_marker(state):
 
 
 # TTL-style snapshot transformers, by name (replayable).
-SNAPSHOT_TRANSFORMERS = {
+SNAPSHOT_TRANSFORMERS = {  # the bridge's Batch.java numbers them in this order
     "drop_even": _drop_even_length,
     "append_marker": _append_marker,
+    "none": None,  # iterate(None): SPEC §15's default, every entry as it is
 }
 TRANSFORMER_NAMES = tuple(sorted(SNAPSHOT_TRANSFORMERS))
+
+
+# ------------------------------------------------------- write_state
+
+
+def write_serializers() -> tuple:
+    """The serializers the harness hands ``snapshot.write_state``: keys and
+    namespaces of the machines and walks are small ints, states lists of small
+    ints, so Flink's IntSerializer and ListSerializer(IntSerializer) write them all."""
+    return IntSerializer(), IntSerializer(), ListSerializer(IntSerializer())
+
+
+def decode_written(data: bytes) -> tuple[int, list]:
+    """``(count, entries)`` of ``write_state``'s bytes (SPEC §15, Flink's layout):
+    an int32 count, then namespace, key, state per entry. SerializationError if
+    they do not decode, or if bytes are left over after ``count`` entries."""
+    key_serializer, namespace_serializer, state_serializer = write_serializers()
+    inp = io.BytesIO(data)
+    count = IntSerializer().deserialize(inp)
+    if count < 0:
+        raise SerializationError(f"negative entry count {count}")
+    entries = []
+    for _ in range(count):
+        namespace = namespace_serializer.deserialize(inp)
+        key = key_serializer.deserialize(inp)
+        entries.append((key, namespace, state_serializer.deserialize(inp)))
+    left = len(data) - inp.tell()
+    if left:
+        raise SerializationError(f"{left} bytes left over after {count} entries")
+    return count, entries
+
+
+def written_entries(snapshot) -> list:
+    """The entries ``snapshot.write_state`` writes, decoded (regression tests use it)."""
+    out = io.BytesIO()
+    snapshot.write_state(out, *write_serializers())
+    return decode_written(out.getvalue())[1]
 
 
 def visit_and_prune_even(m, max_empty: int) -> None:
@@ -146,13 +187,15 @@ class MapOperation(Operation):
     that draws its pair from stored ones half the time; ``needs``: an
     optional API the operation uses (``incremental_visitor``); ``rule``: the
     Hypothesis rule's name; ``regression(args, expected)``: lines of a
-    regression test through the public API."""
+    regression test through the public API; ``batch``: whether the Flink
+    bridge's batches (``Batch.java``) run it (parity programs draw only those)."""
 
     domains: tuple = ()
     keyed: bool = False
     writes: bool = False
     reads_written: bool = False
     needs: str | None = None
+    batch: bool = True
     rule: str = ""
     regression: Callable[[tuple, Any], list[str]] | None = None
 
@@ -252,8 +295,8 @@ MAP_OPS = OperationTable("map", [
         rule="read_snapshot_transformed_then_release",
         regression=lambda a, want: [f"assert entries(s{a[0]}.iterate(SNAPSHOT_TRANSFORMERS[{a[1]!r}])) == {want!r}",
                                     f"s{a[0]}.release()"]),
-    _op("release", (RELEASED_SNAPSHOT,), "s{0}.release()", args=("sid",),
-        regression=lambda a, want: [f"s{a[0]}.release()"]),
+    _op("release", (RELEASED_SNAPSHOT,), "s{0}.release(); s{0}.release()  # idempotent", args=("sid",),
+        regression=lambda a, want: [f"s{a[0]}.release()", f"s{a[0]}.release()  # idempotent"]),
     _op("iterate", (), "list(m)", args=(), regression=lambda a, want: [f"assert entries(m) == {want!r}"]),
     _op("iterate_modify", (POSITION, PAIR, CHANGE), args=("position", "key", "namespace", "change"),
         render_with=_render_iterate_modify, rule="iterate_across_change",
@@ -268,6 +311,9 @@ MAP_OPS = OperationTable("map", [
     _op("visit", (MAX_EMPTY,), "visit_and_prune_even(m, {0!r})  # incremental visitor, TTL-style",
         args=("max_empty",), needs="incremental_visitor", rule="visit_and_prune",
         regression=lambda a, want: [f"visit_and_prune_even(m, {a[0]!r})"]),
+    _op("write_snapshot", (LIVE_SNAPSHOT,), "written_entries(s{0})  # s{0}.write_state(out, *write_serializers())",
+        args=("sid",), batch=False,
+        regression=lambda a, want: [f"assert entries(written_entries(s{a[0]})) == {want!r}"]),
 ])
 
 KEYED = frozenset(op.name for op in MAP_OPS if op.keyed)

@@ -13,6 +13,7 @@ wrap the reference port only to offer a white-box view of another shape.
 """
 
 import copy
+import io
 import re
 
 import attrs
@@ -63,6 +64,58 @@ class LiesVersion(TinyMap):
     def snapshot(self):
         snap = super().snapshot()
         snap.version = 1  # every snapshot says it is the first
+        return snap
+
+
+class WritesKeyFirst(TinyMap):
+    """write_state writes key before namespace (Flink writes namespace, key, state)."""
+
+    def snapshot(self):
+        snap = super().snapshot()
+
+        def write_state(out, key_serializer, namespace_serializer, state_serializer, transformer=None):
+            view = snap.iterate(transformer)
+            out.write(len(view).to_bytes(4, "big", signed=True))
+            for k, n, s in view:
+                key_serializer.serialize(k, out)
+                namespace_serializer.serialize(n, out)
+                state_serializer.serialize(s, out)
+
+        snap.write_state = write_state
+        return snap
+
+
+class WritesShortCount(TinyMap):
+    """write_state's count leaves out the last entry (whose bytes are written all the same)."""
+
+    def snapshot(self):
+        snap = super().snapshot()
+        write = snap.write_state
+
+        def write_state(out, *serializers, transformer=None):
+            scratch = io.BytesIO()
+            write(scratch, *serializers, transformer)
+            data = scratch.getvalue()
+            count = int.from_bytes(data[:4], "big", signed=True)
+            out.write(max(count - 1, 0).to_bytes(4, "big", signed=True) + data[4:])
+
+        snap.write_state = write_state
+        return snap
+
+
+class ReleaseNotIdempotent(TinyMap):
+    """A second release() of a snapshot raises (SPEC §15: release is idempotent)."""
+
+    def snapshot(self):
+        snap = super().snapshot()
+        release = snap.release
+
+        def release_once():
+            if snap.released:
+                raise RuntimeError("snapshot already released")
+            release()
+
+        snap.release = release_once
         return snap
 
 
@@ -266,6 +319,9 @@ def _factory(cls):
 lies_released = _factory(LiesReleased)
 lies_length = _factory(LiesLength)
 lies_version = _factory(LiesVersion)
+writes_key_first = _factory(WritesKeyFirst)
+release_not_idempotent = _factory(ReleaseNotIdempotent)
+writes_short_count = _factory(WritesShortCount)
 forgets_release = _factory(ForgetsRelease)
 tuple_states = _factory(TupleStates)
 keys_as_list = _factory(KeysAsList)
@@ -287,6 +343,12 @@ ZOO: dict[str, Verdict] = {
     "lies-length": Verdict("lies_length", 1, "DIVERGENCE", "P4", what="len() counts one more while a snapshot is live"),
     "lies-version": Verdict("lies_version", 1, "DIVERGENCE", "P5", what="every snapshot says version 1"),
     "forgets-release": Verdict("forgets_release", 1, "DIVERGENCE", "P3", what="release() leaves released False"),
+    "release-not-idempotent": Verdict("release_not_idempotent", 1, "CRASH", "P7",
+                                      what="a second release() raises"),
+    "writes-key-first": Verdict("writes_key_first", 1, "DIVERGENCE", "P2",
+                                what="write_state writes key before namespace"),
+    "writes-short-count": Verdict("writes_short_count", 1, "DIVERGENCE", "P2",
+                                  what="write_state's count leaves out the last entry"),
     "tuple-states": Verdict("tuple_states", 1, "DIVERGENCE", "P1", what="get hands out a tuple copy of the list"),
     "odd-exception": Verdict("odd_exception", 1, "CRASH", "P7",
                              what="a modified map's iterator raises ValueError, not a RuntimeError"),

@@ -350,7 +350,8 @@ public final class Batch {
         rows(seen);
     }
 
-    /** properties.map.ops.SNAPSHOT_TRANSFORMERS in declaration order: 0 drop_even, 1 append_marker; then release. */
+    /** properties.map.ops.SNAPSHOT_TRANSFORMERS in declaration order: 0 drop_even, 1 append_marker, 2 none (null);
+     *  then release. */
     private void readSnapshotTransformed(CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snap,
                                          int transformer) {
         if (snap.isReleased()) {
@@ -360,6 +361,8 @@ public final class Batch {
         StateSnapshotTransformer<List<Integer>> t;
         if (transformer == 0) {
             t = s -> s == null || s.size() % 2 == 0 ? null : s;
+        } else if (transformer == 2) {
+            t = null;
         } else {
             t = s -> {
                 if (s == null) {
