@@ -46,6 +46,7 @@ from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.core.machine import RunRecord
 from properties.core.profiles import PROFILES, stabilise_generation
 from properties.core.shrink import replay, shrink
+import properties.flink  # noqa: F401  (registers --impl flink in every worker process; starts no JVM)
 from properties.map import MAP, MachineConfig, expected_results, make_map_machine
 from properties.map.harness import Harness
 from properties.map.walks import SampledHarness, walk_program

@@ -206,3 +206,17 @@ def test_config_rejects_unknown_executors_and_non_positive_settings():
         CampaignConfig(executor="quickcheck")
     with pytest.raises(ValueError, match="invariants_every must be > 0"):
         CampaignConfig(invariants_every=0)
+
+
+def test_a_worker_process_resolves_flink_without_the_command_line_having_imported_it():
+    # Spark's Python workers import only spark_fuzz: the executor itself must register --impl flink.
+    script = textwrap.dedent("""
+        import sys
+        from spark_fuzz import CampaignConfig, run_seed
+        assert "properties.cli" not in sys.modules
+        outcome = run_seed(0, CampaignConfig(impl="flink", capacity=128, steps=50))
+        print(outcome.kind, outcome.code, outcome.message)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("PASS"), done.stdout
