@@ -46,3 +46,12 @@ def test_map_mutants_resolve_as_implementations_and_are_not_the_reference():
         impl = resolve(f"mutant:{mutant.name}")
         assert impl.factory is not reference
         assert issubclass(impl.factory, reference)
+
+
+@pytest.mark.parametrize("name", [n for n, m in CATALOGUE.items() if m.machine == "map"])
+def test_map_mutant_is_killed_by_hypothesis_alone_too(name):
+    # The walk phase kills every map mutant first; the Hypothesis phase must not depend on it.
+    row = run_mutant(CATALOGUE[name], white_box=True, seed=SEED, examples=2000, max_seconds=120,
+                     profile=settings.get_profile("ci"), walks=0)
+    assert row.killed and row.phase == "hypothesis", f"{name} survived {row.examples} examples"
+    assert row.caught_by.split()[-1] in expected_codes(CATALOGUE[name])

@@ -9,7 +9,7 @@ from typing import TextIO
 import attrs
 from hypothesis import settings
 
-from properties.cli.common import Progress, capacity_arg, positive_float, positive_int
+from properties.cli.common import Progress, capacity_arg, non_negative_int, positive_float, positive_int
 from properties.core.counterexample import replay_command
 from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
 from properties.core.hunt import HuntResult, hunt, store
@@ -18,6 +18,7 @@ from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.machine import MACHINES, RunRecord, machine_kind
 from properties.core.profiles import stabilise_generation
 from properties.core.report import format_failure, format_summary
+from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
 
 __all__ = ["register", "check"]
 
@@ -37,6 +38,10 @@ def register(sub) -> None:
     budget.add_argument("--examples", type=positive_int, help="number of examples (default: the profile's)")
     budget.add_argument("--minutes", type=positive_float, help="run for this long instead of a fixed count")
     p.add_argument("--seed", type=int, help="seed for generation (default: random, printed)")
+    p.add_argument("--walks", type=non_negative_int, metavar="N",
+                   help=f"seeded swarm walks of {DEFAULT_WALK_STEPS} steps run through the same harness before "
+                        f"Hypothesis, the fast path to a first failure (default {DEFAULT_WALKS}, at most "
+                        f"--examples; 0: Hypothesis only; machines without walks skip the phase)")
     p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="dev",
                    help="Hypothesis settings profile (default: dev)")
     p.add_argument("--capacity", type=capacity_arg,
@@ -99,11 +104,12 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
     make_impl, options = kind.replay_setup(impl.factory, config)
     _RUN.update(record=record, impl=impl, config=config, options=options, kind=kind, seed=base_seed)
+    walks = default_walks(args.walks, args.examples) if kind.walker is not None else 0
     try:
         result = hunt(lambda rec: kind.builder(impl.factory, config, rec), make_impl, base_seed=base_seed,
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
                       harness_options=options, replay_harness=kind.harness_class,
-                      shrink_seconds=args.shrink_seconds)
+                      shrink_seconds=args.shrink_seconds, walker=kind.walker, walks=walks)
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
@@ -111,17 +117,42 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         return 130
     progress.update(record.examples, record.steps, force=True)
     progress.finish()
+    walked = result.walks
+    if walks:
+        outcome = (f"failure in walk {walked.walks} (seed {walked.finding.seed})" if result.phase == "walks"
+                   else "no failure")
+        stdout.write(f"walk phase: {walked.walks} walks, {walked.steps:,} steps in {walked.seconds * 1000:.0f} ms; "
+                     f"{outcome}\n")
+    if result.phase == "walks":
+        stdout.write(f"first failure found by the walk phase after {walked.seconds * 1000:.0f} ms; shrunk "
+                     f"{result.original_length} -> {len(result.program)} steps in "
+                     f"{result.seconds_to_shrink * 1000:.0f} ms\n")
+        stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
+        found_by = {"tool": "cowcheck check", "generator": "walk", "seed": base_seed, "walk": walked.walks,
+                    "walk_seed": walked.finding.seed, "steps": walked.steps}
+        return _store(args, stdout, result, kind, impl, config, options, found_by)
     stdout.write(format_summary(record, result.seconds_to_find, kind, white_box))
     if result.failure is None:
         return 0
     found_examples, found_steps = result.found_at or (result.examples, result.steps)
-    stdout.write(f"first failure after {found_examples:,} examples, {found_steps:,} steps; "
+    stdout.write(f"first failure found by Hypothesis after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
     stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
+    found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
+                "profile": args.profile, "examples": found_examples, "steps": found_steps}
+    return _store(args, stdout, result, kind, impl, config, options, found_by)
+
+
+def default_walks(walks: int | None, examples: int | None) -> int:
+    """The walk phase's size: ``--walks``, else the default, at most ``--examples``."""
+    if walks is not None:
+        return walks
+    return min(DEFAULT_WALKS, examples) if examples else DEFAULT_WALKS
+
+
+def _store(args, stdout: TextIO, result: HuntResult, kind, impl, config, options, found_by: dict) -> int:
     if not args.no_save:
-        found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
-                    "profile": args.profile, "examples": found_examples, "steps": found_steps}
         path, written = store(result, kind=kind, impl_spec=impl.spec, config=config, found_by=found_by,
                               directory=args.save_dir, harness_options=options)
         verb = "saved" if written else "already stored (same signature, no longer)"

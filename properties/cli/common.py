@@ -14,7 +14,7 @@ from typing import TextIO
 
 from properties.core.errors import InternalError, UsageError
 
-__all__ = ["Progress", "UsageError", "positive_int", "positive_float", "capacity_arg", "report_internal_error",
+__all__ = ["Progress", "UsageError", "non_negative_int", "positive_int", "positive_float", "capacity_arg", "report_internal_error",
            "EXIT_FAILURE", "EXIT_USAGE", "EXIT_INTERNAL", "one_line"]
 
 EXIT_FAILURE = 1
@@ -65,6 +65,16 @@ class Progress:
         if self.drawn:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+    return value
 
 
 def positive_int(text: str) -> int:

@@ -6,11 +6,12 @@ from typing import TextIO
 
 from hypothesis import settings
 
-from properties.cli.common import positive_float, positive_int
+from properties.cli.common import non_negative_int, positive_float, positive_int
 from properties.core.errors import UsageError
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.mutants import catalogue, format_table, run_mutant
 from properties.core.profiles import stabilise_generation
+from properties.core.walk_phase import DEFAULT_WALKS
 
 __all__ = ["register", "mutants"]
 
@@ -27,6 +28,8 @@ def register(sub) -> None:
                    help="time budget per mutant (default 60)")
     p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="ci",
                    help="Hypothesis settings profile for step counts (default: ci)")
+    p.add_argument("--walks", type=non_negative_int, default=DEFAULT_WALKS, metavar="N",
+                   help=f"seeded swarm walks before Hypothesis, per mutant (default {DEFAULT_WALKS}; 0: Hypothesis only)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")
@@ -52,8 +55,9 @@ def mutants(args, stdout: TextIO, stderr: TextIO) -> int:
             stderr.write(f"[{i}/{len(chosen)}] {mutant.name} ... ")
             stderr.flush()
             row = run_mutant(mutant, white_box=not args.black_box, seed=args.seed, examples=args.examples,
-                             max_seconds=args.max_seconds, profile=profile)
-            stderr.write(f"{'killed' if row.killed else 'SURVIVED'} in {row.seconds:.2f} s\n")
+                             max_seconds=args.max_seconds, profile=profile, walks=args.walks)
+            by = f" by {'the walk phase' if row.phase == 'walks' else 'Hypothesis'}" if row.killed else ""
+            stderr.write(f"{'killed' if row.killed else 'SURVIVED'} in {row.seconds:.3f} s{by}\n")
             rows.append(row)
     stdout.write(format_table(rows))
     return 0 if all(r.killed for r in rows) else 1

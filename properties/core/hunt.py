@@ -1,6 +1,8 @@
 """Run a state machine until it fails or its budget is spent, then shrink.
 
-Hypothesis generates and finds (no Hypothesis shrinking: see
+First a walk phase (``properties.core.walk_phase``): a fixed number of seeded
+swarm walks through the same harness, when the machine has a walker; most
+bugs fall there within milliseconds. Then Hypothesis generates and finds (no Hypothesis shrinking: see
 ``properties.core.profiles.FIND_ONLY``); the replay shrinker minimises. Used by
 ``cowcheck check`` and ``cowcheck mutants``.
 
@@ -28,16 +30,20 @@ from properties.core.machine import RunRecord
 from properties.core.profiles import FIND_ONLY
 from properties.core.program import Step
 from properties.core.shrink import shrink
+from properties.core.walk_phase import DEFAULT_WALK_STEPS, WalkRun, run_walks
 
 __all__ = ["HuntResult", "hunt", "store"]
 
 _BATCH = 50  # examples per Hypothesis run when a deadline applies
+_SPARES = 4  # other failing walks collected after the first, for a shorter shrunk program
+_GOOD_ENOUGH = 3  # a shrunk program this short is not worth shrinking spares for
 
 
 @attrs.frozen
 class HuntResult:
     """``failure`` and its shrunk ``program`` (None/[] if nothing was found);
-    ``found_at``: (examples, steps) when the first failure showed."""
+    ``found_at``: (examples, steps) when the first failure showed (walks and
+    walk steps if ``phase`` is ``walks``); ``walks``: what the walk phase did."""
 
     failure: Failure | None
     program: list[Step]
@@ -48,19 +54,47 @@ class HuntResult:
     examples: int
     steps: int
     elapsed: float
+    phase: str = "hypothesis"  # which phase found the failure: "walks" or "hypothesis"
+    walks: WalkRun = attrs.Factory(WalkRun)
 
 
 def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], object], *, base_seed: int,
          profile: settings, replay_harness, examples: int | None = None, deadline: float | None = None,
          record: RunRecord | None = None, harness_options: dict | None = None,
-         shrink_seconds: float | None = None) -> HuntResult:
-    """Run ``machine_for(record)`` with seeds ``base_seed, base_seed + 1, …`` (one per
-    batch) until a failure, ``examples`` examples, or ``deadline`` (monotonic; checked
-    before every step); then shrink for at most ``shrink_seconds``."""
+         shrink_seconds: float | None = None, walker=None, walks: int = 0,
+         walk_steps: int = DEFAULT_WALK_STEPS) -> HuntResult:
+    """The walk phase (``walks`` walks of ``walk_steps`` steps by ``walker``, if
+    given), then ``machine_for(record)`` with seeds ``base_seed, base_seed + 1, …``
+    (one per batch) until a failure, ``examples`` examples, or ``deadline``
+    (monotonic; checked before every step); then shrink for at most ``shrink_seconds``."""
     record = record if record is not None else RunRecord()
     record.deadline = deadline
-    machine = machine_for(record)
     started = time.monotonic()
+    options = dict(harness_options or {})
+    walked = WalkRun()
+    if walker is not None and walks > 0:
+        walked = run_walks(walker, make_impl, harness_class=replay_harness, harness_options=options,
+                           base_seed=base_seed, walks=walks, steps=walk_steps, deadline=deadline,
+                           spares=_SPARES)
+        if walked.finding is not None:
+            found = time.monotonic()
+            shrink_deadline = found + shrink_seconds if shrink_seconds else None
+            original = list(walked.finding.program)
+            program, failure = shrink(original, walked.finding.failure, make_impl, harness_class=replay_harness,
+                                      deadline=shrink_deadline, **options)
+            # The other failing walks, shortest first: keep the shortest shrunk program (ties: the first).
+            for spare in sorted(walked.more, key=lambda f: len(f.program)):
+                if len(program) <= _GOOD_ENOUGH or (shrink_deadline and time.monotonic() >= shrink_deadline):
+                    break
+                other, other_failure = shrink(list(spare.program), spare.failure, make_impl,
+                                              harness_class=replay_harness, deadline=shrink_deadline, **options)
+                if len(other) < len(program):
+                    program, failure, original = other, other_failure, list(spare.program)
+            done = time.monotonic()
+            # seconds_to_find: to the first failing walk (the spares were looked for afterwards).
+            return HuntResult(failure, program, len(original), (walked.walks, walked.steps), walked.seconds,
+                              done - found, 0, 0, done - started, phase="walks", walks=walked)
+    machine = machine_for(record)
     total = examples if examples is not None else (None if deadline else profile.max_examples)
     batch = 0
     while True:
@@ -89,14 +123,15 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
     found = time.monotonic()
     failure = record.first_failure
     if failure is None:
-        return HuntResult(None, [], 0, None, found - started, 0.0, record.examples, record.steps, found - started)
+        return HuntResult(None, [], 0, None, found - started, 0.0, record.examples, record.steps, found - started,
+                          walks=walked)
     original = list(record.first_failure_steps)
     shrink_deadline = found + shrink_seconds if shrink_seconds else None
     program, failure = shrink(original, failure, make_impl, harness_class=replay_harness, deadline=shrink_deadline,
-                              **dict(harness_options or {}))
+                              **options)
     done = time.monotonic()
     return HuntResult(failure, program, len(original), record.first_failure_at, found - started, done - found,
-                      record.examples, record.steps, done - started)
+                      record.examples, record.steps, done - started, walks=walked)
 
 
 def _settle(record: RunRecord, exc: BaseException) -> None:

@@ -116,7 +116,10 @@ class MachineKind:
     - ``regression(cx, impl_spec, source_name)`` -> a pytest module, or None
       for the generic replay-only rendering;
     - ``describe_state(harness, failed=)`` -> text shown by ``replay --diagram`` after each step;
-    - ``findings``: finding ids -> descriptions (reported, not failures).
+    - ``findings``: finding ids -> descriptions (reported, not failures);
+    - ``walker(seed, steps, instance)`` -> the steps of a seeded swarm walk (the
+      walk phase of ``check`` and ``mutants``, ``properties.core.walk_phase``), or
+      None for a machine without walks.
     """
 
     name: str
@@ -134,6 +137,7 @@ class MachineKind:
     regression: Callable | None = None
     describe_state: Callable[..., str] = lambda harness, failed=False: ""
     findings: dict = attrs.Factory(dict)
+    walker: Callable | None = None
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""

@@ -21,6 +21,7 @@ import attrs
 from properties.core.hunt import hunt
 from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
 from properties.core.machine import MachineKind, machine_kind
+from properties.core.walk_phase import DEFAULT_WALKS
 
 __all__ = ["Mutant", "MutantResult", "register_mutant", "catalogue", "run_mutant", "format_table"]
 
@@ -92,30 +93,39 @@ class MutantResult:
     shrunk_length: int
     caught_by: str
     white_box: bool
+    walks: int = 0  # walks the walk phase ran
+    walk_steps: int = 0
+    phase: str = "-"  # which phase killed it: "walks" or "hypothesis"
 
 
 def run_mutant(mutant: Mutant, *, white_box: bool, seed: int, examples: int, max_seconds: float,
-               profile) -> MutantResult:
-    """Hunt one mutant with its machine; the row of the kill table."""
+               profile, walks: int = DEFAULT_WALKS) -> MutantResult:
+    """Hunt one mutant with its machine (the walk phase first, where the machine
+    has walks, then Hypothesis); the row of the kill table."""
     kind = machine_kind(mutant.machine)
     config = kind.config(white_box=white_box)
     make_impl, options = kind.replay_setup(mutant.factory, config)
     result = hunt(lambda rec: kind.builder(mutant.factory, config, rec), make_impl, base_seed=seed, profile=profile,
                   examples=examples, deadline=time.monotonic() + max_seconds, harness_options=options,
-                  replay_harness=kind.harness_class)
+                  replay_harness=kind.harness_class, walker=kind.walker, walks=walks if kind.walker else 0)
     if result.failure is None:
         return MutantResult(mutant.name, mutant.machine, False, result.elapsed, result.examples, result.steps,
-                            0, "-", white_box)
+                            0, "-", white_box, result.walks.walks, result.walks.steps)
     found_examples, found_steps = result.found_at or (result.examples, result.steps)
+    if result.phase == "walks":
+        found_examples = 0
     return MutantResult(mutant.name, mutant.machine, True, result.seconds_to_find, found_examples, found_steps,
-                        len(result.program), f"{result.failure.kind} {result.failure.code}", white_box)
+                        len(result.program), f"{result.failure.kind} {result.failure.code}", white_box,
+                        result.walks.walks, result.walks.steps, result.phase)
 
 
 def format_table(rows: list[MutantResult]) -> str:
     """The kill table (markdown) and its summary line."""
-    header = ("mutant", "killed", "time-to-kill", "examples", "steps", "shrunk", "caught by", "mode")
-    body = [(r.name, "yes" if r.killed else "NO", f"{r.seconds:.2f} s", f"{r.examples:,}", f"{r.steps:,}",
-             str(r.shrunk_length) if r.killed else "-", r.caught_by, "white-box" if r.white_box else "black-box")
+    header = ("mutant", "killed", "time-to-kill", "found by", "walks", "examples", "steps", "shrunk", "caught by",
+              "mode")
+    body = [(r.name, "yes" if r.killed else "NO", f"{r.seconds:.3f} s", r.phase if r.killed else "-",
+             f"{r.walks:,}", f"{r.examples:,}", f"{r.steps:,}", str(r.shrunk_length) if r.killed else "-",
+             r.caught_by, "white-box" if r.white_box else "black-box")
             for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
@@ -125,6 +135,6 @@ def format_table(rows: list[MutantResult]) -> str:
     if killed:
         times = [r.seconds for r in killed]
         lengths = [r.shrunk_length for r in killed]
-        summary += (f"; time-to-kill median {statistics.median(times):.2f} s, max {max(times):.2f} s; "
+        summary += (f"; time-to-kill median {statistics.median(times):.3f} s, max {max(times):.3f} s; "
                     f"shrunk length median {statistics.median(lengths):g}, max {max(lengths)}")
     return "\n".join(out) + summary + "\n"

@@ -36,6 +36,7 @@ from properties.map.introspection import introspection_problem, snapshot_problem
 from properties.map.machine import MachineConfig, make_map_machine, replay_setup
 from properties.map.ops import MAP_OPS, NEW_SNAPSHOT
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
+from properties.map.walks import walk_program
 from reference import CopyOnWriteStateMap
 
 __all__ = ["MAP", "Harness", "MachineConfig", "make_map_machine", "probe", "expected_results", "REQUIRED_METHODS",
@@ -104,6 +105,12 @@ def expected_results(steps: list) -> list:
         observed = harness.observed
         results.append(json.loads(show(observed[0])) if observed else None)
     return results
+
+
+def walk(seed: int, steps: int, instance):
+    """The swarm walk of ``seed`` (the campaign's raw walk), with the incremental
+    visitor's operation only on maps that offer it."""
+    return walk_program(seed, steps, callable(getattr(instance, "incremental_visitor", None)))
 
 
 def setup_lines(impl_spec: str, config) -> list[str]:
@@ -181,4 +188,5 @@ MAP = register_machine(MachineKind(
     regression=regression,
     describe_state=describe_state,
     findings=FINDINGS,
+    walker=walk,
 ))

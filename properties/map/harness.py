@@ -125,6 +125,14 @@ class Harness(HarnessBase):
         return True
 
     @classmethod
+    def simpler_steps(cls, step: Step):
+        """Plainer operations first (a ``put`` for a ``put_and_get_old``...), then simpler arguments."""
+        plainer = MAP_OPS[step.op].plainer
+        if plainer is not None:
+            yield from plainer(step.args)
+        yield from super().simpler_steps(step)
+
+    @classmethod
     def normalise(cls, steps: list[Step]) -> list[Step]:
         """Snapshots named s0, s1, … in the order they are taken (after shrinking)."""
         names: dict = {}

@@ -158,7 +158,24 @@ def _choice(names: tuple):
     return check
 
 
-PAIR = Domain("pair", 2, encode=lambda values, ref: [ref(values[0]), ref(values[1])])
+def _simpler_pairs(values: tuple):
+    """Smaller keys and namespaces, and key == namespace (composite hash 0: every such
+    entry lands in one chain, which many bugs need and fewer entries then reach)."""
+    key, namespace = values
+    if type(key) is not int or type(namespace) is not int or key < 0 or namespace < 0:
+        return []
+    # Each candidate has a smaller key + namespace, so shrinking cannot go round in circles.
+    candidates = []
+    if key != namespace:
+        candidates.append((min(key, namespace),) * 2)
+    if key > 0:
+        candidates.append((0, namespace))
+    if namespace > 0:
+        candidates.append((key, 0))
+    return candidates
+
+
+PAIR = Domain("pair", 2, simpler=_simpler_pairs, encode=lambda values, ref: [ref(values[0]), ref(values[1])])
 STATE = Domain("state", check=_state_check, simpler=lambda v: [([],)] if v[0] else [], encode=_state_encode)
 VALUE = Domain("value", check=_int_in(-(1 << 31), (1 << 31) - 1), simpler=lambda v: [(0,)] if v[0] != 0 else [])
 READS = Domain("reads", check=_int_in(1), simpler=lambda v: [(1,)] if v[0] > 1 else [])
@@ -187,7 +204,9 @@ class MapOperation(Operation):
     that draws its pair from stored ones half the time; ``needs``: an
     optional API the operation uses (``incremental_visitor``); ``rule``: the
     Hypothesis rule's name; ``regression(args, expected)``: lines of a
-    regression test through the public API; ``batch``: whether the Flink
+    regression test through the public API; ``plainer(args)``: plainer steps
+    that do part of this one's work (the shrinker tries them in its place,
+    before simplifying arguments); ``batch``: whether the Flink
     bridge's batches (``Batch.java``) run it (parity programs draw only those)."""
 
     domains: tuple = ()
@@ -196,6 +215,7 @@ class MapOperation(Operation):
     reads_written: bool = False
     needs: str | None = None
     batch: bool = True
+    plainer: Callable[[tuple], Iterable[Step]] | None = None
     rule: str = ""
     regression: Callable[[tuple, Any], list[str]] | None = None
 
@@ -262,7 +282,7 @@ MAP_OPS = OperationTable("map", [
         keyed=True, writes=True,
         regression=lambda a, want: [f"m.put({a[0]!r}, {a[1]!r}, {a[2]!r})"]),
     _op("put_and_get_old", (PAIR, STATE), "m.put_and_get_old({0!r}, {1!r}, {2!r})",
-        args=("key", "namespace", "state"), keyed=True, writes=True,
+        args=("key", "namespace", "state"), keyed=True, writes=True, plainer=lambda a: [Step("put", a)],
         regression=lambda a, want: _maybe_none(f"m.put_and_get_old({a[0]!r}, {a[1]!r}, {a[2]!r})", want)),
     _op("get", (PAIR,), "m.get({0!r}, {1!r})", args=("key", "namespace"), keyed=True, reads_written=True,
         regression=lambda a, want: _maybe_none(f"m.get({a[0]!r}, {a[1]!r})", want)),
@@ -277,10 +297,11 @@ MAP_OPS = OperationTable("map", [
     _op("remove", (PAIR,), "m.remove({0!r}, {1!r})", args=("key", "namespace"), keyed=True, reads_written=True,
         regression=lambda a, want: [f"m.remove({a[0]!r}, {a[1]!r})"]),
     _op("remove_and_get_old", (PAIR,), "m.remove_and_get_old({0!r}, {1!r})", args=("key", "namespace"),
-        keyed=True, reads_written=True,
+        keyed=True, reads_written=True, plainer=lambda a: [Step("remove", a)],
         regression=lambda a, want: _maybe_none(f"m.remove_and_get_old({a[0]!r}, {a[1]!r})", want)),
     _op("transform", (PAIR, VALUE), "m.transform({0!r}, {1!r}, {2!r}, transform_append)",
         args=("key", "namespace", "value"), keyed=True, writes=True, reads_written=True,
+        plainer=lambda a: [Step("put", (a[0], a[1], [a[2]]))],
         regression=lambda a, want: [f"m.transform({a[0]!r}, {a[1]!r}, {a[2]!r}, transform_append)"]),
     _op("rehash", (READS,), "for _ in range({0!r}): m.contains_key(-1, -1)  # drive the incremental rehash",
         args=("reads",),
@@ -292,7 +313,7 @@ MAP_OPS = OperationTable("map", [
         regression=lambda a, want: [f"assert entries(s{a[0]}) == {want!r}"]),
     _op("read_snapshot_transformed", (RELEASED_SNAPSHOT, TRANSFORMER),
         "list(s{0}.iterate(SNAPSHOT_TRANSFORMERS[{1!r}])); s{0}.release()", args=("sid", "transformer"),
-        rule="read_snapshot_transformed_then_release",
+        rule="read_snapshot_transformed_then_release", plainer=lambda a: [Step("release", (a[0],))],
         regression=lambda a, want: [f"assert entries(s{a[0]}.iterate(SNAPSHOT_TRANSFORMERS[{a[1]!r}])) == {want!r}",
                                     f"s{a[0]}.release()"]),
     _op("release", (RELEASED_SNAPSHOT,), "s{0}.release(); s{0}.release()  # idempotent", args=("sid",),
@@ -300,6 +321,7 @@ MAP_OPS = OperationTable("map", [
     _op("iterate", (), "list(m)", args=(), regression=lambda a, want: [f"assert entries(m) == {want!r}"]),
     _op("iterate_modify", (POSITION, PAIR, CHANGE), args=("position", "key", "namespace", "change"),
         render_with=_render_iterate_modify, rule="iterate_across_change",
+        plainer=lambda a: [Step("put", (a[1], a[2], [0])) if a[3] == "put" else Step("remove", (a[1], a[2]))],
         regression=lambda a, want: [
             "it = iter(m)", f"for _ in range(min({a[0]!r}, len(m))):", "    next(it)",
             f"m.put({a[1]!r}, {a[2]!r}, [0])" if a[3] == "put" else f"m.remove({a[1]!r}, {a[2]!r})",

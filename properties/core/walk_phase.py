@@ -1,0 +1,114 @@
+"""The walk phase: seeded swarm walks through the harness before Hypothesis.
+
+A raw walk (a machine's ``walker(seed, steps, instance)``, for the map
+:func:`properties.map.walks.walk_program`) runs a few hundred steps through
+the very harness Hypothesis's machine uses, without Hypothesis's per-step
+overhead; most bugs fall to one of the first few walks within milliseconds.
+``cowcheck check`` and ``cowcheck mutants`` run this phase first and hand a
+failing walk to the replay shrinker, as they do a failing Hypothesis example.
+
+Deterministic: the walks' seeds are drawn from ``random.Random(base_seed)``
+and their number is fixed (not a time budget), so the same ``--seed`` finds
+the same first failure in any process on any machine.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from typing import Callable, Iterable
+
+import attrs
+
+from properties.core.errors import InternalError
+from properties.core.failures import CheckFailure, Failure
+from properties.core.program import Step
+
+__all__ = ["WalkFinding", "WalkRun", "run_walks", "walk_seeds", "DEFAULT_WALKS", "DEFAULT_WALK_STEPS"]
+
+DEFAULT_WALKS = 32
+DEFAULT_WALK_STEPS = 300
+
+
+@attrs.frozen
+class WalkFinding:
+    """A failing walk: its failure, the program up to the failing step, which walk it was."""
+
+    failure: Failure
+    program: list
+    walk: int  # 1-based
+    seed: int
+
+
+@attrs.define
+class WalkRun:
+    """What the walk phase did: walks and steps run, seconds, and the finding if any."""
+
+    walks: int = 0
+    steps: int = 0
+    seconds: float = 0.0  # to the first failure, or to the end of the phase
+    finding: WalkFinding | None = None
+    more: list = attrs.Factory(list)  # later walks failing the same way (candidates for a shorter program)
+
+
+def walk_seeds(base_seed: int, walks: int) -> list[int]:
+    """The seeds of the walks of ``base_seed`` (the same in every process)."""
+    r = random.Random(base_seed)
+    return [r.getrandbits(32) for _ in range(walks)]
+
+
+def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: Callable[[], object], *,
+              harness_class, harness_options: dict | None = None, base_seed: int, walks: int,
+              steps: int = DEFAULT_WALK_STEPS, deadline: float | None = None, spares: int = 0) -> WalkRun:
+    """Run up to ``walks`` walks of ``steps`` steps each, each on a fresh
+    implementation through ``harness_class``, until one fails or ``deadline``
+    (monotonic) passes. With ``spares``, the walks go on after the first failure
+    (at most ``walks`` more) to collect up to ``spares`` other failing programs
+    with the same kind and code: the shrinker may get a shorter program from one
+    of them. An exception that is not the harness's CheckFailure is cowcheck's
+    own error: raised as InternalError, never blamed on the map."""
+    run = WalkRun()
+    started = time.monotonic()
+    options = dict(harness_options or {})
+    seeds = walk_seeds(base_seed, 2 * walks) if spares else walk_seeds(base_seed, walks)
+    stop_at = walks
+    try:
+        for number, seed in enumerate(seeds, start=1):
+            if number > stop_at or (deadline is not None and time.monotonic() >= deadline):
+                break
+            try:
+                instance = make_impl()
+            except Exception:
+                break  # the factory raised after the probe built one: the Hypothesis phase reports it
+            harness = harness_class(instance, **options)
+            program: list[Step] = []
+            if run.finding is None:
+                run.walks = number
+            try:
+                for step in walker(seed, steps, instance):
+                    program.append(step)
+                    if run.finding is None:
+                        run.steps += 1
+                    harness.apply(step)
+            except CheckFailure as exc:
+                found = WalkFinding(exc.failure, program[: exc.failure.step_index + 1], number, seed)
+                if run.finding is None:
+                    run.finding = found
+                    run.seconds = time.monotonic() - started
+                    if not spares:
+                        break
+                    stop_at = number + walks
+                elif (found.failure.kind, found.failure.code) == (run.finding.failure.kind, run.finding.failure.code):
+                    run.more.append(found)
+                    if len(run.more) >= spares:
+                        break
+    except InternalError:
+        raise
+    except Exception as exc:
+        raise InternalError(f"the walk phase stopped with {type(exc).__name__}: {exc}",
+                            "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))) from exc
+    finally:
+        if run.finding is None:
+            run.seconds = time.monotonic() - started
+    return run

@@ -1,0 +1,84 @@
+"""The walk phase of ``check`` and ``mutants``: seeded swarm walks through the
+harness before Hypothesis — fast, deterministic, stored like any failure."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import properties.machines  # noqa: F401
+from properties.core.errors import InternalError
+from properties.core.machine import machine_kind
+from properties.core.mutants import catalogue
+from properties.core.walk_phase import run_walks, walk_seeds
+from properties.map.harness import Harness
+from reference import CopyOnWriteStateMap
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cowcheck(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=300)
+
+
+def test_walk_seeds_depend_on_the_base_seed_only():
+    assert walk_seeds(7, 4) == walk_seeds(7, 4) and walk_seeds(7, 4) != walk_seeds(8, 4)
+    assert walk_seeds(7, 8)[:4] == walk_seeds(7, 4)
+
+
+def test_the_reference_passes_the_walk_phase():
+    kind = machine_kind("map")
+    run = run_walks(kind.walker, lambda: CopyOnWriteStateMap(4), harness_class=Harness, base_seed=1, walks=8)
+    assert run.finding is None and run.walks == 8 and run.steps >= 8 * 300  # plus a read of each live snapshot
+
+
+def test_a_mutant_fails_a_walk_and_the_program_ends_at_the_failing_step():
+    kind = machine_kind("map")
+    factory = catalogue()["skip-prefix-copy"].factory
+    run = run_walks(kind.walker, lambda: factory(capacity=4), harness_class=Harness, base_seed=0, walks=32, spares=2)
+    assert run.finding is not None and run.finding.failure.code == "I9"
+    assert len(run.finding.program) == run.finding.failure.step_index + 1
+    assert all((f.failure.kind, f.failure.code) == ("INVARIANT", "I9") for f in run.more) and len(run.more) == 2
+
+
+def test_an_error_of_cowcheck_in_a_walk_is_an_internal_error_not_a_failure(monkeypatch):
+    def broken(self, step):
+        raise KeyError("a bug in cowcheck")
+
+    monkeypatch.setattr(Harness, "check_size", broken)
+    with pytest.raises(InternalError, match="KeyError"):
+        run_walks(machine_kind("map").walker, lambda: CopyOnWriteStateMap(4), harness_class=Harness, base_seed=0,
+                  walks=2)
+
+
+def test_check_finds_a_bug_in_the_walk_phase_and_says_so_the_same_in_two_processes(tmp_path):
+    stored = []
+    for run_dir in ("a", "b"):
+        (tmp_path / run_dir).mkdir()
+        run = cowcheck("check", "--impl", "mutant:snapshot-missing-region", "--seed", "3", cwd=tmp_path / run_dir)
+        assert run.returncode == 1, run.stdout + run.stderr
+        assert "first failure found by the walk phase" in run.stdout
+        (path,) = (tmp_path / run_dir / ".cowcheck" / "counterexamples").glob("*.json")
+        data = json.loads(path.read_text())
+        assert data["found_by"]["generator"] == "walk"
+        data.pop("created", None)
+        stored.append((data["steps"], data["failure"], data["found_by"]))
+    assert stored[0] == stored[1]
+
+
+def test_walks_0_leaves_the_bug_to_hypothesis(tmp_path):
+    run = cowcheck("check", "--impl", "mutant:skip-prefix-copy", "--seed", "3", "--walks", "0", "--no-save",
+                   cwd=tmp_path)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "first failure found by Hypothesis" in run.stdout and "walk phase:" not in run.stdout
+
+
+def test_a_passing_check_reports_its_walk_phase(tmp_path):
+    run = cowcheck("check", "--examples", "5", "--seed", "1", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "walk phase: 5 walks, " in run.stdout and "no failure" in run.stdout
