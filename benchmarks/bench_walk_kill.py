@@ -1,8 +1,15 @@
-"""Time to find each seeded map bug with the raw campaign executor, per check mode.
+"""Time to find each seeded bug: the walk phase of ``check``/``mutants`` on every
+machine, side by side with Hypothesis alone; and the raw campaign executor per
+check mode (map).
 
 Run from the repository root::
 
-    python -m benchmarks.bench_walk_kill [--max-seeds N]
+    python -m benchmarks.bench_walk_kill [--max-seeds N] [--section walks|executor|all]
+
+Section ``walks`` (every mutant of every machine, seed 0): CPU time of the walk
+phase to its first failing walk (``properties.core.walk_phase``, 32 walks at
+most, white-box), next to the CPU time Hypothesis alone (``--walks 0``, ci
+profile) takes to its first failure, and the ratio.
 
 For every map mutant of the catalogue (``cowcheck mutants --list``) and each
 way of checking — I1–I9 after every step (the default), after every 8th step
@@ -40,10 +47,61 @@ def first_failure(spec: str, options: dict, max_seeds: int) -> tuple[float, int 
     return time.process_time() - began, None, ""
 
 
+def walk_phase_vs_hypothesis() -> None:
+    from hypothesis import settings
+
+    import properties.machines  # noqa: F401
+    from properties.core.machine import machine_kind
+    from properties.core.mutants import catalogue, run_mutant
+    from properties.core.profiles import stabilise_generation
+    from properties.core.walk_phase import DEFAULT_WALKS, run_walks
+
+    stabilise_generation()
+    profile = settings.get_profile("ci")
+    mutants = catalogue()
+    print(f"walk phase vs Hypothesis alone: {len(mutants)} mutants of every machine, seed 0, white-box, CPU time "
+          f"to the first failure")
+    print(f"{'mutant':40} {'machine':11} {'walk phase':>12} {'walk':>5} {'Hypothesis':>12} {'ratio':>7}")
+    walk_times, hypothesis_times, ratios = [], [], []
+    for name, mutant in mutants.items():
+        kind = machine_kind(mutant.machine)
+        make_impl, options = kind.replay_setup(mutant.factory, kind.config(white_box=True))
+        began = time.process_time()
+        walked = run_walks(kind.walker, make_impl, harness_class=kind.harness_class, harness_options=options,
+                           base_seed=0, walks=DEFAULT_WALKS)
+        walk_seconds = time.process_time() - began
+        began = time.process_time()
+        row = run_mutant(mutant, white_box=True, seed=0, examples=5000, max_seconds=120, profile=profile, walks=0)
+        hypothesis_seconds = time.process_time() - began if row.killed else None
+        walk_cell = f"{walk_seconds * 1000:9.1f} ms" if walked.finding else "   not found"
+        hyp_cell = f"{hypothesis_seconds * 1000:9.1f} ms" if hypothesis_seconds is not None else "   not found"
+        ratio = ""
+        if walked.finding and hypothesis_seconds is not None:
+            walk_times.append(walk_seconds)
+            hypothesis_times.append(hypothesis_seconds)
+            ratios.append(hypothesis_seconds / max(walk_seconds, 1e-6))
+            ratio = f"{ratios[-1]:6.0f}x"
+        walk_number = walked.finding.walk if walked.finding else "-"
+        print(f"{name:40} {mutant.machine:11} {walk_cell:>12} {walk_number:>5} {hyp_cell:>12} {ratio:>7}", flush=True)
+    print()
+    if walk_times:
+        print(f"  walk phase: found {len(walk_times)}/{len(mutants)}, median "
+              f"{statistics.median(walk_times) * 1000:.1f} ms, max {max(walk_times) * 1000:.1f} ms")
+        print(f"  Hypothesis alone: median {statistics.median(hypothesis_times) * 1000:.1f} ms, max "
+              f"{max(hypothesis_times) * 1000:.1f} ms; ratio median {statistics.median(ratios):.0f}x")
+    print()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_walk_kill")
     parser.add_argument("--max-seeds", type=int, default=2000, help="seeds tried per mutant and mode (default 2000)")
+    parser.add_argument("--section", choices=["walks", "executor", "all"], default="all")
     args = parser.parse_args(argv)
+
+    if args.section in ("walks", "all"):
+        walk_phase_vs_hypothesis()
+    if args.section == "walks":
+        return 0
 
     from properties.core.mutants import catalogue
 

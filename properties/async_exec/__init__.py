@@ -14,6 +14,7 @@ from properties.async_exec import mutants  # noqa: F401  (registers the controll
 from properties.async_exec.harness import ASYNC_SCENARIOS, AsyncHarness, AsyncMachineConfig
 from properties.async_exec.machine import make_async_machine, replay_setup
 from properties.async_exec.ops import ASYNC_OPS
+from properties.async_exec.walks import walk
 from properties.core.impls import Implementation, probe_by_harness
 from properties.core.machine import MachineKind, register_machine
 from reference.async_execution import AsyncExecutionController
@@ -31,5 +32,6 @@ ASYNC = MachineKind(
                                                   "reference async execution controller")},
     probe=probe_by_harness,
     scenarios=ASYNC_SCENARIOS,
+    walker=walk,
 )
 register_machine(ASYNC)

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
 from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
+from properties.async_exec.walks import statement_choices, waits
 from properties.core.machine import HarnessMachine, RunRecord
 
 __all__ = ["AsyncMachineConfig", "make_async_machine", "record_programs", "replay_setup"]
@@ -35,15 +36,8 @@ __all__ = ["AsyncMachineConfig", "make_async_machine", "record_programs", "repla
 
 def record_programs(config: AsyncMachineConfig) -> st.SearchStrategy:
     """Record programs (see ``model.async_model``) over the config's state names."""
-    names = config.states
     # One choice per statement: drawing is most of a run's cost.
-    statements = ([["add", s, d] for s in names for d in (1, 2, 5)]
-                  + [["add_in_accept", s, d] for s in names for d in (1, 3)]
-                  + [["sum", a, b, t] for a in names for b in names for t in names]
-                  + [["read", s] for s in names]
-                  + [["put", s, v] for s in names for v in (0, 7)]
-                  + [["clear", s] for s in names])
-    return st.lists(st.sampled_from(statements), min_size=1, max_size=config.max_statements)
+    return st.lists(st.sampled_from(statement_choices(config)), min_size=1, max_size=config.max_statements)
 
 
 def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMachineConfig(),
@@ -54,8 +48,7 @@ def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMach
     keys = st.integers(0, config.keys - 1)
     programs = record_programs(config)
     arrival = st.tuples(keys, programs)
-    timeout = config.buffer_timeout
-    waits = sorted({1, max(1, timeout // 2), max(1, timeout), 3 * timeout or 20})
+    pauses = waits(config)
 
     class AsyncMachine(HarnessMachine):
         def __init__(self) -> None:
@@ -71,7 +64,7 @@ def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMach
             for key, program in arrivals:
                 self.apply("arrive", key, program)
 
-        @rule(millis=st.sampled_from(waits))
+        @rule(millis=st.sampled_from(pauses))
         def advance_time(self, millis):
             self.apply("advance_time", millis)
 

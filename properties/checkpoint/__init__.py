@@ -14,6 +14,7 @@ from properties.checkpoint import mutants  # noqa: F401  (registers the checkpoi
 from properties.checkpoint.harness import CHECKPOINT_SCENARIOS, CheckpointHarness
 from properties.checkpoint.machine import CheckpointMachineConfig, make_checkpoint_machine, replay_setup, small_backend
 from properties.checkpoint.ops import CHECKPOINT_OPS
+from properties.checkpoint.walks import walk
 from properties.core.impls import Implementation, probe_by_harness
 from properties.core.machine import MachineKind, register_machine
 
@@ -30,5 +31,6 @@ CHECKPOINT = MachineKind(
                                                   "reference heap keyed state backend")},
     probe=probe_by_harness,
     scenarios=CHECKPOINT_SCENARIOS,
+    walker=walk,
 )
 register_machine(CHECKPOINT)

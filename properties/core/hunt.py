@@ -36,7 +36,7 @@ __all__ = ["HuntResult", "hunt", "store"]
 
 _BATCH = 50  # examples per Hypothesis run when a deadline applies
 _SPARES = 4  # other failing walks collected after the first, for a shorter shrunk program
-_GOOD_ENOUGH = 3  # a shrunk program this short is not worth shrinking spares for
+_GOOD_ENOUGH = 1  # a shrunk program this short is not worth shrinking spares for
 
 
 @attrs.frozen
@@ -76,13 +76,16 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
         walked = run_walks(walker, make_impl, harness_class=replay_harness, harness_options=options,
                            base_seed=base_seed, walks=walks, steps=walk_steps, deadline=deadline,
                            spares=_SPARES)
+        record.coverage.update(walked.coverage)
+        record.findings.update(walked.findings)
         if walked.finding is not None:
             found = time.monotonic()
             shrink_deadline = found + shrink_seconds if shrink_seconds else None
             original = list(walked.finding.program)
             program, failure = shrink(original, walked.finding.failure, make_impl, harness_class=replay_harness,
                                       deadline=shrink_deadline, **options)
-            # The other failing walks, shortest first: keep the shortest shrunk program (ties: the first).
+            # The other failing walks of the same kind, shortest first: keep the shortest shrunk
+            # program (ties: the first walk's).
             for spare in sorted(walked.more, key=lambda f: len(f.program)):
                 if len(program) <= _GOOD_ENOUGH or (shrink_deadline and time.monotonic() >= shrink_deadline):
                     break

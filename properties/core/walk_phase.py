@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 import traceback
 from typing import Callable, Iterable
 
@@ -25,7 +26,7 @@ from properties.core.errors import InternalError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.program import Step
 
-__all__ = ["WalkFinding", "WalkRun", "run_walks", "walk_seeds", "DEFAULT_WALKS", "DEFAULT_WALK_STEPS"]
+__all__ = ["WalkFinding", "WalkRun", "run_walks", "walk_seeds", "walk_length", "DEFAULT_WALKS", "DEFAULT_WALK_STEPS"]
 
 DEFAULT_WALKS = 32
 DEFAULT_WALK_STEPS = 300
@@ -49,7 +50,24 @@ class WalkRun:
     steps: int = 0
     seconds: float = 0.0  # to the first failure, or to the end of the phase
     finding: WalkFinding | None = None
-    more: list = attrs.Factory(list)  # later walks failing the same way (candidates for a shorter program)
+    coverage: Counter = attrs.Factory(Counter)  # the harnesses' scenario counts (SPEC §13), summed
+    findings: Counter = attrs.Factory(Counter)
+    more: list = attrs.Factory(list)  # later walks failing with the same kind (candidates for a shorter program)
+
+
+def _close(harness, run: "WalkRun") -> None:
+    run.coverage.update(getattr(harness, "coverage", None) or {})
+    run.findings.update(getattr(harness, "findings", None) or {})
+    close = getattr(harness, "close", None)  # the async harness stops its controller's threads
+    if close is not None:
+        close()
+
+
+def walk_length(number: int, steps: int) -> int:
+    """Steps of walk ``number`` (1-based): the first walks are short (8, 16, 32, …), so a
+    bug a short program shows is found by one and shrinks as far as a short program
+    can; from the sixth on, ``steps``."""
+    return min(steps, 8 << (number - 1)) if number <= 6 else steps
 
 
 def walk_seeds(base_seed: int, walks: int) -> list[int]:
@@ -65,8 +83,9 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
     implementation through ``harness_class``, until one fails or ``deadline``
     (monotonic) passes. With ``spares``, the walks go on after the first failure
     (at most ``walks`` more) to collect up to ``spares`` other failing programs
-    with the same kind and code: the shrinker may get a shorter program from one
-    of them. An exception that is not the harness's CheckFailure is cowcheck's
+    of the same kind (DIVERGENCE, INVARIANT...; the code may differ where it
+    depends on context, e.g. one checkpoint running or two): the shrinker may
+    get a shorter program from one of them. An exception that is not the harness's CheckFailure is cowcheck's
     own error: raised as InternalError, never blamed on the map."""
     run = WalkRun()
     started = time.monotonic()
@@ -86,12 +105,13 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
             if run.finding is None:
                 run.walks = number
             try:
-                for step in walker(seed, steps, instance):
+                for step in walker(seed, walk_length(number, steps), instance):
                     program.append(step)
                     if run.finding is None:
                         run.steps += 1
                     harness.apply(step)
             except CheckFailure as exc:
+                _close(harness, run)
                 found = WalkFinding(exc.failure, program[: exc.failure.step_index + 1], number, seed)
                 if run.finding is None:
                     run.finding = found
@@ -99,10 +119,12 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                     if not spares:
                         break
                     stop_at = number + walks
-                elif (found.failure.kind, found.failure.code) == (run.finding.failure.kind, run.finding.failure.code):
+                elif found.failure.kind == run.finding.failure.kind:
                     run.more.append(found)
                     if len(run.more) >= spares:
                         break
+            else:
+                _close(harness, run)
     except InternalError:
         raise
     except Exception as exc:
