@@ -18,6 +18,7 @@ from properties.core.impls import Implementation, UnknownImplementationError, re
 from properties.core.machine import MachineKind
 from properties.flink.batch import BATCH_OPS, DETAILS, run_batch
 from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, jvm
+from properties.flink.releases import DEFAULT_VERSION, release_lib, select_release
 from properties.flink.map import FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap, FlinkView
 from properties.flink.serializers import flink_deserialize, flink_serialize
 
@@ -35,18 +36,34 @@ class FlinkImplementation(Implementation):
 
 
 def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementation:
-    """``resolve("flink")``: checks that jpype1 and the Flink jar are installed,
-    without starting the JVM (a campaign driver resolves before forking)."""
-    if rest:
-        raise UnknownImplementationError(f"flink{rest if rest.startswith('@') else ':' + rest}",
-                                         "the Flink bridge takes no options: use 'flink'")
+    """``resolve("flink")`` (Flink 2.3.0, installed by the ``flink`` extra) or
+    ``resolve("flink@VERSION")`` (any release from 1.13.6, fetched on first use):
+    checks that the bridge can run, chooses the release of this process and
+    fetches its jar if it is not cached yet, without starting the JVM (a
+    campaign driver resolves before forking)."""
+    spec = "flink" + rest
+    version = DEFAULT_VERSION
+    if rest.startswith("@"):
+        version = rest[1:]
+    elif rest:
+        raise UnknownImplementationError(f"flink:{rest}", "the Flink bridge takes a release, not options: "
+                                                          "use 'flink' or 'flink@VERSION' (e.g. flink@1.13.6)")
     if kind is not None and kind.name != "map":
-        raise UnknownImplementationError("flink", f"the Flink bridge offers the map machine, not {kind.name!r}")
+        raise UnknownImplementationError(spec, f"the Flink bridge offers the map machine, not {kind.name!r}")
+    try:
+        select_release(version)
+    except ValueError as exc:
+        raise UnknownImplementationError(spec, str(exc)) from None
     reason = available()
     if reason is not None:
-        raise UnknownImplementationError("flink", reason)
-    return FlinkImplementation("flink", FlinkStateMap, True,
-                               "Apache Flink 2.3.0 CopyOnWriteStateMap through JPype (capacity 128 only)",
+        raise UnknownImplementationError(spec, reason)
+    if version != DEFAULT_VERSION:
+        try:
+            release_lib(version)  # fetched here, once, before any process that will use it is forked
+        except (RuntimeError, OSError) as exc:
+            raise UnknownImplementationError(spec, str(exc)) from None
+    return FlinkImplementation(spec, FlinkStateMap, True,
+                               f"Apache Flink {version} CopyOnWriteStateMap through JPype (capacity 128 only)",
                                default_capacity=FLINK_CAPACITY)
 
 

@@ -28,6 +28,8 @@ from typing import Any
 
 import attrs
 
+from properties.flink.releases import DEFAULT_VERSION, cache_root, dist_jar, release_lib, selected_release
+
 __all__ = ["FlinkUnavailableError", "JvmInfo", "available", "jvm", "JAVA_SOURCES", "Java"]
 
 FLINK_JAR = "flink-dist-2.3.0.jar"
@@ -56,12 +58,22 @@ class JvmInfo:
     start_seconds: float
     classpath: tuple
     java_version: str
+    flink_version: str = DEFAULT_VERSION
 
 
 _JVM: JvmInfo | None = None
 
 
 def _flink_lib() -> Path:
+    """The directory with the flink-dist jar of the release this process runs
+    (``properties.flink.releases``): the installed one for the default release,
+    the per-user cache (fetched on first use) for any other."""
+    version = selected_release()
+    if version != DEFAULT_VERSION:
+        try:
+            return release_lib(version)
+        except (RuntimeError, OSError, ValueError) as exc:
+            raise FlinkUnavailableError(f"Flink {version}: {exc}") from None
     override = os.environ.get("COWCHECK_FLINK_LIB")
     if override:
         candidates = [Path(override)]
@@ -77,10 +89,13 @@ def _flink_lib() -> Path:
 
 
 def available() -> str | None:
-    """None if the bridge can start here (jpype1 and the Flink jar are installed),
-    else the reason. Cheap: starts no JVM and compiles nothing."""
+    """None if the bridge can start here (jpype1 and the Flink jar are installed,
+    or for another release than the default: jpype1, the jar being fetched on
+    first use), else the reason. Cheap: starts no JVM, fetches and compiles nothing."""
     if importlib.util.find_spec("jpype") is None:
         return "jpype1 is not installed: pip install 'cowcheck[flink]'"
+    if selected_release() != DEFAULT_VERSION:
+        return None
     try:
         _flink_lib()
     except FlinkUnavailableError as exc:
@@ -88,12 +103,7 @@ def available() -> str | None:
     return None
 
 
-def _cache_root() -> Path:
-    override = os.environ.get("COWCHECK_CACHE_DIR")
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cowcheck"
+_cache_root = cache_root
 
 
 def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
@@ -144,6 +154,9 @@ def jvm() -> JvmInfo:
                 f"the JVM was started in process {_JVM.pid}, which then forked this process {os.getpid()}; a JVM "
                 f"does not survive fork: create Flink maps only in the process that uses them (each campaign "
                 f"executor starts its own JVM on first use)")
+        if _JVM.flink_version != selected_release():
+            raise FlinkUnavailableError(f"this process runs Flink {_JVM.flink_version}: one JVM per process, so "
+                                        f"Flink {selected_release()} needs another process")
         return _JVM
     reason = available()
     if reason is not None:
@@ -151,7 +164,7 @@ def jvm() -> JvmInfo:
     import jpype
 
     lib = _flink_lib()
-    flink_jar = lib / FLINK_JAR
+    flink_jar = dist_jar(lib) if selected_release() != DEFAULT_VERSION else lib / FLINK_JAR
     classes, compile_seconds = _compiled_helper(flink_jar)
     # log4j next to flink-dist silences SLF4J's "no provider" warnings.
     classpath = (str(flink_jar), *sorted(str(p) for p in lib.glob("log4j-*.jar")), str(classes))
@@ -163,7 +176,8 @@ def jvm() -> JvmInfo:
     jpype.JClass(_HELPER_CLASS)  # load (and link) the helper and Flink's map now, not in the first operation
     jpype.JClass("cowcheck.bridge.Batch")
     version = str(jpype.java.lang.System.getProperty("java.version"))
-    _JVM = JvmInfo(os.getpid(), compile_seconds, time.perf_counter() - started, classpath, version)
+    _JVM = JvmInfo(os.getpid(), compile_seconds, time.perf_counter() - started, classpath, version,
+                   selected_release())
     Java.load()
     return _JVM
 

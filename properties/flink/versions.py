@@ -1,0 +1,136 @@
+"""Stored counterexamples replayed on Flink releases (``cowcheck versions``).
+
+One process per release (one JVM per process, one release per JVM): the
+driver runs ``python -m properties.flink.versions VERSION FILE...`` for each
+release, which replays every file on ``flink@VERSION`` and prints one JSON
+object: file -> ``{"outcome", "detail"}``. Outcomes:
+
+- ``reproduces``: the stored failure (same kind and code) happens on that release;
+- ``fails differently``: another failure happens;
+- ``passes``: the program runs through with every check passing;
+- ``not applicable``: the file cannot run on Flink's map (another machine, a
+  capacity other than Flink's 128, a program the bridge rejects).
+
+:func:`regression_range` turns a row into "last release where it
+reproduces, first where it passes".
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from properties.flink.releases import DEFAULT_VERSION, parse_version
+
+__all__ = ["REPRODUCES", "FAILS_DIFFERENTLY", "PASSES", "NOT_APPLICABLE", "run_release", "regression_range",
+           "replay_on_release"]
+
+REPRODUCES = "reproduces"
+FAILS_DIFFERENTLY = "fails differently"
+PASSES = "passes"
+NOT_APPLICABLE = "not applicable"
+FLINK_CAPACITY = 128
+
+
+def spec_of(version: str) -> str:
+    return "flink" if version == DEFAULT_VERSION else f"flink@{version}"
+
+
+def replay_on_release(version: str, files: list[str], step_time_limit: float = 10.0) -> dict:
+    """In this process: every file replayed on ``version``; file -> outcome record."""
+    import properties.machines  # noqa: F401  (registers the machines)
+    from properties.core.counterexample import CounterexampleError, load
+    from properties.core.errors import UsageError
+    from properties.core.impls import UnknownImplementationError
+    from properties.core.limits import StepTimeLimit
+    from properties.core.replay import replay_setup
+    from properties.core.shrink import replay, signature_of
+
+    spec = spec_of(version)
+    results = {}
+    with StepTimeLimit(step_time_limit):
+        for path in files:
+            try:
+                cx = load(path)
+            except (CounterexampleError, OSError) as exc:
+                results[path] = {"outcome": NOT_APPLICABLE, "detail": f"unreadable: {exc}"}
+                continue
+            if cx.machine != "map":
+                results[path] = {"outcome": NOT_APPLICABLE, "detail": f"a {cx.machine} program (Flink's map only)"}
+                continue
+            if cx.capacity and cx.capacity != FLINK_CAPACITY:
+                results[path] = {"outcome": NOT_APPLICABLE,
+                                 "detail": f"capacity {cx.capacity} (Flink's maps have {FLINK_CAPACITY})"}
+                continue
+            try:
+                _, make_impl, options, kind = replay_setup(cx, spec)
+            except (UsageError, UnknownImplementationError) as exc:
+                results[path] = {"outcome": NOT_APPLICABLE, "detail": str(exc)}
+                continue
+            started = time.perf_counter()
+            failure = replay(cx.steps, make_impl, harness_class=kind.harness_class, **options)
+            took = (time.perf_counter() - started) * 1000
+            if failure is None:
+                results[path] = {"outcome": PASSES, "detail": f"{len(cx.steps)} steps pass ({took:.0f} ms)"}
+            elif signature_of(failure) == signature_of(cx.failure):
+                results[path] = {"outcome": REPRODUCES,
+                                 "detail": f"{failure.kind} {failure.code} at step {failure.step_index}"}
+            else:
+                results[path] = {"outcome": FAILS_DIFFERENTLY,
+                                 "detail": f"{failure.kind} {failure.code} at step {failure.step_index} "
+                                           f"(stored: {cx.failure.kind} {cx.failure.code}): {failure.message[:200]}"}
+    return results
+
+
+def run_release(version: str, files: list[str], timeout: float = 1800.0) -> dict:
+    """Replay ``files`` on ``version`` in a fresh process; file -> outcome record
+    (every file ``not applicable`` with the reason if the process itself failed)."""
+    command = [sys.executable, "-m", "properties.flink.versions", version, *files]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {f: {"outcome": NOT_APPLICABLE, "detail": f"release {version}: no answer within {timeout:.0f} s"}
+                for f in files}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = [line for line in done.stderr.splitlines() if line.strip() and not line.startswith("cowcheck: fetch")]
+        reason = tail[-1].strip() if tail else f"exit {done.returncode}"
+        return {f: {"outcome": NOT_APPLICABLE, "detail": f"release {version} unavailable: {reason}"} for f in files}
+    return json.loads(lines[-1])
+
+
+def regression_range(row: dict[str, str]) -> str:
+    """``row``: release -> outcome. "reproduces up to A, passes from B" (in release order)."""
+    ordered = sorted(row, key=parse_version)
+    reproducing = [v for v in ordered if row[v] == REPRODUCES]
+    passing = [v for v in ordered if row[v] == PASSES]
+    if not reproducing and not passing:
+        return "-"
+    if not reproducing:
+        return f"passes on every release run ({ordered[0]}–{ordered[-1]})"
+    if not passing:
+        return f"reproduces on every release run ({ordered[0]}–{ordered[-1]})"
+    last_bad = reproducing[-1]
+    first_good = next((v for v in passing if parse_version(v) > parse_version(last_bad)), None)
+    text = f"last reproduces on {last_bad}"
+    if first_good:
+        text += f", first passes on {first_good}"
+    if any(parse_version(v) < parse_version(last_bad) for v in passing):
+        text += " (not monotonic: passes on some earlier release)"
+    return text
+
+
+def main(argv: list[str]) -> int:
+    from properties.flink.releases import select_release
+
+    version, files = argv[0], argv[1:]
+    select_release(version)
+    print(json.dumps(replay_on_release(version, files), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
