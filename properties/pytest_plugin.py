@@ -1,7 +1,8 @@
 """pytest plugin (entry point ``cowcheck``): shrink and store machine failures.
 
 When a cowcheck state machine fails under pytest, the failing program is
-shrunk by replay and saved as a counterexample (``--cowcheck-dir``, default
+shrunk by replay and saved as a counterexample (a walk test,
+``properties.map.walk_test(factory)``, raises its failure already shrunk) (``--cowcheck-dir``, default
 ``.cowcheck/counterexamples``); the report shows the shrunk program and the
 replay command. Importing the plugin also registers the ``ci``/``dev``/
 ``nightly`` Hypothesis profiles, so ``--hypothesis-profile=ci`` works.
@@ -30,11 +31,26 @@ def pytest_addoption(parser):
                      help="where cowcheck stores shrunk counterexamples of failing machines")
 
 
+def _store_walk_failure(item, report, found: dict) -> None:
+    kind = machine_kind("map")
+    result = found["result"]
+    found_by = dict(found["found_by"], test=item.nodeid)
+    path, _ = store(result, kind=kind, impl_spec=found["impl_spec"], config=found["config"], found_by=found_by,
+                    directory=item.config.getoption("--cowcheck-dir"), harness_options=found["options"])
+    report.sections.append(("cowcheck counterexample",
+                            format_failure(result.failure, result.program, found["impl_spec"], kind, found["config"])
+                            + f"saved: {path}\nreplay: {replay_command(path, found['impl_spec'])}\n"))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if call.when != "call" or call.excinfo is None or not isinstance(call.excinfo.value, CheckFailure):
+        return
+    found = getattr(call.excinfo.value, "cowcheck_found", None)
+    if found is not None:  # a walk test (properties.map.walk_test): already shrunk
+        _store_walk_failure(item, report, found)
         return
     machine = getattr(getattr(item, "obj", None), "_hypothesis_state_machine_class", None)
     record = getattr(machine, "record", None)

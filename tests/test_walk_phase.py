@@ -92,3 +92,30 @@ def test_a_passing_check_reports_its_walk_phase(tmp_path):
     run = cowcheck("check", "--examples", "5", "--seed", "1", cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "walk phase: 5 walks, " in run.stdout and "no failure" in run.stdout
+
+
+def test_walk_test_passes_on_the_reference_and_raises_the_shrunk_failure_of_a_mutant():
+    from properties.core.failures import CheckFailure
+    from properties.map import walk_test
+
+    walk_test(CopyOnWriteStateMap, walks=8)()
+    with pytest.raises(CheckFailure) as caught:
+        walk_test(catalogue()["skip-prefix-copy"].factory, impl_spec="mutant:skip-prefix-copy")()
+    found = caught.value.cowcheck_found
+    assert caught.value.failure.code == "I9" and found["result"].phase == "walks"
+    assert len(found["result"].program) <= 8 and found["impl_spec"] == "mutant:skip-prefix-copy"
+
+
+def test_under_pytest_a_failing_walk_test_is_stored_and_shown_with_its_replay_command(tmp_path):
+    (tmp_path / "test_my_map.py").write_text(
+        "from properties.core.mutants import catalogue\n"
+        "from properties.map import walk_test\n"
+        "test_walks = walk_test(catalogue()['skip-prefix-copy'].factory, impl_spec='mutant:skip-prefix-copy')\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_map.py",
+                          "--cowcheck-dir", str(tmp_path / "found")], capture_output=True, text=True, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert "cowcheck counterexample" in run.stdout and "replay: cowcheck replay" in run.stdout
+    (path,) = (tmp_path / "found").glob("*.json")
+    data = json.loads(path.read_text())
+    assert data["found_by"]["generator"] == "walk" and data["found_by"]["test"].endswith("test_walks")

@@ -106,6 +106,8 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                 run.walks = number
             try:
                 for step in walker(seed, walk_length(number, steps), instance):
+                    if deadline is not None and not len(program) & 15 and time.monotonic() >= deadline:
+                        break  # the run's budget (--minutes) is spent: within a walk too
                     program.append(step)
                     if run.finding is None:
                         run.steps += 1

@@ -25,21 +25,26 @@ import re
 from model import ModelMap
 from properties.core.counterexample import Counterexample
 from properties.core.errors import UsageError
+from properties.core.failures import CheckFailure
+from properties.core.hunt import HuntResult
 from properties.core.impls import Implementation, Probed, UnknownImplementationError, construct
 from properties.core.limits import StepTimeout, step_begins, step_ends
 from properties.core.machine import MachineKind, register_machine
 from properties.core.regression import steps_json, test_name_for
 from properties.core.replay import show
+from properties.core.shrink import shrink
+from properties.core.walk_phase import DEFAULT_WALKS, run_walks
 from properties.map import mutants  # noqa: F401  (registers the map's seeded bugs)
 from properties.map.harness import Harness, describe_state, has_introspection
 from properties.map.introspection import introspection_problem, snapshot_problem
-from properties.map.machine import MachineConfig, make_map_machine, replay_setup
+from properties.map.machine import MachineConfig, _spec_of, make_map_machine, replay_setup
 from properties.map.ops import MAP_OPS, NEW_SNAPSHOT
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from properties.map.walks import walk_program
 from reference import CopyOnWriteStateMap
 
 __all__ = ["MAP", "Harness", "MachineConfig", "make_map_machine", "probe", "expected_results", "REQUIRED_METHODS",
+           "walk_test",
            "FINDINGS", "has_introspection"]
 
 REQUIRED_METHODS = ("get", "contains_key", "put", "put_and_get_old", "remove", "remove_and_get_old",
@@ -105,6 +110,40 @@ def expected_results(steps: list) -> list:
         observed = harness.observed
         results.append(json.loads(show(observed[0])) if observed else None)
     return results
+
+
+def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
+              white_box: bool | None = None, impl_spec: str | None = None):
+    """A test function (for pytest) running the walk phase of ``cowcheck check`` on
+    maps built by ``factory(capacity=, state_copier=)``: ``walks`` seeded walks
+    through the harness. A failing walk is shrunk and raised as CheckFailure;
+    under pytest the cowcheck plugin stores it (``--cowcheck-dir``) and shows
+    the program and the replay command, as for a failing machine::
+
+        test_my_map_walks = walk_test(mypkg.maps.make_map)
+    """
+    spec = impl_spec or _spec_of(factory)
+
+    def test_walks():
+        config = MachineConfig(capacity=capacity, white_box=white_box)
+        make_impl, options = replay_setup(factory, config)
+        run = run_walks(walk, make_impl, harness_class=Harness, harness_options=options, base_seed=seed,
+                        walks=walks)
+        if run.finding is None:
+            return
+        original = list(run.finding.program)
+        program, failure = shrink(original, run.finding.failure, make_impl, harness_class=Harness, **options)
+        error = CheckFailure(failure)
+        error.cowcheck_found = {
+            "result": HuntResult(failure, program, len(original), (run.walks, run.steps), run.seconds, 0.0, 0, 0,
+                                 run.seconds, phase="walks", walks=run),
+            "impl_spec": spec, "config": config, "options": options,
+            "found_by": {"tool": "pytest", "generator": "walk", "seed": seed, "walk": run.finding.walk,
+                         "walk_seed": run.finding.seed}}
+        raise error
+
+    test_walks.__name__ = f"test_walks_of_{getattr(factory, '__name__', 'map')}"
+    return test_walks
 
 
 def walk(seed: int, steps: int, instance):
