@@ -75,7 +75,7 @@ def test_a_stored_zoo_failure_replays_to_the_same_verdict_only_when_named_on_the
     limit = [a for a in verdict.args if a != "--capacity"][:2] if "--step-time-limit" in verdict.args else []
     replayed = cowcheck("replay", path.name, "--impl", f"adversaries:{verdict.factory}", *limit, cwd=tmp_path)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
-    assert f"reproduces at step" in replayed.stdout
+    assert "reproduces at step" in replayed.stdout
     assert f"{verdict.kind} {verdict.code}" in replayed.stdout
     assert "Traceback" not in replayed.stderr
 

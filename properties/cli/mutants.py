@@ -29,7 +29,8 @@ def register(sub) -> None:
     p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="ci",
                    help="Hypothesis settings profile for step counts (default: ci)")
     p.add_argument("--walks", type=non_negative_int, default=DEFAULT_WALKS, metavar="N",
-                   help=f"seeded swarm walks before Hypothesis, per mutant (default {DEFAULT_WALKS}; 0: Hypothesis only)")
+                   help=f"seeded swarm walks before Hypothesis, per mutant (default {DEFAULT_WALKS}; "
+                        f"0: Hypothesis only)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")

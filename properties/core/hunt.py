@@ -2,9 +2,9 @@
 
 First a walk phase (``properties.core.walk_phase``): a fixed number of seeded
 swarm walks through the same harness, when the machine has a walker; most
-bugs fall there within milliseconds. Then Hypothesis generates and finds (no Hypothesis shrinking: see
-``properties.core.profiles.FIND_ONLY``); the replay shrinker minimises. Used by
-``cowcheck check`` and ``cowcheck mutants``.
+bugs fall there within milliseconds. Then Hypothesis generates and finds (no
+Hypothesis shrinking: see ``properties.core.profiles.FIND_ONLY``); the replay
+shrinker minimises. Used by ``cowcheck check`` and ``cowcheck mutants``.
 
 The failure is the one the harness raised first, with the program that
 raised it (kept in the machine's ``RunRecord``), whatever Hypothesis does

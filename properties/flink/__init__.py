@@ -19,7 +19,8 @@ from properties.core.machine import MachineKind
 from properties.flink.batch import BATCH_OPS, DETAILS, run_batch
 from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, jvm
 from properties.flink.releases import DEFAULT_VERSION, release_lib, select_release
-from properties.flink.map import FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap, FlinkView
+from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
+                                  FlinkView)
 from properties.flink.serializers import flink_deserialize, flink_serialize
 
 __all__ = ["FLINK_CAPACITY", "BATCH_OPS", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",

@@ -21,7 +21,6 @@ import json
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from properties.flink.releases import DEFAULT_VERSION, parse_version
 

@@ -18,7 +18,7 @@ import re
 
 import attrs
 
-from tiny import TinyMap, TinySnapshot, TinyView
+from tiny import TinyMap, TinySnapshot
 
 
 @attrs.frozen
