@@ -16,6 +16,7 @@ from __future__ import annotations
 import properties.async_exec  # noqa: F401  (registers the async machine)
 import properties.checkpoint  # noqa: F401  (registers the checkpoint machine)
 import properties.map  # noqa: F401  (registers the map machine)
+import properties.table  # noqa: F401  (registers the table machine)
 from properties.core.machine import MACHINES, machine_kind
 from properties.core.replay import trace_of
 

@@ -167,6 +167,13 @@ class CopyOnWriteStateTable:
             CopyOnWriteStateMap(capacity=capacity, state_copier=state_copier) for _ in key_group_range
         ]
 
+    def set_meta_info(self, state_copier: Callable[[Any], Any] = copy.deepcopy) -> None:
+        """Re-register the state with a new serializer (Flink ``setMetaInfo``, schema
+        evolution on restore): every map copies with ``state_copier`` from now on,
+        as Flink does since FLINK-26853 (before the fix, the maps kept the old one)."""
+        for m in self.maps:
+            m.state_copier = state_copier
+
     # ------------------------------------------------------------- routing
 
     def key_group_of(self, key) -> int:

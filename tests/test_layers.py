@@ -18,13 +18,14 @@ LAYERS = [
     ("reference", ("reference",)),
     ("model", ("model",)),
     ("core", ("properties.core",)),
-    ("machines", ("properties.map", "properties.async_exec", "properties.checkpoint", "properties.machines")),
+    ("machines", ("properties.map", "properties.async_exec", "properties.checkpoint", "properties.table",
+                  "properties.machines")),
     ("flink", ("properties.flink",)),
     ("cli", ("properties.cli", "properties.pytest_plugin", "properties.__main__", "properties")),
     ("spark", ("spark_fuzz",)),
 ]
 # Machine packages are siblings: none imports another (properties.machines gathers them).
-SIBLINGS = ("properties.map", "properties.async_exec", "properties.checkpoint")
+SIBLINGS = ("properties.map", "properties.async_exec", "properties.checkpoint", "properties.table")
 
 
 def _module_name(path: Path) -> str:

@@ -22,6 +22,7 @@ from properties.flink.releases import DEFAULT_VERSION, release_lib, select_relea
 from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
                                   FlinkView)
 from properties.flink.serializers import flink_deserialize, flink_serialize
+from properties.flink.table import FlinkStateTable
 
 __all__ = ["FLINK_CAPACITY", "BATCH_OPS", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",
            "FlinkSnapshot", "FlinkView", "EntryMirror", "JvmInfo", "FlinkImplementation", "available", "jvm",
@@ -49,8 +50,9 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
     elif rest:
         raise UnknownImplementationError(f"flink:{rest}", "the Flink bridge takes a release, not options: "
                                                           "use 'flink' or 'flink@VERSION' (e.g. flink@1.13.6)")
-    if kind is not None and kind.name != "map":
-        raise UnknownImplementationError(spec, f"the Flink bridge offers the map machine, not {kind.name!r}")
+    if kind is not None and kind.name not in ("map", "table"):
+        raise UnknownImplementationError(spec, f"the Flink bridge offers the map and table machines, "
+                                               f"not {kind.name!r}")
     try:
         select_release(version)
     except ValueError as exc:
@@ -63,6 +65,9 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
             release_lib(version)  # fetched here, once, before any process that will use it is forked
         except (RuntimeError, OSError) as exc:
             raise UnknownImplementationError(spec, str(exc)) from None
+    if kind is not None and kind.name == "table":
+        return Implementation(spec, FlinkStateTable, False,
+                              f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
     return FlinkImplementation(spec, FlinkStateMap, True,
                                f"Apache Flink {version} CopyOnWriteStateMap through JPype (capacity 128 only)",
                                default_capacity=FLINK_CAPACITY)

@@ -8,8 +8,9 @@ object: file -> ``{"outcome", "detail"}``. Outcomes:
 - ``reproduces``: the stored failure (same kind and code) happens on that release;
 - ``fails differently``: another failure happens;
 - ``passes``: the program runs through with every check passing;
-- ``not applicable``: the file cannot run on Flink's map (another machine, a
-  capacity other than Flink's 128, a program the bridge rejects).
+- ``not applicable``: the file cannot run on Flink (a machine other than the
+  map and the table, a map capacity other than Flink's 128, a program the
+  bridge rejects).
 
 :func:`regression_range` turns a row into "last release where it
 reproduces, first where it passes".
@@ -57,10 +58,11 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
             except (CounterexampleError, OSError) as exc:
                 results[path] = {"outcome": NOT_APPLICABLE, "detail": f"unreadable: {exc}"}
                 continue
-            if cx.machine != "map":
-                results[path] = {"outcome": NOT_APPLICABLE, "detail": f"a {cx.machine} program (Flink's map only)"}
+            if cx.machine not in ("map", "table"):
+                results[path] = {"outcome": NOT_APPLICABLE,
+                                 "detail": f"a {cx.machine} program (the bridge runs Flink's map and table)"}
                 continue
-            if cx.capacity and cx.capacity != FLINK_CAPACITY:
+            if cx.machine == "map" and cx.capacity and cx.capacity != FLINK_CAPACITY:
                 results[path] = {"outcome": NOT_APPLICABLE,
                                  "detail": f"capacity {cx.capacity} (Flink's maps have {FLINK_CAPACITY})"}
                 continue

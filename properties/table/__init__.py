@@ -1,0 +1,50 @@
+"""The table machine ("table"): a CopyOnWriteStateTable whose state serializer is
+re-registered mid-program (``set_meta_info``), the setting of FLINK-26853.
+
+Importing it registers the machine with :mod:`properties.core.machine`;
+``--impl flink`` / ``flink@VERSION`` run Flink's own table of that release
+(``properties.flink.table``).
+"""
+
+from __future__ import annotations
+
+from properties.core.impls import Implementation, probe_by_harness
+from properties.table import mutants  # noqa: F401  (registers the table's seeded bugs)
+from properties.core.machine import MachineKind, register_machine
+from properties.table.harness import TableHarness, TableMachineConfig
+from properties.table.machine import make_table_machine, replay_setup, walk
+from properties.table.ops import TABLE_OPS
+from reference.state_table import CopyOnWriteStateTable
+
+__all__ = ["TABLE", "TableHarness", "TableMachineConfig", "make_table_machine", "reference_table"]
+
+SCENARIOS = {
+    "mutate-after-reregistration-under-snapshot":
+        "in-place mutation of a returned state, after re-registration, while a snapshot is live",
+}
+
+
+def _same_object(state):
+    return state
+
+
+def reference_table():
+    """The reference table (128 key groups), its state first registered with a
+    serializer whose copy returns the same object (values declared immutable)."""
+    return CopyOnWriteStateTable(max_parallelism=128, state_copier=_same_object)
+
+
+TABLE = register_machine(MachineKind(
+    name="table",
+    operations=TABLE_OPS,
+    harness_class=TableHarness,
+    builder=make_table_machine,
+    config_class=TableMachineConfig,
+    replay_setup=replay_setup,
+    builtins={"reference": lambda: Implementation("reference", reference_table, True,
+                                                  "reference CopyOnWriteStateTable (set_meta_info updates every "
+                                                  "map's copier)")},
+    probe=probe_by_harness,
+    scenarios=SCENARIOS,
+    walker=walk,
+))

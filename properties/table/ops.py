@@ -1,0 +1,52 @@
+"""The table machine's operations, declared once (:data:`TABLE_OPS`).
+
+A ``CopyOnWriteStateTable`` (every key group of max parallelism 128) whose
+state is first registered with a serializer that declares values immutable
+(its copy returns the same object), then re-registered with a copying one
+(``set_meta_info``: schema evolution on restore). Keyed puts and reads,
+in-place mutation of a returned state (only once the copying serializer is
+registered: before, values are declared immutable and mutating one breaks
+that contract), snapshots, reads of snapshots, releases.
+
+>>> from properties.core.program import Step
+>>> TABLE_OPS.render(Step("set_meta_info", ()))
+'t.set_meta_info()  # re-register the state with a copying serializer'
+"""
+
+from __future__ import annotations
+
+from properties.core.program import Operation, OperationTable
+
+__all__ = ["TABLE_OPS"]
+
+
+def _simpler_state(args: tuple):
+    key, namespace, state = args
+    if state:
+        yield (key, namespace, [])
+    if key:
+        yield (0, namespace, state)
+
+
+def _simpler_pair(args: tuple):
+    key, namespace = args[:2]
+    rest = args[2:]
+    if key:
+        yield (0, namespace, *rest)
+    if namespace:
+        yield (key, 0, *rest)
+
+
+TABLE_OPS = OperationTable("table", [
+    Operation(name="put", args=("key", "namespace", "state"), template="t.put({0!r}, {1!r}, {2!r})",
+              simplify=_simpler_state),
+    Operation(name="get", args=("key", "namespace"), template="t.get({0!r}, {1!r})", simplify=_simpler_pair),
+    Operation(name="get_mutate", args=("key", "namespace", "value"),
+              template="v = t.get({0!r}, {1!r}); v is not None and v.append({2!r})  # mutate in place",
+              simplify=_simpler_pair),
+    Operation(name="set_meta_info", args=(), template="t.set_meta_info()  # re-register the state with a copying "
+                                                      "serializer"),
+    Operation(name="snapshot", args=("sid",), template="s{0} = t.snapshot()"),
+    Operation(name="read_snapshot", args=("sid",), template="list(s{0})"),
+    Operation(name="release", args=("sid",), template="s{0}.release()"),
+])
