@@ -12,11 +12,14 @@ True
 from __future__ import annotations
 
 import copy
+import io
 import json
 
 from properties.core.failures import safe_repr
+from reference.serializers import IntSerializer, ListSerializer, SerializationError
 
-__all__ = ["copy_state", "entries", "same_entries", "transform_append", "drain"]
+__all__ = ["copy_state", "entries", "same_entries", "transform_append", "drain", "write_serializers",
+           "decode_written"]
 
 
 def transform_append(old, value):
@@ -88,3 +91,33 @@ def drain(iterator):
     except RuntimeError as exc:
         return exc
     return out
+
+
+# ------------------------------------------------ write_state bytes (SPEC §15, Flink's layout)
+
+
+def write_serializers() -> tuple:
+    """The serializers the harness hands ``snapshot.write_state``: keys and
+    namespaces of the machines and walks are small ints, states lists of small
+    ints, so Flink's IntSerializer and ListSerializer(IntSerializer) write them all."""
+    return IntSerializer(), IntSerializer(), ListSerializer(IntSerializer())
+
+
+def decode_written(data: bytes) -> tuple[int, list]:
+    """``(count, entries)`` of ``write_state``'s bytes (SPEC §15, Flink's layout):
+    an int32 count, then namespace, key, state per entry. SerializationError if
+    they do not decode, or if bytes are left over after ``count`` entries."""
+    key_serializer, namespace_serializer, state_serializer = write_serializers()
+    inp = io.BytesIO(data)
+    count = IntSerializer().deserialize(inp)
+    if count < 0:
+        raise SerializationError(f"negative entry count {count}")
+    entries = []
+    for _ in range(count):
+        namespace = namespace_serializer.deserialize(inp)
+        key = key_serializer.deserialize(inp)
+        entries.append((key, namespace, state_serializer.deserialize(inp)))
+    left = len(data) - inp.tell()
+    if left:
+        raise SerializationError(f"{left} bytes left over after {count} entries")
+    return count, entries

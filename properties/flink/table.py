@@ -74,6 +74,18 @@ class FlinkTableSnapshot:
             i += 3 + length
         return iter(out)
 
+    def write_key_group(self, out, group, key_serializer, namespace_serializer, state_serializer) -> None:
+        """Flink's ``writeStateInKeyGroup`` with the serializers the state is registered
+        with (Flink's Int, Int and List<Int> serializers: the ones the harness names)."""
+        ids = [getattr(s, "serializer_id", None) for s in (key_serializer, namespace_serializer, state_serializer)]
+        if ids != ["int", "int", "list<int>"]:
+            raise ValueError(f"Flink bridge: the table writes with its registered serializers (int, int, "
+                             f"list<int>), not {ids}")
+        try:
+            out.write(bytes(self._table._handle.writeKeyGroup(self._sid, group)))
+        except Java.JException as exc:
+            raise translate(exc) from None
+
     def release(self) -> None:
         self._table._handle.release(self._sid)
         self.released = True

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from properties.core.program import Operation, OperationTable, Step
-from reference.serializers import IntSerializer, ListSerializer, SerializationError
+from properties.core.states import decode_written, write_serializers
 
 __all__ = ["Domain", "MapOperation", "MAP_OPS", "SNAPSHOT_TRANSFORMERS", "TRANSFORMER_NAMES", "visit_and_prune_even",
            "write_serializers", "decode_written", "written_entries",
@@ -60,33 +60,6 @@ TRANSFORMER_NAMES = tuple(sorted(SNAPSHOT_TRANSFORMERS))
 
 
 # ------------------------------------------------------- write_state
-
-
-def write_serializers() -> tuple:
-    """The serializers the harness hands ``snapshot.write_state``: keys and
-    namespaces of the machines and walks are small ints, states lists of small
-    ints, so Flink's IntSerializer and ListSerializer(IntSerializer) write them all."""
-    return IntSerializer(), IntSerializer(), ListSerializer(IntSerializer())
-
-
-def decode_written(data: bytes) -> tuple[int, list]:
-    """``(count, entries)`` of ``write_state``'s bytes (SPEC §15, Flink's layout):
-    an int32 count, then namespace, key, state per entry. SerializationError if
-    they do not decode, or if bytes are left over after ``count`` entries."""
-    key_serializer, namespace_serializer, state_serializer = write_serializers()
-    inp = io.BytesIO(data)
-    count = IntSerializer().deserialize(inp)
-    if count < 0:
-        raise SerializationError(f"negative entry count {count}")
-    entries = []
-    for _ in range(count):
-        namespace = namespace_serializer.deserialize(inp)
-        key = key_serializer.deserialize(inp)
-        entries.append((key, namespace, state_serializer.deserialize(inp)))
-    left = len(data) - inp.tell()
-    if left:
-        raise SerializationError(f"{left} bytes left over after {count} entries")
-    return count, entries
 
 
 def written_entries(snapshot) -> list:

@@ -1,8 +1,10 @@
 """The table harness: a state table against the model, through re-registration of its serializer.
 
 The model is a dict of (key, namespace) -> state and, per snapshot, a frozen
-copy taken when the snapshot was made. Checked after every step: every read
-equals the model (T1), every snapshot read equals its frozen copy (T2). With
+copy taken when the snapshot was made. Checked: every read equals the model
+(T1); every snapshot read, and every key group a checkpoint writes from it
+(``write_snapshot``: Flink's ``writeStateInKeyGroup``, decoded), equals its
+frozen copy (T2); the table raises nowhere the model does not (T3). With
 values declared immutable nothing is copied; once ``set_meta_info`` has
 registered a copying serializer, a state the caller mutates in place must
 never reach a snapshot taken before — which is what FLINK-26853 broke
@@ -12,12 +14,18 @@ never reach a snapshot taken before — which is what FLINK-26853 broke
 from __future__ import annotations
 
 import copy
+import io
+import json
 
 from properties.core.failures import CRASH, DIVERGENCE
 from properties.core.harness import HarnessBase
 from properties.core.program import Step
-from properties.core.states import entries
+from properties.core.states import decode_written, entries, write_serializers
 from properties.table.ops import TABLE_OPS
+from reference.hashing import key_group
+from reference.serializers import SerializationError
+
+MAX_PARALLELISM = 128  # the tables of this machine own key groups 0..127 of 128
 
 __all__ = ["TableHarness", "TableMachineConfig"]
 
@@ -59,10 +67,10 @@ class TableHarness(HarnessBase):
                 if step.args[0] in taken:
                     return False
                 taken.add(step.args[0])
-            elif step.op in ("read_snapshot", "release"):
+            elif step.op in ("read_snapshot", "release", "write_snapshot"):
                 if step.args[0] not in taken or step.args[0] in released:
                     return False
-                if step.op == "release":
+                if step.op != "read_snapshot":
                     released.add(step.args[0])
         return True
 
@@ -72,7 +80,7 @@ class TableHarness(HarnessBase):
         ids: dict = {}
         out = []
         for step in steps:
-            if step.op in ("snapshot", "read_snapshot", "release"):
+            if step.op in ("snapshot", "read_snapshot", "release", "write_snapshot"):
                 sid = ids.setdefault(step.args[0], len(ids))
                 step = Step(step.op, (sid,))
             out.append(step)
@@ -120,6 +128,33 @@ class TableHarness(HarnessBase):
             extra = sorted(set(got) - set(self.frozen[sid]))
             self._fail(DIVERGENCE, "T2", f"{self._render(step)}: snapshot s{sid} differs from its frozen copy: "
                                          f"missing {missing[:3]}, unexpected {extra[:3]}", self.frozen[sid], got)
+
+    def _op_write_snapshot(self, step, sid):
+        """Flink's checkpoint write: ``writeStateInKeyGroup`` for every key group (each
+        releases its map's snapshot), the bytes decoded with Flink's serializers and
+        compared, key group by key group, with the model's frozen copy (T2)."""
+        if sid in self.released or sid not in self.snapshots:
+            return
+        snap = self.snapshots[sid]
+        frozen: dict = {}
+        for entry in self.frozen[sid]:
+            key = json.loads(entry)[0]
+            frozen.setdefault(key_group(key, MAX_PARALLELISM), []).append(entry)
+        for group in range(MAX_PARALLELISM):
+            out = io.BytesIO()
+            self._call(step, snap.write_key_group, out, group, *write_serializers())
+            data = out.getvalue()
+            try:
+                count, got = decode_written(data)
+            except SerializationError as exc:
+                self._fail(DIVERGENCE, "T2", f"{self._render(step)}: key group {group}: {len(data)} bytes that do "
+                                             f"not decode: {exc}", frozen.get(group, []), data[:64].hex())
+            got = entries(got)
+            if got != sorted(frozen.get(group, [])) or count != len(got):
+                self._fail(DIVERGENCE, "T2", f"{self._render(step)}: key group {group} of snapshot s{sid} was "
+                                             f"written as {got[:3]}, the model froze {sorted(frozen.get(group, []))[:3]}",
+                           sorted(frozen.get(group, [])), got)
+        self.released.add(sid)
 
     def _op_release(self, step, sid):
         if sid in self.snapshots and sid not in self.released:

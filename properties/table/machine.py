@@ -63,6 +63,10 @@ def make_table_machine(factory: Callable, config: TableMachineConfig = TableMach
         def release(self, sid):
             self.apply("release", sid)
 
+        @rule(sid=consumes(snapshots))
+        def write_snapshot(self, sid):
+            self.apply("write_snapshot", sid)
+
         def teardown(self) -> None:
             if self.harness.failure is None:
                 for sid in list(self.harness.snapshots):
@@ -83,7 +87,7 @@ def replay_setup(factory: Callable, config: TableMachineConfig):
 def walk_program(seed: int, steps: int, keys: int = 6, namespaces: int = 2) -> Iterator[Step]:
     """A seeded swarm walk of the table machine (the walk phase)."""
     r = random.Random(seed)
-    kinds = ("put", "get", "get_mutate", "set_meta_info", "snapshot", "read_snapshot", "release")
+    kinds = ("put", "get", "get_mutate", "set_meta_info", "snapshot", "read_snapshot", "release", "write_snapshot")
     weights = [0.0 if r.random() < 0.3 else r.random() for _ in kinds]
     weights[0] = weights[0] or 1.0
     copying, live, taken = False, [], 0
@@ -105,8 +109,8 @@ def walk_program(seed: int, steps: int, keys: int = 6, namespaces: int = 2) -> I
             yield Step("snapshot", (live[-1],))
         elif kind == "read_snapshot" and live:
             yield Step("read_snapshot", (r.choice(live),))
-        elif kind == "release" and live:
-            yield Step("release", (live.pop(r.randrange(len(live))),))
+        elif kind in ("release", "write_snapshot") and live:
+            yield Step(kind, (live.pop(r.randrange(len(live))),))
     for sid in live:
         yield Step("read_snapshot", (sid,))
 

@@ -17,7 +17,25 @@ from __future__ import annotations
 
 from properties.core.program import Operation, OperationTable
 
-__all__ = ["TABLE_OPS"]
+__all__ = ["TABLE_OPS", "key_groups_written"]
+
+
+def key_groups_written(snapshot, max_parallelism: int = 128) -> dict:
+    """What a checkpoint of ``snapshot`` holds: key group -> the entries its
+    ``write_key_group`` bytes decode to (Flink's serializers), for the groups that
+    hold any. Writing releases each key group's snapshot, as in Flink."""
+    import io
+
+    from properties.core.states import decode_written, write_serializers
+
+    out = {}
+    for group in range(max_parallelism):
+        data = io.BytesIO()
+        snapshot.write_key_group(data, group, *write_serializers())
+        found = decode_written(data.getvalue())[1]
+        if found:
+            out[group] = found
+    return out
 
 
 def _simpler_state(args: tuple):
@@ -49,4 +67,6 @@ TABLE_OPS = OperationTable("table", [
     Operation(name="snapshot", args=("sid",), template="s{0} = t.snapshot()"),
     Operation(name="read_snapshot", args=("sid",), template="list(s{0})"),
     Operation(name="release", args=("sid",), template="s{0}.release()"),
+    Operation(name="write_snapshot", args=("sid",),
+              template="key_groups_written(s{0})  # writeStateInKeyGroup for key groups 0-127, as a checkpoint does"),
 ])

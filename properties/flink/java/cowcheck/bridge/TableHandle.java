@@ -14,6 +14,7 @@ import org.apache.flink.api.common.typeutils.TypeSerializerSnapshot;
 import org.apache.flink.api.common.typeutils.base.IntSerializer;
 import org.apache.flink.api.common.typeutils.base.ListSerializer;
 import org.apache.flink.core.memory.DataInputView;
+import org.apache.flink.core.memory.DataOutputSerializer;
 import org.apache.flink.core.memory.DataOutputView;
 import org.apache.flink.runtime.state.IterableStateSnapshot;
 import org.apache.flink.runtime.state.KeyGroupRange;
@@ -142,6 +143,13 @@ public final class TableHandle {
             flat[i] = out.get(i);
         }
         return flat;
+    }
+
+    /** The snapshot's writeStateInKeyGroup bytes for key group {@code group} (Flink's checkpoint format). */
+    public byte[] writeKeyGroup(int sid, int group) throws IOException {
+        DataOutputSerializer out = new DataOutputSerializer(256);
+        snapshots.get(sid).getKeyGroupWriter().writeStateInKeyGroup(out, group);
+        return out.getCopyOfBuffer();
     }
 
     public void release(int sid) {
