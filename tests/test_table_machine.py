@@ -99,3 +99,13 @@ def test_versions_gives_the_regression_range_of_the_finding(tmp_path):
     (row,) = json.loads(run.stdout)["counterexamples"]
     assert {v: o["outcome"] for v, o in row["outcomes"].items()} == {"1.13.6": "reproduces", "2.3.0": "passes"}
     assert row["range"] == "last reproduces on 1.13.6, first passes on 2.3.0"
+
+
+@pytest.mark.parametrize("release", ["1.13.6", "2.3.0"])
+def test_per_key_group_checkpoint_bytes_of_a_release_equal_the_references(release):
+    run = subprocess.run([sys.executable, "-m", "properties.flink.table_parity", release, "5"], capture_output=True,
+                         text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["release"] == release and result["key_groups"] > 1000 and result["bytes"] > 10_000
+    assert result["mismatches"] == []
