@@ -106,7 +106,8 @@ def release_lib(version: str, progress: TextIO | None = None) -> Path:
                      if line.strip() and not line.startswith("WARNING: Location")]
             raise RuntimeError(f"pip download apache-flink-libraries=={version} failed: "
                                f"{lines[-1].strip() if lines else f'exit {run.returncode}'}")
-        archives = sorted(download.glob("apache-flink-libraries-*.tar.gz"))
+        # apache-flink-libraries-X.tar.gz up to 2.0.0, apache_flink_libraries-X.tar.gz from 2.0.1
+        archives = sorted(download.glob("apache[-_]flink[-_]libraries-*.tar.gz"))
         if not archives:
             raise RuntimeError(f"pip download apache-flink-libraries=={version} gave no source archive")
         jars = scratch / "lib"
