@@ -56,6 +56,7 @@ from reference.state_table import KeyGroupRange, key_group_range_for_operator
 
 __all__ = [
     "CheckpointHarness",
+    "key_pool",
     "CHECKPOINT_SCENARIOS",
     "SPEC_13_CHECKPOINT_SCENARIOS",
     "STATES",
@@ -456,3 +457,15 @@ class CheckpointHarness(HarnessBase):
         self.held = {}
         self.coverage["recover-and-continue"] += 1
         self._expect_restored(step, cid, self.backend, handle.key_group_range, code, "recovery")
+
+
+def key_pool(backend, keys: int) -> list[int]:
+    """The first ``keys`` ints whose key group the backend owns."""
+    owned, max_parallelism = backend.key_group_range, backend.max_parallelism
+    pool: list[int] = []
+    for k in range(100_000):
+        if key_group(k, max_parallelism) in owned:
+            pool.append(k)
+            if len(pool) == keys:
+                break
+    return pool

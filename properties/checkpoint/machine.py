@@ -31,10 +31,9 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, rule
 
-from properties.checkpoint.harness import STATES, CheckpointHarness
+from properties.checkpoint.harness import STATES, CheckpointHarness, key_pool as keys_of
 from properties.core.machine import HarnessMachine, RunRecord
 from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, HeapKeyedStateBackend
-from reference.hashing import key_group
 from reference.state_table import KeyGroupRange
 
 __all__ = ["CheckpointMachineConfig", "make_checkpoint_machine", "small_backend", "replay_setup"]
@@ -69,8 +68,8 @@ def make_checkpoint_machine(factory: Callable[[], object] | None = None,
     factory = factory if factory is not None else small_backend()
     record = record if record is not None else RunRecord()
     probe = factory()
-    max_parallelism, owned = probe.max_parallelism, probe.key_group_range
-    key_pool = [k for k in range(100_000) if key_group(k, max_parallelism) in owned][: config.keys]
+    owned = probe.key_group_range
+    key_pool = keys_of(probe, config.keys)  # the first keys of the backend's key groups, as the walks use
     if not key_pool:
         raise ValueError(f"make_checkpoint_machine: no key in 0..99999 falls into the backend's key groups {owned}")
     keyed = st.tuples(st.sampled_from([name for name, _, _ in STATES]), st.sampled_from(key_pool),

@@ -11,27 +11,14 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from properties.checkpoint.harness import STATES
+from properties.checkpoint.harness import STATES, key_pool
 from properties.core.program import Step
-from reference.hashing import key_group
 
 __all__ = ["walk_program", "key_pool"]
 
 _SWARM_OFF = 0.3
 _KINDS = ("kv_put", "kv_get", "kv_get_mutate", "kv_remove", "kv_transform", "checkpoint", "write_key_groups",
           "complete", "cancel", "fail", "restore", "rescale", "recover")
-
-
-def key_pool(backend, keys: int) -> list[int]:
-    """The first ``keys`` ints whose key group the backend owns."""
-    owned, max_parallelism = backend.key_group_range, backend.max_parallelism
-    pool: list[int] = []
-    for k in range(100_000):
-        if key_group(k, max_parallelism) in owned:
-            pool.append(k)
-            if len(pool) == keys:
-                break
-    return pool
 
 
 def walk_program(seed: int, steps: int, backend, keys: int = 6, namespaces: int = 2) -> Iterator[Step]:

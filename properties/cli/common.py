@@ -67,34 +67,27 @@ class Progress:
             self.stream.flush()
 
 
-def non_negative_int(text: str) -> int:
+def _number(text: str, convert, accept, wording: str):
+    """``convert(text)`` if ``accept`` holds for it, else an argparse error naming ``wording``."""
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {wording}, got {text!r}") from None
+    if not accept(value):
+        raise argparse.ArgumentTypeError(f"expected {wording}, got {value}")
     return value
+
+
+def non_negative_int(text: str) -> int:
+    return _number(text, int, lambda v: v >= 0, "a whole number >= 0")
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
+    return _number(text, int, lambda v: v > 0, "a positive integer")
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
-    return value
+    return _number(text, float, lambda v: v > 0, "a positive number")
 
 
 def capacity_arg(text: str) -> int:

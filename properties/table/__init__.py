@@ -12,7 +12,7 @@ from properties.core.impls import Implementation, probe_by_harness
 from properties.table import mutants  # noqa: F401  (registers the table's seeded bugs)
 from properties.core.machine import MachineKind, register_machine
 from properties.table.harness import TableHarness, TableMachineConfig
-from properties.table.machine import make_table_machine, replay_setup, walk
+from properties.table.machine import make_table_machine, replay_setup, same_object, walk
 from properties.table.ops import TABLE_OPS
 from reference.state_table import CopyOnWriteStateTable
 
@@ -24,14 +24,10 @@ SCENARIOS = {
 }
 
 
-def _same_object(state):
-    return state
-
-
 def reference_table():
     """The reference table (128 key groups), its state first registered with a
     serializer whose copy returns the same object (values declared immutable)."""
-    return CopyOnWriteStateTable(max_parallelism=128, state_copier=_same_object)
+    return CopyOnWriteStateTable(max_parallelism=128, state_copier=same_object)
 
 
 TABLE = register_machine(MachineKind(

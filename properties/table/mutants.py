@@ -5,13 +5,10 @@ from __future__ import annotations
 import copy
 
 from properties.core.mutants import register_mutant
+from properties.table.machine import same_object
 from reference.state_table import CopyOnWriteStateTable
 
 __all__ = ["StaleCopierTable"]
-
-
-def _same_object(state):
-    return state
 
 
 @register_mutant("table-set-meta-info-keeps-copier", "setMetaInfo re-registers the state serializer but the "
@@ -20,7 +17,7 @@ def _same_object(state):
 class StaleCopierTable(CopyOnWriteStateTable):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("max_parallelism", 128)
-        kwargs.setdefault("state_copier", _same_object)
+        kwargs.setdefault("state_copier", same_object)
         super().__init__(*args, **kwargs)
 
     def set_meta_info(self, state_copier=copy.deepcopy) -> None:
