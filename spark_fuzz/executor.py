@@ -89,6 +89,12 @@ class CampaignConfig:
     as long again. ``step_time_limit``: seconds one step may take (then a
     TIMEOUT failure of that step, shrunk and replayable like any other);
     applied by :func:`spark_fuzz.ranges.run_range`.
+
+    ``batched``: where the implementation offers batched walks
+    (``walk_harness``: Flink's map, :mod:`properties.flink.walk`), run each
+    raw walk a segment per call into it, white-box invariants computed on its
+    side after every step (so ``invariants_every`` does not apply); a failure
+    is confirmed call by call before it is shrunk and stored.
     """
 
     impl: str = "reference"
@@ -102,6 +108,7 @@ class CampaignConfig:
     seed_time_limit: float = attrs.field(default=60.0, validator=_positive)
     shrink: bool = True
     step_time_limit: float = attrs.field(default=DEFAULT_STEP_TIME_LIMIT, validator=_positive)
+    batched: bool = True
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -204,22 +211,36 @@ def _options(config: CampaignConfig, impl) -> dict:
     return {"white_box": _white_box(config, impl), "strict_live_iteration": config.strict_live_iteration}
 
 
+def _walk_harness(config: CampaignConfig, impl, options: dict):
+    """The batched harness of ``impl`` for this config, or None (run call by call)."""
+    if not config.batched or not callable(getattr(impl, "walk_harness", None)):
+        return None
+    return impl.walk_harness(config.capacity, **options)
+
+
 def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcome:
     options = _options(config, impl)
     base = dict(seed=seed, impl_spec=config.impl)
     try:
-        instance = impl.new(capacity=config.capacity)
+        harness = _walk_harness(config, impl, options)
+        instance = impl.new(capacity=config.capacity) if harness is None else harness.impl
     except Exception as exc:  # the probe built one before the campaign: this one is the implementation's
         return Outcome(kind=CRASH, code=RAISED, **base,
                        message=f"building the map raised {type(exc).__name__}: {exc}")
     every = config.invariants_every
-    harness = (SampledHarness(instance, every=every, **options) if every > 1 and options["white_box"]
-               else Harness(instance, **options))
+    if harness is None:
+        harness = (SampledHarness(instance, every=every, **options) if every > 1 and options["white_box"]
+                   else Harness(instance, **options))
     options["white_box"] = harness.white_box
     deadline = started + config.seed_time_limit
     visitor = callable(getattr(instance, "incremental_visitor", None))
+    program = walk_program(seed, config.steps, visitor)
+    expect = getattr(harness, "expect", None)
+    if expect is not None:  # a batched harness runs the program ahead, a segment per call
+        program = list(program)
+        expect(program)
     try:
-        for i, step in enumerate(walk_program(seed, config.steps, visitor)):
+        for i, step in enumerate(program):
             harness.apply(step)
             if not i & 63 and time.perf_counter() > deadline:
                 return Outcome(kind=TIMEOUT, code=TIME_LIMIT, **base,
@@ -253,26 +274,52 @@ def _counts(harness: Harness) -> dict:
                 findings=_sorted_counts(harness.findings), op_mix=_sorted_counts(Counter(s.op for s in harness.steps)))
 
 
+class PathsDisagree(InternalError):
+    """A batched walk and the call-by-call bridge judged the same program differently (cowcheck's error)."""
+
+
 def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure, options: dict) -> Outcome:
     program = list(harness.steps)
     make = functools.partial(impl.new, capacity=config.capacity)
-    if isinstance(harness, SampledHarness):
-        # Checked after every step, the program may fail earlier or with another
-        # code: that failure is the one `cowcheck replay` shows.
-        failure = replay(program, make, harness_class=Harness, **options) or failure
+    shrink_make, shrink_class = make, Harness
+    batched = getattr(harness, "expect", None) is not None
+    if isinstance(harness, SampledHarness) or batched:
+        # Checked after every step, call by call, the program may fail earlier or with another
+        # code: that failure is the one `cowcheck replay` shows. A batched walk's must be the same.
+        confirmed = replay(program, make, harness_class=Harness, **options)
+        if batched:
+            _same_verdict(failure, confirmed, program, "the walk")
+            shrink_make, shrink_class = impl.walk_factory(config.capacity)
+        failure = confirmed or failure
         program = program[: failure.step_index + 1]
     original = len(program)
     if config.shrink:
         budget = time.perf_counter() + config.seed_time_limit
-        program, failure = _shrink_within(program, failure, make, options, budget)
+        program, failure = _shrink_within(program, failure, shrink_make, shrink_class, options, budget)
+        if batched:  # the stored failure is the call-by-call bridge's, as replay shows it
+            confirmed = replay(program, make, harness_class=Harness, **options)
+            _same_verdict(failure, confirmed, program, "the shrunk program")
+            failure = confirmed
     return _with_counterexample(seed, config, program, failure, make, options, "walk", original,
                                 _counts(harness))
 
 
-def _shrink_within(program, failure, make, options, budget):
+def _same_verdict(batched: Failure, per_call: Failure | None, program: list, what: str) -> None:
+    """A batched walk's failure must be the call-by-call bridge's: same kind, code and step."""
+    same = per_call is not None and (per_call.kind, per_call.code, per_call.step_index) == (
+        batched.kind, batched.code, batched.step_index)
+    if not same:
+        theirs = "passes" if per_call is None else (f"fails with {per_call.kind} {per_call.code} at step "
+                                                   f"{per_call.step_index}")
+        raise PathsDisagree(f"{what} fails batched with {batched.kind} {batched.code} at step "
+                            f"{batched.step_index}; replayed call by call it {theirs}",
+                            "program:\n" + "\n".join(repr(s) for s in program[: batched.step_index + 1]))
+
+
+def _shrink_within(program, failure, make, harness_class, options, budget):
     """Shrink in rounds of a bounded number of replays until a fixpoint or the budget is spent."""
     while time.perf_counter() < budget:
-        shorter, failure = shrink(program, failure, make, harness_class=Harness, max_replays=500, **options)
+        shorter, failure = shrink(program, failure, make, harness_class=harness_class, max_replays=500, **options)
         if shorter == program:
             break
         program = shorter

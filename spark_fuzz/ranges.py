@@ -33,11 +33,13 @@ import signal
 import socket
 import sys
 import time
+import traceback
 from collections import Counter
 
 import attrs
 
 from properties.core.limits import limited
+from properties.flink.jvm import started as jvm_started  # a JVM a seed starts: reported as start-up cost
 from spark_fuzz.executor import (
     CRASH,
     DIVERGENCE,
@@ -75,6 +77,8 @@ class RangeResult:
     finished: float
     host: str = ""
     pid: int = 0
+    startups: int = 0  # worker processes started for this range (their JVM, for Flink)
+    startup_seconds: float = 0.0  # start-up paid inside them (JVM start, helper compile)
 
     @property
     def ops(self) -> int:
@@ -105,7 +109,8 @@ class RangeResult:
                 "passed": kinds[PASS], "divergence": kinds[DIVERGENCE], "invariant": kinds[INVARIANT],
                 "crash": kinds[CRASH], "timeout": kinds[TIMEOUT], "internal": kinds[INTERNAL],
                 **{name: dict(sorted(counter.items())) for name, counter in totals.items()},
-                "impl": config.impl, "executor": config.executor}
+                "impl": config.impl, "executor": config.executor, "startups": self.startups,
+                "startup_seconds": self.startup_seconds}
 
     def failure_rows(self, config: CampaignConfig) -> list[dict]:
         """The ``failures`` table rows of this range (spark_fuzz.store.FAILURES_SCHEMA):
@@ -126,12 +131,14 @@ class RangeResult:
 
     def to_json(self) -> dict:
         return {"start": self.start, "stop": self.stop, "outcomes": [o.to_json() for o in self.outcomes],
-                "started": self.started, "finished": self.finished, "host": self.host, "pid": self.pid}
+                "started": self.started, "finished": self.finished, "host": self.host, "pid": self.pid,
+                "startups": self.startups, "startup_seconds": self.startup_seconds}
 
     @classmethod
     def from_json(cls, data: dict) -> "RangeResult":
         return cls(data["start"], data["stop"], tuple(Outcome.from_json(o) for o in data["outcomes"]),
-                   data["started"], data["finished"], data.get("host", ""), data.get("pid", 0))
+                   data["started"], data["finished"], data.get("host", ""), data.get("pid", 0),
+                   data.get("startups", 0), data.get("startup_seconds", 0.0))
 
 
 def guarded_run_seed(seed: int, config: CampaignConfig) -> Outcome:
@@ -150,24 +157,143 @@ def run_range(start: int, stop: int, config: CampaignConfig, isolate: bool = Tru
     started = time.time()
     seeds = list(range(start, stop))
     if isolate and hasattr(os, "fork"):
-        outcomes = _run_forked(seeds, config)
+        outcomes, startup = _run_forked(seeds, config)
     else:
+        had_jvm = jvm_started() is not None
         with limited(config.step_time_limit):
             outcomes = [guarded_run_seed(seed, config) for seed in seeds]
-    return RangeResult(start, stop, tuple(outcomes), started, time.time(), socket.gethostname(), os.getpid())
+        info = jvm_started()
+        fresh = info is not None and not had_jvm
+        startup = {"workers": int(fresh), "seconds": info.compile_seconds + info.start_seconds if fresh else 0.0}
+    return RangeResult(start, stop, tuple(outcomes), started, time.time(), socket.gethostname(), os.getpid(),
+                       startup["workers"], startup["seconds"])
 
 
 # ------------------------------------------------------------ isolation
+#
+# One long-lived child per process (a Spark Python worker runs many ranges): it
+# owns whatever the implementation needs that is dear to start (Flink's JVM) and
+# serves range after range over two pipes; the parent watches each seed. A child
+# that dies or hangs costs the seed it was running, and is replaced.
 
 
-def _run_forked(seeds: list[int], config: CampaignConfig) -> list[Outcome]:
+class _Worker:
+    """A forked child serving seed ranges: one request line ``{"seeds", "config"}``
+    in; one ``{"start": seed}`` and one ``{"outcome": ...}`` line per seed, then
+    ``{"done": {...}}`` out. It exits when its request pipe closes (its parent died)."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key  # what the child was started for (one JVM per process: one Flink release)
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child never returns into the caller's stack (a Spark worker, pytest, ...)
+            status = 0
+            try:
+                os.close(self.to_child)
+                os.close(self.from_child)
+                gc.freeze()  # the collector need not walk (and so copy) the pages inherited from the parent
+                _serve(to_child_r, from_child_w)
+            except BaseException:
+                traceback.print_exc()  # cowcheck's own error: the seed it ran becomes worker-exit
+                status = 70
+            finally:
+                os._exit(status)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self.pid = pid
+        self.buffer = b""
+        self.ranges = 0
+
+    def send(self, message: dict) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        while data:
+            data = data[os.write(self.to_child, data):]
+
+    def kill(self) -> int:
+        """Kill the child (if it still runs) and reap it: its wait status."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return self.close()
+
+    def close(self) -> int:
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        return os.waitpid(self.pid, 0)[1]
+
+
+def _serve(requests_fd: int, out_fd: int) -> None:
+    """The child's loop: serve requests until the request pipe closes."""
+    with os.fdopen(requests_fd, "r", encoding="utf-8") as requests, os.fdopen(out_fd, "w", encoding="utf-8") as out:
+        for line in requests:
+            request = json.loads(line)
+            config = CampaignConfig.from_json(request["config"])
+            had_jvm = jvm_started() is not None
+
+            def stuck(seconds: float) -> None:  # a call into native code (Java) that never returns
+                out.write(json.dumps({"stuck": seconds}) + "\n")
+                out.flush()
+
+            with limited(config.step_time_limit, on_stuck=stuck):
+                for seed in request["seeds"]:
+                    out.write(json.dumps({"start": seed}) + "\n")
+                    out.flush()
+                    out.write(json.dumps({"outcome": guarded_run_seed(seed, config).to_json()}) + "\n")
+                    out.flush()
+            info = jvm_started()
+            startup = info.compile_seconds + info.start_seconds if info is not None and not had_jvm else 0.0
+            out.write(json.dumps({"done": {"startup": startup, "pid": os.getpid()}}) + "\n")
+            out.flush()
+
+
+_WORKER: _Worker | None = None
+
+
+def _worker_for(config: CampaignConfig) -> tuple[_Worker, bool]:
+    """This process's child for ``config`` (a new one if there is none, or it was
+    started for another implementation spec); (worker, whether it is new)."""
+    global _WORKER
+    if _WORKER is not None and (_WORKER.key != config.impl or _WORKER.pid is None):
+        _WORKER.kill()
+        _WORKER = None
+    if _WORKER is None:
+        _WORKER = _Worker(config.impl)
+        return _WORKER, True
+    return _WORKER, False
+
+
+def _retire_worker() -> int:
+    global _WORKER
+    worker, _WORKER = _WORKER, None
+    return worker.kill() if worker is not None else 0
+
+
+def shutdown_worker() -> None:
+    """End this process's child, if any (tests; a process that ends takes it along anyway)."""
+    _retire_worker()
+
+
+def _run_forked(seeds: list[int], config: CampaignConfig) -> tuple[list[Outcome], dict]:
+    """Run ``seeds`` in this process's child; (outcomes, start-up: workers started, seconds
+    of start-up paid inside them, e.g. a JVM)."""
     outcomes: dict[int, Outcome] = {}
+    startup = {"workers": 0, "seconds": 0.0}
     while len(outcomes) < len(seeds):
         pending = [s for s in seeds if s not in outcomes]
-        status = _supervise(pending, config, outcomes)
-        if pending[0] not in outcomes and status is not None:  # died before its first seed started
-            outcomes[pending[0]] = _died(pending[0], config, status, 0.0)
-    return [outcomes[s] for s in seeds]
+        worker, new = _worker_for(config)
+        startup["workers"] += new
+        status = _supervise(worker, pending, config, outcomes, startup)
+        if status is not None:  # the child died or was killed: the next seeds get a new one
+            if pending[0] not in outcomes:  # died before its first seed started
+                outcomes[pending[0]] = _died(pending[0], config, status, 0.0)
+    return [outcomes[s] for s in seeds], startup
 
 
 def _died(seed: int, config: CampaignConfig, status: int, seconds: float) -> Outcome:
@@ -175,69 +301,58 @@ def _died(seed: int, config: CampaignConfig, status: int, seconds: float) -> Out
                    message=f"the process running the seed died ({_describe(status)})")
 
 
-def _child(seeds: list[int], config: CampaignConfig, out_fd: int) -> None:
-    """Runs in the forked process: one line when a seed starts, one with its outcome."""
-    with os.fdopen(out_fd, "w", encoding="utf-8") as out, limited(config.step_time_limit):
-        for seed in seeds:
-            out.write(json.dumps({"start": seed}) + "\n")
-            out.flush()
-            out.write(json.dumps({"outcome": guarded_run_seed(seed, config).to_json()}) + "\n")
-            out.flush()
-
-
-def _supervise(seeds: list[int], config: CampaignConfig, outcomes: dict) -> int | None:
-    """Fork a child for ``seeds`` and collect its outcomes into ``outcomes``. A seed
-    the child was running when it died or was killed gets its CRASH or TIMEOUT
-    outcome. Returns the child's wait status if it did not finish every seed."""
-    read_fd, write_fd = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the child never returns into the caller's stack (a Spark worker, pytest, ...)
-        status = 0
-        try:
-            os.close(read_fd)
-            gc.freeze()  # the collector need not walk (and so copy) the pages inherited from the parent
-            _child(seeds, config, write_fd)
-        except BaseException:
-            status = 70
-        finally:
-            os._exit(status)
-    os.close(write_fd)
+def _supervise(worker: _Worker, seeds: list[int], config: CampaignConfig, outcomes: dict,
+               startup: dict) -> int | None:
+    """Have ``worker`` run ``seeds``, collecting outcomes into ``outcomes``. A seed
+    the child was running when it died, hung or got stuck gets its CRASH or
+    TIMEOUT outcome and the child is retired: its wait status is returned (None
+    while it lives on)."""
     limit = hard_limit(config)
-    running, since, buffer, killed = None, time.monotonic(), b"", False
+    try:
+        worker.send({"seeds": seeds, "config": config.to_json()})
+    except OSError:  # it died between ranges
+        return _retire_worker()
+    running, since, killed, stuck = None, time.monotonic(), False, None
     try:
         while True:
             wait = since + limit - time.monotonic() if running is not None else None
-            if not select.select([read_fd], [], [], None if wait is None else max(wait, 0.0))[0]:
-                os.kill(pid, signal.SIGKILL)
+            if not select.select([worker.from_child], [], [], None if wait is None else max(wait, 0.0))[0]:
                 killed = True
                 break
-            chunk = os.read(read_fd, 1 << 16)
+            chunk = os.read(worker.from_child, 1 << 16)
             if not chunk:
                 break
-            *lines, buffer = (buffer + chunk).split(b"\n")
+            *lines, worker.buffer = (worker.buffer + chunk).split(b"\n")
             for line in lines:
                 message = json.loads(line)
                 if "start" in message:
                     running, since = message["start"], time.monotonic()
-                else:
+                elif "outcome" in message:
                     outcomes[message["outcome"]["seed"]] = Outcome.from_json(message["outcome"])
                     running = None
+                elif "stuck" in message:
+                    stuck = message["stuck"]
+                else:
+                    startup["seconds"] += message["done"]["startup"]
+                    worker.ranges += 1
+                    return None
     except BaseException:
-        os.kill(pid, signal.SIGKILL)
+        _retire_worker()
         raise
-    finally:
-        os.close(read_fd)
-        status = os.waitpid(pid, 0)[1]
+    status = _retire_worker()
     if running is not None:
+        seconds = time.monotonic() - since
         if killed:
             outcomes[running] = Outcome(seed=running, kind=TIMEOUT, code=TIME_LIMIT, impl_spec=config.impl,
-                                        message=f"killed after {limit:g} s (hard limit per seed)",
-                                        seconds=time.monotonic() - since)
+                                        message=f"killed after {limit:g} s (hard limit per seed)", seconds=seconds)
+        elif stuck is not None:
+            outcomes[running] = Outcome(seed=running, kind=TIMEOUT, code=TIME_LIMIT, impl_spec=config.impl,
+                                        message=f"a call into the implementation did not return within "
+                                                f"{config.step_time_limit:g} s (native code; the process was "
+                                                f"ended after {stuck:.0f} s)", seconds=seconds)
         else:
-            outcomes[running] = _died(running, config, status, time.monotonic() - since)
-    return None if all(s in outcomes for s in seeds) else status
+            outcomes[running] = _died(running, config, status, seconds)
+    return status
 
 
 def _describe(status: int) -> str:

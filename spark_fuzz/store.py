@@ -45,6 +45,7 @@ RUNS_SCHEMA = pa.schema([
     ("divergence", pa.int64()), ("invariant", pa.int64()), ("crash", pa.int64()), ("timeout", pa.int64()),
     ("internal", pa.int64()), ("coverage", _COUNTS), ("op_mix", _COUNTS), ("findings", _COUNTS),
     ("impl", pa.string()), ("executor", pa.string()),
+    ("startups", pa.int64()), ("startup_seconds", pa.float64()),  # worker processes started, their start-up (JVM)
 ])
 FAILURES_SCHEMA = pa.schema([
     ("signature", pa.string()), ("kind", pa.string()), ("code", pa.string()), ("seed", pa.int64()),

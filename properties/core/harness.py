@@ -146,7 +146,7 @@ class HarnessBase:
         it raises is a CRASH failure of ``step`` (code :attr:`crash_code`)."""
         try:
             return fn(*args, **kwargs)
-        except CheckFailure:
+        except (CheckFailure, InternalError):  # InternalError: a driver between harness and map (cowcheck's)
             raise
         except Exception as exc:  # the implementation raised where the model did not
             self._crashed(step, exc)

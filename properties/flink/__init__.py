@@ -13,6 +13,9 @@ map machine (it starts no JVM: that happens when the first map is built).
 from __future__ import annotations
 
 import copy
+import functools
+
+import attrs
 
 from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
 from properties.core.machine import MachineKind
@@ -22,37 +25,68 @@ from properties.flink.releases import DEFAULT_VERSION, release_lib, select_relea
 from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
                                   FlinkView)
 from properties.flink.serializers import flink_deserialize, flink_serialize
+from properties.flink.corruptions import CORRUPTIONS
 from properties.flink.table import FlinkStateTable
+from properties.flink.walk import WalkHarness, WalkMap
 
 __all__ = ["FLINK_CAPACITY", "BATCH_OPS", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",
            "FlinkSnapshot", "FlinkView", "EntryMirror", "JvmInfo", "FlinkImplementation", "available", "jvm",
            "flink_serialize", "flink_deserialize", "run_batch", "resolve_flink"]
 
 
+@attrs.frozen
 class FlinkImplementation(Implementation):
     """The ``flink`` implementation: ``new()`` builds a map of capacity 128 unless
-    told otherwise (then FlinkCapacityError)."""
+    told otherwise (then FlinkCapacityError). ``corruption``: a seeded
+    Java-side corruption (``properties.flink.corruptions``), "" for none."""
+
+    corruption: str = ""
 
     def new(self, capacity: int = FLINK_CAPACITY, state_copier=copy.deepcopy):
-        return self.factory(capacity=capacity, state_copier=state_copier)
+        return self.factory(capacity=capacity, state_copier=state_copier, corruption=self.corruption)
+
+    def walk_harness(self, capacity: int = FLINK_CAPACITY, **options) -> WalkHarness:
+        """A harness whose walks run on Flink a segment per Java call (``properties.flink.walk``):
+        call its ``expect(steps)`` with the program, then ``apply`` each step."""
+        return WalkHarness(WalkMap(capacity, corruption=self.corruption), **options)
+
+    def walk_factory(self, capacity: int = FLINK_CAPACITY):
+        """``(make, harness_class)`` for replays through batched walks (shrinking)."""
+        return functools.partial(WalkMap, capacity, corruption=self.corruption), WalkHarness
 
 
 def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementation:
     """``resolve("flink")`` (Flink 2.3.0, installed by the ``flink`` extra) or
-    ``resolve("flink@VERSION")`` (any release from 1.13.6, fetched on first use):
-    checks that the bridge can run, chooses the release of this process and
-    fetches its jar if it is not cached yet, without starting the JVM (a
-    campaign driver resolves before forking)."""
+    ``resolve("flink@VERSION")`` (any release from 1.13.6, fetched on first use),
+    either followed by ``:corrupt=NAME`` (a seeded Java-side corruption of the map,
+    ``properties.flink.corruptions``): checks that the bridge can run, chooses
+    the release of this process and fetches its jar if it is not cached yet,
+    without starting the JVM (a campaign driver resolves before forking)."""
     spec = "flink" + rest
     version = DEFAULT_VERSION
-    if rest.startswith("@"):
-        version = rest[1:]
-    elif rest:
-        raise UnknownImplementationError(f"flink:{rest}", "the Flink bridge takes a release, not options: "
-                                                          "use 'flink' or 'flink@VERSION' (e.g. flink@1.13.6)")
+    release, _, options = rest.partition(":")
+    if not release and not options and rest.startswith(":"):
+        options = rest[1:]
+    corruption = ""
+    if release.startswith("@"):
+        version = release[1:]
+    elif release and not release.startswith("corrupt="):
+        raise UnknownImplementationError(f"flink:{rest}", "the Flink bridge takes a release and a corruption: "
+                                                          "'flink', 'flink@VERSION' (e.g. flink@1.13.6), "
+                                                          "'flink:corrupt=NAME'")
+    elif release:
+        options = release
+    if options:
+        name = options.removeprefix("corrupt=")
+        if not options.startswith("corrupt=") or name not in CORRUPTIONS:
+            raise UnknownImplementationError(spec, f"unknown option {options!r}: the Flink bridge takes "
+                                                   f"corrupt=NAME, NAME one of {', '.join(CORRUPTIONS)}")
+        corruption = name
     if kind is not None and kind.name not in ("map", "table"):
         raise UnknownImplementationError(spec, f"the Flink bridge offers the map and table machines, "
                                                f"not {kind.name!r}")
+    if corruption and kind is not None and kind.name != "map":
+        raise UnknownImplementationError(spec, "seeded corruptions are corruptions of the map")
     try:
         select_release(version)
     except ValueError as exc:
@@ -68,9 +102,10 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
     if kind is not None and kind.name == "table":
         return Implementation(spec, FlinkStateTable, False,
                               f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
+    described = f" with the seeded corruption {corruption}" if corruption else ""
     return FlinkImplementation(spec, FlinkStateMap, True,
-                               f"Apache Flink {version} CopyOnWriteStateMap through JPype (capacity 128 only)",
-                               default_capacity=FLINK_CAPACITY)
+                               f"Apache Flink {version} CopyOnWriteStateMap through JPype (capacity 128 only)"
+                               f"{described}", default_capacity=FLINK_CAPACITY, corruption=corruption)
 
 
 register_resolver("flink", resolve_flink)

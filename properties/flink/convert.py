@@ -20,7 +20,8 @@ from properties.flink.jvm import Java
 from properties.map.parity import Raised
 from reference.errors import ConcurrentModificationError, IllegalStateError, RehashInProgressError
 
-__all__ = ["java_value", "java_string", "python_string", "ints", "int_array", "answer", "Reader", "translate"]
+__all__ = ["java_value", "java_string", "python_string", "ints", "int_array", "answer", "Reader", "translate",
+           "exception_for", "FlinkRaised"]
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
@@ -126,17 +127,39 @@ class Reader:
         return next(self.keys)
 
 
+class FlinkRaised(Exception):
+    """A Java exception from Flink with no SPEC §15 counterpart, recorded by a batched walk:
+    its Java class name and message."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}" if message else name)
+        self.name = name
+
+
+def exception_for(name: str, message: str) -> Exception:
+    """The Python exception for a Java exception named ``name`` (``Errors.pythonName``)
+    with ``message``: the SPEC §15 exception where there is one (as :func:`translate`)."""
+    if name == "ConcurrentModificationError":
+        return ConcurrentModificationError(-1, -1)
+    if name == "java.lang.IllegalStateException":
+        if "rehash in progress" in message:
+            return RehashInProgressError()
+        return IllegalStateError(message)
+    if name == "java.lang.NullPointerException":
+        return TypeError(f"Flink: NullPointerException ({message or 'null key, namespace or state'})")
+    if name == "java.lang.IllegalArgumentException":
+        return ValueError(message)
+    return FlinkRaised(name, message)
+
+
 def translate(exc):
     """The Python exception for a Java exception from Flink (SPEC §15 / reference.errors)."""
     message = str(exc.getMessage()) if exc.getMessage() is not None else ""
     if isinstance(exc, Java.CME):
-        return ConcurrentModificationError(-1, -1)
-    if isinstance(exc, Java.IllegalState):
-        if "rehash in progress" in message:
-            return RehashInProgressError()
-        return IllegalStateError(message)
-    if isinstance(exc, Java.NullPointer):
-        return TypeError(f"Flink: NullPointerException ({message or 'null key, namespace or state'})")
-    if isinstance(exc, Java.IllegalArgument):
-        return ValueError(message)
+        return exception_for("ConcurrentModificationError", message)
+    for java, name in ((Java.IllegalState, "java.lang.IllegalStateException"),
+                       (Java.NullPointer, "java.lang.NullPointerException"),
+                       (Java.IllegalArgument, "java.lang.IllegalArgumentException")):
+        if isinstance(exc, java):
+            return exception_for(name, message)
     return exc

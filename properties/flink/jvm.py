@@ -30,7 +30,7 @@ import attrs
 
 from properties.flink.releases import DEFAULT_VERSION, cache_root, dist_jar, release_lib, selected_release
 
-__all__ = ["FlinkUnavailableError", "JvmInfo", "available", "jvm", "JAVA_SOURCES", "Java"]
+__all__ = ["FlinkUnavailableError", "JvmInfo", "available", "jvm", "started", "JAVA_SOURCES", "Java"]
 
 FLINK_JAR = "flink-dist-2.3.0.jar"
 JAVA_SOURCES = Path(__file__).with_name("java")
@@ -182,6 +182,11 @@ def jvm() -> JvmInfo:
     return _JVM
 
 
+def started() -> JvmInfo | None:
+    """How this process's JVM came up, or None if it has not started (in this process)."""
+    return _JVM if _JVM is not None and _JVM.pid == os.getpid() else None
+
+
 class Java:
     """Java classes and converters, bound once the JVM runs."""
 
@@ -194,6 +199,7 @@ class Java:
     object_array: Any = None
     MapHandle: Any = None
     Batch: Any = None
+    Walk: Any = None
     Serializers: Any = None
     JException: Any = None
     CME: Any = None
@@ -214,6 +220,7 @@ class Java:
         cls.object_array = jpype.JArray(jpype.JObject)
         cls.MapHandle = jpype.JClass(_HELPER_CLASS)
         cls.Batch = jpype.JClass("cowcheck.bridge.Batch")
+        cls.Walk = jpype.JClass("cowcheck.bridge.Walk")
         cls.Serializers = jpype.JClass("cowcheck.bridge.Serializers")
         cls.JException = jpype.JException
         cls.CME = jpype.JClass("java.util.ConcurrentModificationException")

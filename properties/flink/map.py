@@ -147,15 +147,17 @@ class FlinkStateMap:
     """Flink 2.3.0's ``CopyOnWriteStateMap`` speaking SPEC §15; see the module docstring.
 
     ``capacity`` must be 128 (FlinkCapacityError otherwise); ``state_copier`` is
-    accepted for the factory protocol and unused (Flink copies with its serializer).
+    accepted for the factory protocol and unused (Flink copies with its serializer);
+    ``corruption``: a seeded Java-side corruption (``properties.flink.corruptions``).
     """
 
-    def __init__(self, capacity: int = FLINK_CAPACITY, state_copier: Callable[[Any], Any] = copy.deepcopy) -> None:
+    def __init__(self, capacity: int = FLINK_CAPACITY, state_copier: Callable[[Any], Any] = copy.deepcopy,
+                 corruption: str = "") -> None:
         if capacity != FLINK_CAPACITY or type(capacity) is not int:
             raise FlinkCapacityError(capacity)
         jvm()
         self._callbacks = _python_side()(self)
-        self._handle = Java.MapHandle(self._callbacks)
+        self._handle = Java.MapHandle(self._callbacks, corruption)
         self._twins: dict[int, list] = {}  # state id -> the Python list that is its twin
         self._ids: dict[int, int] = {}  # id(twin) -> state id
         self._mirrors: dict[int, EntryMirror] = {}  # entry id -> mirror

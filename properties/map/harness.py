@@ -288,6 +288,11 @@ class Harness(HarnessBase):
 
     def _count_scenarios(self, step: Step) -> None:
         """Scenarios the model can see, and (white-box) those the structure shows."""
+        self._count_model_scenarios(step)
+        if self.white_box:
+            self._count_structure_scenarios(step)
+
+    def _count_model_scenarios(self, step: Step) -> None:
         op, args = step.op, step.args
         coverage = self.coverage
         if self.model.live:
@@ -299,8 +304,11 @@ class Harness(HarnessBase):
             snap = self.snapshots[args[0]][1]
             if not snap.released:
                 _count(coverage, classify_release(sorted(self.model.live), snap.version))
-        if not self.white_box:
-            return
+
+    def _count_structure_scenarios(self, step: Step) -> None:
+        """White-box: the scenarios the structure shows before ``step`` (and where a rehash stands)."""
+        op, args = step.op, step.args
+        coverage = self.coverage
         if op in KEYED:
             memo = type(args[0]) is int and type(args[1]) is int  # 1, 1.0 and True share a dict key
             h = self._hashes.get((args[0], args[1])) if memo else None

@@ -87,6 +87,17 @@ final class Json {
         return error(Errors.pythonName(t));
     }
 
+    /** {"raised": name, "message": text}: an exception with its message (Walk's answers). */
+    Json thrown(Throwable t) {
+        separate();
+        out.append("{\"raised\":");
+        quote(Errors.pythonName(t));
+        out.append(",\"message\":");
+        quote(t.getMessage() == null ? "" : t.getMessage());
+        out.append('}');
+        return this;
+    }
+
     Json ints(int[] values) {
         open();
         for (int v : values) {
@@ -119,6 +130,13 @@ final class Json {
             value(x);
         }
         return close();
+    }
+
+    /** Values written by another Json, as they are. */
+    Json raw(String values) {
+        separate();
+        out.append(values);
+        return this;
     }
 
     /** A position to {@link #reset} to (drops what was written after it). */

@@ -36,8 +36,16 @@ public final class MapHandle {
     private final Registry entries = new Registry();
     private final List<CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>>> unreleased = new ArrayList<>();
 
+    private final Corruption corruption;
+
     public MapHandle(PythonSide python) {
+        this(python, "");
+    }
+
+    /** A map with a seeded corruption ({@link Corruption}; "" for none). */
+    public MapHandle(PythonSide python, String corruption) {
         this.python = python;
+        this.corruption = Corruption.forName(corruption);
         this.map = Internals.newMap(new TwinSyncingSerializer(this, new ListSerializer<>(IntSerializer.INSTANCE)));
     }
 
@@ -89,32 +97,50 @@ public final class MapHandle {
     // ------------------------------------------------------------- keyed ops
 
     public int get(Object key, Object namespace) {
-        return states.code(map.get(key, namespace));
+        corruption.before(map, "get", key, namespace);
+        List<Integer> got = map.get(key, namespace);
+        corruption.after(map, "get", key, namespace);
+        return states.code(got);
     }
 
     public boolean containsKey(Object key, Object namespace) {
-        return map.containsKey(key, namespace);
+        corruption.before(map, "contains_key", key, namespace);
+        boolean found = map.containsKey(key, namespace);
+        corruption.after(map, "contains_key", key, namespace);
+        return found;
     }
 
     public void put(Object key, Object namespace, int stateId) {
+        corruption.before(map, "put", key, namespace);
         map.put(key, namespace, state(stateId));
+        corruption.after(map, "put", key, namespace);
     }
 
     public int putAndGetOld(Object key, Object namespace, int stateId) {
-        return states.code(map.putAndGetOld(key, namespace, state(stateId)));
+        corruption.before(map, "put_and_get_old", key, namespace);
+        List<Integer> old = map.putAndGetOld(key, namespace, state(stateId));
+        corruption.after(map, "put_and_get_old", key, namespace);
+        return states.code(old);
     }
 
     public void remove(Object key, Object namespace) {
+        corruption.before(map, "remove", key, namespace);
         map.remove(key, namespace);
+        corruption.after(map, "remove", key, namespace);
     }
 
     public int removeAndGetOld(Object key, Object namespace) {
-        return states.code(map.removeAndGetOld(key, namespace));
+        corruption.before(map, "remove_and_get_old", key, namespace);
+        List<Integer> old = map.removeAndGetOld(key, namespace);
+        corruption.after(map, "remove_and_get_old", key, namespace);
+        return states.code(old);
     }
 
     /** Flink's transform; the function is Python's pending one (the value stays in Python). */
     public void transform(Object key, Object namespace) throws Exception {
+        corruption.before(map, "transform", key, namespace);
         map.transform(key, namespace, null, (previous, unused) -> state(python.transform(states.code(previous))));
+        corruption.after(map, "transform", key, namespace);
     }
 
     public int size() {
@@ -188,6 +214,7 @@ public final class MapHandle {
 
     public CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snapshot() {
         CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> s = map.stateSnapshot();
+        corruption.after(map, "snapshot", null, null);
         unreleased.add(s);
         return s;
     }
@@ -199,6 +226,7 @@ public final class MapHandle {
 
     public void release(CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> s) {
         s.release();
+        corruption.after(map, "release", null, null);
         unreleased.removeIf(u -> u == s);
     }
 

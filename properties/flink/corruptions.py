@@ -1,0 +1,41 @@
+"""Seeded corruptions of Flink's real map (``Corruption.java``): bugs the suite must catch in Flink itself.
+
+``--impl flink:corrupt=NAME`` (or ``flink@VERSION:corrupt=NAME``) runs Flink's
+own ``CopyOnWriteStateMap`` with one of them: the helper breaks the map
+through its private fields at a chosen point of an operation, on the
+per-operation bridge and in batched walks alike (the same hooks around the
+same Flink calls). They exist to test the suite on the real map, not the
+reference: a corrupted map must fail, for the reason listed.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["Corruption", "CORRUPTIONS"]
+
+
+@attrs.frozen
+class Corruption:
+    """``expected``: the codes a run may fail with (black-box, then white-box)."""
+
+    name: str
+    description: str
+    black_box: tuple
+    white_box: tuple
+
+
+CORRUPTIONS = {c.name: c for c in (
+    Corruption("mark-fresh", "copy-on-write skipped: before a get, put or transform under a live snapshot, the "
+                             "entry is marked as written after it (entry and state version set to the map's)",
+               ("P6", "P2", "P1"), ("P6", "I9", "I8", "P2")),
+    Corruption("misplace", "a written entry is moved to the head of the next bucket of its table",
+               ("P1", "P2", "P4", "P7"), ("I1",)),
+    Corruption("lose-size", "a remove that found its entry leaves the primary table's size as it was",
+               ("P4",), ("P4",)),
+    Corruption("stale-required", "a release sets the highest required snapshot version to 0 (the other live "
+                                 "snapshots are forgotten)", ("P6", "P2"), ("I5",)),
+    Corruption("cycle", "a put of key 31 links its entry to itself: the next walk of that chain never ends",
+               ("time-limit", "P1", "P2", "P7"), ("I1",)),
+    Corruption("halt", "a put of key 31 ends the JVM and its process on the spot", (), ()),
+)}

@@ -1,0 +1,440 @@
+"""Walks on Flink's map a segment per Java call: the map harness's checks, at the speed of a batch.
+
+One JPype round trip per operation caps Flink walks at a few thousand checked
+steps a second. Here ``Walk.java`` runs a whole segment of a walk (by default
+up to 512 steps) on the real ``CopyOnWriteStateMap`` in one call, making the
+very calls the map harness makes into an implementation, in the same order and
+with the same decisions, and records each call's answer (a value or the
+exception raised), the size after every step and, white-box, the scenarios and
+the invariants I1–I9 computed over Flink's object graph (``Checker.java``).
+
+Python then runs the harness itself (:class:`WalkHarness`, a
+:class:`~properties.map.harness.Harness`) against :class:`WalkMap`, which hands
+out the recorded answers: every model check (P1–P7) is the harness's own, step
+by step, so a failure names its exact step, and the program shrinks and replays
+as any other. States cross as ``[content, number]`` (numbered by identity in
+order of first appearance), and :class:`WalkMap` keeps one Python object per
+number, so the identity rules (P6) are checked as on the per-operation bridge.
+
+If the harness asks for a call the walk did not record (it cannot, unless the
+two sides disagree on how a step is driven), :class:`OutOfStep` is raised: an
+error of cowcheck's, never the map's. Campaigns confirm every failure found this
+way on the per-operation bridge before they store it.
+
+>>> harness = WalkHarness(WalkMap(), white_box=True)     # doctest: +SKIP
+>>> program = [Step("put", (1, 0, [5])), Step("get", (1, 0))]
+>>> harness.expect(program); [harness.apply(s) for s in program]   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+
+from properties.core.errors import InternalError
+from properties.core.failures import INVARIANT
+from properties.core.program import Step
+from properties.core.states import copy_state
+from properties.flink.convert import java_value, exception_for
+from properties.flink.jvm import Java, jvm
+from properties.flink.map import FLINK_CAPACITY, FlinkCapacityError
+from properties.map.harness import Harness, _count
+from properties.map.ops import MAP_OPS
+
+__all__ = ["WalkMap", "WalkHarness", "OutOfStep", "SEGMENT", "encode_steps"]
+
+SEGMENT = 512  # steps per Java call at most
+_OP_CODE = {op.name: i for i, op in enumerate(MAP_OPS)}  # Walk.OPERATIONS (a test holds the two together)
+_WRITE_SERIALIZERS = ("int", "int", "list<int>")
+
+
+class OutOfStep(InternalError):
+    """The harness made a call the Java walk did not record: cowcheck's own error (exit 3)."""
+
+
+class _Raised:
+    """A recorded exception: the Java class (Python-side name) and its message."""
+
+    __slots__ = ("name", "message")
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name, self.message = name, message
+
+
+def _hook(obj: dict):
+    return _Raised(obj["raised"], obj.get("message", "")) if "raised" in obj else obj
+
+
+def encode_steps(steps: list[Step]) -> tuple[list[int], list]:
+    """Steps as Walk.java's op codes and argument ints; keys and namespaces as
+    indexes into a table of values (the map's domains' encoding)."""
+    table: list = []
+    index: dict = {}
+
+    def ref(value) -> int:
+        cache_key = (type(value), value)
+        i = index.get(cache_key)
+        if i is None:
+            i = index[cache_key] = len(table)
+            table.append(value)
+        return i
+
+    out: list[int] = []
+    for step in steps:
+        out.append(_OP_CODE[step.op])
+        at = 0
+        for domain in MAP_OPS[step.op].domains:
+            values = step.args[at: at + domain.arity]
+            out += domain.encode(values, ref)
+            at += domain.arity
+    return out, table
+
+
+# ------------------------------------------------------------------ the map
+
+
+class WalkMap:
+    """Flink's map as the harness sees it in a batched walk: SPEC §15's calls,
+    answered from what ``Walk.java`` recorded for the current step.
+
+    ``corruption``: a seeded Java-side corruption (``properties.flink.corruptions``)."""
+
+    def __init__(self, capacity: int = FLINK_CAPACITY, state_copier=None, corruption: str = "") -> None:
+        if capacity != FLINK_CAPACITY or type(capacity) is not int:
+            raise FlinkCapacityError(capacity)
+        self.corruption = corruption
+        self.white_box: bool | None = None
+        self._walk = None
+        self._records: deque = deque()
+        self._events = iter(())
+        self._record = None
+        self._op = ""
+        self._twins: dict[int, object] = {}
+
+    # ------------------------------------------------------ driving Java
+
+    def start(self, white_box: bool) -> None:
+        """Create the Java walk (once): white-box or black-box."""
+        if self._walk is not None:
+            raise InternalError("WalkMap.start called twice")
+        jvm()
+        self.white_box = white_box
+        self._walk = Java.Walk(white_box, self.corruption)
+
+    def pending(self) -> int:
+        """Steps recorded and not yet applied."""
+        return len(self._records)
+
+    def run(self, steps: list[Step], bound: int) -> None:
+        """Run ``steps`` on the Java side; their records wait for :meth:`begin`."""
+        program, table = encode_steps(steps)
+        keys = Java.object_array([java_value(v) for v in table])
+        text = self._walk.run(Java.int_array(program), keys, bound)
+        records = json.loads(str(text), object_hook=_hook)
+        if len(records) != len(steps):
+            raise InternalError(f"the Java walk answered {len(records)} steps for {len(steps)}")
+        self._records.extend(records)
+
+    def begin(self, op: str) -> list:
+        """The record of the next step (``op``): its answers become the calls' results."""
+        if not self._records:
+            raise OutOfStep(f"no recorded answers for {op}")
+        self._record = self._records.popleft()
+        self._events = iter(self._record[0])
+        self._op = op
+        return self._record
+
+    def discard(self) -> None:
+        """Forget the records of steps that will not be applied (the program changed)."""
+        self._records.clear()
+
+    # ---------------------------------------------------------- answers
+
+    def _next(self, what: str):
+        try:
+            return next(self._events)
+        except StopIteration:
+            raise OutOfStep(f"{self._op}: the harness called {what}, which the Java walk did not record") from None
+
+    def _value(self, what: str):
+        value = self._next(what)
+        if isinstance(value, _Raised):
+            raise exception_for(value.name, value.message)
+        return value
+
+    def _bind(self, number: int, obj) -> None:
+        self._twins[number] = obj
+
+    def _state(self, seen):
+        """The Python object for ``[content, number]`` (None for None), its content Java's."""
+        if seen is None:
+            return None
+        content, number = seen
+        twin = self._twins.get(number)
+        if twin is None:
+            twin = self._twins[number] = list(content)
+        elif twin != content:
+            twin[:] = content
+        return twin
+
+    def _row(self, row) -> tuple:
+        key, namespace, content, number = row
+        return key, namespace, None if content is None else self._state((content, number))
+
+    # --------------------------------------------------------- SPEC §15
+
+    def put(self, key, namespace, state) -> None:
+        self._bind(self._value("put"), state)
+
+    def put_and_get_old(self, key, namespace, state):
+        number, old = self._value("put_and_get_old")
+        got = self._state(old)
+        self._bind(number, state)
+        return got
+
+    def get(self, key, namespace):
+        return self._state(self._value("get"))
+
+    def contains_key(self, key, namespace) -> bool:
+        return self._value("contains_key")
+
+    def remove(self, key, namespace) -> None:
+        self._value("remove")
+
+    def remove_and_get_old(self, key, namespace):
+        return self._state(self._value("remove_and_get_old"))
+
+    def transform(self, key, namespace, value, fn) -> None:
+        called, old, number, raised = self._value("transform")
+        if called:
+            self._bind(number, fn(self._state(old), value))
+        if raised is not None:
+            raise exception_for(raised.name, raised.message)
+
+    def __len__(self) -> int:
+        return self._record[1]
+
+    def is_empty(self) -> bool:
+        return self._record[1] == 0
+
+    def size_of_namespace(self, namespace) -> int:
+        return self._value("size_of_namespace")
+
+    def __iter__(self):
+        rows, raised = self._value("iter"), self._next("iter")
+        # iterate_modify: whether Java read all the rows before the change (then the rest follows it)
+        phased = self._op == "iterate_modify" and self._next("iter")
+        return _Rows(self, rows, raised, phased)
+
+    def keys(self, namespace):
+        return _Rows(self, self._value("keys"), self._next("keys"), False, keys=True)
+
+    def incremental_visitor(self, recommended_max_records: int) -> "_Visitor":
+        self._value("incremental_visitor")
+        return _Visitor(self)
+
+    def snapshot(self) -> "_Snapshot":
+        version, count = self._value("snapshot")
+        return _Snapshot(self, version, count)
+
+    def __repr__(self) -> str:
+        return f"WalkMap(corruption={self.corruption!r})"
+
+
+class _Rows:
+    """A recorded iteration: rows, then the exception Java's iterator raised (or the end).
+    ``phased``: iterate_modify's, whose second part (after the change) is read when the first runs out."""
+
+    __slots__ = ("map", "rows", "raised", "phased", "keys")
+
+    def __init__(self, m: WalkMap, rows: list, raised, phased: bool, keys: bool = False) -> None:
+        self.map, self.rows, self.raised, self.phased, self.keys = m, deque(rows), raised, phased, keys
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.rows and self.phased and self.raised is None:
+            self.phased = False
+            self.rows = deque(self.map._value("iteration after the change"))
+            self.raised = self.map._next("iteration after the change")
+        if self.rows:
+            row = self.rows.popleft()
+            return row if self.keys else self.map._row(row)
+        if self.raised is not None:
+            raised, self.raised = self.raised, None
+            raise exception_for(raised.name, raised.message)
+        raise StopIteration
+
+
+class _Visitor:
+    """A recorded visit (see ``Walk.visit``): the chains nextEntries returned, in order,
+    with how many of their entries the harness is to remove, then how hasNext ended it."""
+
+    __slots__ = ("map", "chains", "end", "expected", "removed", "raised")
+
+    def __init__(self, m: WalkMap) -> None:
+        self.map = m
+        self.chains = deque(m._next("the visit's chains"))
+        self.end = m._next("the visit's end")
+        self.expected = self.removed = 0
+        self.raised = None
+
+    def has_next(self) -> bool:
+        if self.removed != self.expected:
+            raise OutOfStep(f"visit: the harness removed {self.removed} entries of a chain, the Java walk "
+                            f"{self.expected}")
+        if self.chains:
+            return True
+        if isinstance(self.end, _Raised):
+            raise exception_for(self.end.name, self.end.message)
+        return self.end == "cap"  # Java stopped at its call cap (beyond the harness's own limit)
+
+    def next_entries(self) -> list:
+        self.expected = self.removed = 0
+        self.raised = None
+        if not self.chains:
+            return []
+        chain = self.chains.popleft()
+        if chain == 0:
+            return []
+        if isinstance(chain, _Raised):
+            raise exception_for(chain.name, chain.message)
+        if len(chain) > 1:
+            self.expected = chain[1]
+            if len(chain) > 2:
+                self.raised = chain[2]
+        row = self.map._row
+        return [row(r) for r in chain[0]]
+
+    def remove(self, entry) -> None:
+        if self.removed < self.expected:
+            self.removed += 1
+            return
+        if self.raised is not None:
+            raised, self.raised = self.raised, None
+            raise exception_for(raised.name, raised.message)
+        raise OutOfStep("visit: the harness removed an entry the Java walk did not")
+
+
+class _View:
+    """``snapshot.iterate(fn)``'s view: its size and rows."""
+
+    __slots__ = ("size", "items")
+
+    def __init__(self, size: int, items: list) -> None:
+        self.size, self.items = size, items
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __iter__(self):
+        return iter(self.items)
+
+
+class _Snapshot:
+    __slots__ = ("map", "version", "count")
+
+    def __init__(self, m: WalkMap, version: int, count: int) -> None:
+        self.map, self.version, self.count = m, version, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def released(self) -> bool:  # a method: reading the attribute pops no answer, calling it does
+        return self.map._value("released")
+
+    def release(self) -> None:
+        self.map._value("release")
+
+    def is_owner(self, m) -> bool:
+        return m is self.map
+
+    def __iter__(self):
+        return _Rows(self.map, self.map._value("snapshot iteration"), self.map._next("snapshot iteration"), False)
+
+    def iterate(self, transformer=None) -> _View:
+        size, rows = self.map._value("iterate")
+        return _View(size, [self.map._row(r) for r in rows])
+
+    def write_state(self, out, key_serializer, namespace_serializer, state_serializer, transformer=None) -> None:
+        ids = tuple(getattr(s, "serializer_id", None) for s in (key_serializer, namespace_serializer, state_serializer))
+        if ids != _WRITE_SERIALIZERS or transformer is not None:
+            raise OutOfStep(f"write_state with serializers {ids}: the Java walk writes {_WRITE_SERIALIZERS}")
+        out.write(bytes(self.map._value("write_state")))
+
+    def __repr__(self) -> str:
+        return f"WalkSnapshot(version={self.version}, entries={self.count})"
+
+
+# -------------------------------------------------------------- the harness
+
+
+class _Before:
+    """What a step's white-box decisions need of the structure before it (visit: rehashing?)."""
+
+    __slots__ = ("is_rehashing",)
+
+    def __init__(self, rehashing: bool) -> None:
+        self.is_rehashing = rehashing
+
+
+class WalkHarness(Harness):
+    """The map harness over a :class:`WalkMap`: the model checks are the
+    harness's own; white-box, the invariants and scenarios come from the Java
+    walk (computed over Flink's objects after every step, as the Python checks
+    would over the per-operation bridge's mirrors).
+
+    :meth:`expect` hands it the steps about to be applied, so they run on the
+    Java side a segment per call; without it, each step is a call of its own
+    (still correct, only slower)."""
+
+    def __init__(self, impl: WalkMap, *, white_box: bool | None = None, state_copier=copy_state,
+                 strict_live_iteration: bool = False, symbolic: bool = False) -> None:
+        super().__init__(impl, white_box=False, state_copier=state_copier,
+                         strict_live_iteration=strict_live_iteration, symbolic=symbolic)
+        self.white_box = True if white_box is None else bool(white_box)
+        impl.start(self.white_box)
+        self._ahead: deque = deque()
+
+    def expect(self, steps) -> None:
+        """The steps about to be applied, in order (they run ahead, a segment per Java call)."""
+        self.impl.discard()
+        self._ahead = deque(steps)
+
+    def _apply(self, step: Step) -> None:
+        impl = self.impl
+        if self._ahead and self._ahead[0] is step:
+            self._ahead.popleft()
+        else:  # applied without expect (or another step than announced): this step alone
+            self._ahead.clear()
+            impl.discard()
+        if not impl.pending():
+            segment = [step]
+            while self._ahead and len(segment) < SEGMENT:
+                segment.append(self._ahead.popleft())
+            self._ahead.extendleft(reversed(segment[1:]))
+            # An upper bound on the model's size during the segment (iteration and visit bounds).
+            impl.run(segment, len(self.model) + len(segment))
+        self._record = impl.begin(step.op)
+        super()._apply(step)
+        try:
+            next(impl._events)
+        except StopIteration:
+            return
+        raise OutOfStep(f"{step.op}: the Java walk recorded more calls than the harness made")
+
+    def _count_structure_scenarios(self, step: Step) -> None:
+        scenarios = self._record[2]
+        if scenarios:
+            _count(self.coverage, scenarios)
+
+    def _view(self, step: Step):
+        return _Before(self._record[3])
+
+    def check_invariants(self, step: Step) -> None:
+        violations = self._record[4]
+        if violations:
+            code, message = violations[0]
+            more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
+            self._fail(INVARIANT, code, f"after {MAP_OPS.render(step)}: {message}{more}")
