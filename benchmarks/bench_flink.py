@@ -26,6 +26,15 @@ What it does, in this order:
 5. **Harness** (campaign-style): steps/s of ``Harness.apply`` on
    ``--impl flink`` and ``--impl reference`` (capacity 128), white-box and
    black-box, over the same programs.
+6. **Campaign walks per core** (run before this process starts a JVM): the
+   raw executor's seeds ``0:--campaign-seeds`` through ``run_range`` in a
+   worker child, as a campaign's Spark task runs them, each configuration in a
+   fresh worker (so each Flink run pays its JVM start): ``--impl reference``,
+   ``--impl flink`` (batched walks, the default) and ``--impl flink
+   --call-by-call``, black-box and white-box, capacity 128. Checked ops/s
+   with the worker's start-up included and without it, the start-up itself,
+   and the ratios flink / reference against the targets (black-box >= 0.7,
+   white-box >= 0.5).
 
 Times are wall-clock (``time.perf_counter``); the parity counts are exact.
 Exit 1 if any program differs.
@@ -184,6 +193,30 @@ def harness_rates(programs: list) -> dict:
     return rates
 
 
+def campaign_rates(seeds: int) -> list[dict]:
+    """Section 6: one row per (implementation, mode), each in a fresh worker child."""
+    from spark_fuzz.executor import CampaignConfig
+    from spark_fuzz.ranges import run_range, shutdown_worker
+
+    rows = []
+    for white_box in (False, True):
+        for name, impl, batched in (("reference", "reference", True), ("flink", "flink", True),
+                                    ("flink --call-by-call", "flink", False)):
+            shutdown_worker()
+            config = CampaignConfig(impl=impl, capacity=128, white_box=white_box, batched=batched)
+            t = time.perf_counter()
+            result = run_range(0, seeds, config, isolate=True)
+            seconds = time.perf_counter() - t
+            bad = [o for o in result.outcomes if o.kind != "PASS"]
+            if bad:
+                raise SystemExit(f"campaign walks on {name}: seed {bad[0].seed} {bad[0].kind} {bad[0].code}: "
+                                 f"{bad[0].message}")
+            rows.append({"name": name, "mode": "white-box" if white_box else "black-box", "ops": result.ops,
+                         "seconds": seconds, "startup": result.startup_seconds})
+    shutdown_worker()
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bench_flink", description=__doc__.split("\n\n")[0])
     p.add_argument("--programs", type=int, default=10_000, help="parity programs (default 10000)")
@@ -194,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="every n-th program also runs call by call with digests after every step (0: never)")
     p.add_argument("--calls", type=int, default=200_000, help="calls per single-call measurement")
     p.add_argument("--harness-programs", type=int, default=20, help="programs for the harness ops/s (default 20)")
+    p.add_argument("--campaign-seeds", type=int, default=300,
+                   help="seeds per campaign-walk measurement (default 300: one core's share of a 600-seed "
+                        "campaign on 2 cores)")
     args = p.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     out = sys.stdout
@@ -208,6 +244,21 @@ def main(argv: list[str] | None = None) -> int:
     out.write("  JVM start in each worker     " + ", ".join(f"{s:.2f} s" for s in parity["jvm_starts"]) + "\n")
     for d in parity["differences"][:3]:
         out.write(d + "\n")
+
+    # Before this process starts a JVM: the worker children start their own.
+    out.write(f"campaign walks per core (raw executor, seeds 0:{args.campaign_seeds}, capacity 128, a fresh worker "
+              f"each)\n")
+    out.write(f"  {'implementation':<22} {'mode':<10} {'ops/s':>9} {'w/o start':>10} {'start-up':>9}\n")
+    rows = campaign_rates(args.campaign_seeds)
+    for r in rows:
+        out.write(f"  {r['name']:<22} {r['mode']:<10} {r['ops'] / r['seconds']:>9,.0f} "
+                  f"{r['ops'] / (r['seconds'] - r['startup']):>10,.0f} {r['startup']:>8.2f}s\n")
+    rate = {(r["name"], r["mode"]): r["ops"] / r["seconds"] for r in rows}
+    for mode, target in (("black-box", 0.7), ("white-box", 0.5)):
+        for name in ("flink", "flink --call-by-call"):
+            ratio = rate[(name, mode)] / rate[("reference", mode)]
+            out.write(f"  {name} / reference, {mode}: {ratio:.2f} (target >= {target}: "
+                      f"{'met' if ratio >= target else 'not met'})\n")
 
 
     t = time.perf_counter()

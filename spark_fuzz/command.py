@@ -79,6 +79,9 @@ def register(sub) -> None:
     p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT failure, shrunk and replayable (default "
                         f"{DEFAULT_STEP_TIME_LIMIT:g})")
+    p.add_argument("--call-by-call", action="store_true",
+                   help="run Flink's map one Java call per operation instead of a walk segment per call (slower; "
+                        "batched walks confirm every failure this way before storing it)")
     p.add_argument("--no-isolation", action="store_true",
                    help="run seeds in the Spark worker itself, not a forked child (no hard time limit; a "
                         "crashing seed costs a task retry)")
@@ -106,7 +109,8 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=capacity, steps=args.steps,
                             examples=args.examples, invariants_every=args.invariants_every,
                             white_box=white_box, strict_live_iteration=args.strict_live_iteration,
-                            seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit)
+                            seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit,
+                            batched=not args.call_by_call)
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
     stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
@@ -131,6 +135,11 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     rate = result.ops / result.seconds if result.seconds else 0.0
     stdout.write(f"{result.seeds:,} seeds, {result.ops:,} checked ops; this run {result.seconds:.1f} s "
                  f"({rate:,.0f} ops/s including Spark)\n")
+    startups = sum(r.get("startups") or 0 for r in result.runs)
+    if startups:
+        paid = sum(r.get("startup_seconds") or 0.0 for r in result.runs)
+        stdout.write(f"worker start-ups: {startups} ({paid:.1f} s of JVM start inside them, "
+                     f"{paid / startups:.2f} s each)\n")
     if not result.distinct:
         stdout.write("no failures\n")
     for row in result.distinct:

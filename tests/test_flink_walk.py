@@ -158,3 +158,17 @@ def test_a_seed_that_hangs_inside_java_is_a_timeout_and_the_campaign_goes_on():
     assert len(rows) == 40
     kinds = {kind for _, kind, _ in rows}
     assert "PASS" in kinds and "TIMEOUT" in kinds, rows
+
+
+def test_check_finds_a_corruption_of_flinks_map_in_its_batched_walks_and_the_file_replays(tmp_path):
+    def cowcheck(*args):
+        return subprocess.run([sys.executable, "-m", "properties", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+
+    found = cowcheck("check", "--impl", "flink:corrupt=mark-fresh", "--examples", "20", "--seed", "3")
+    assert found.returncode == 1, found.stdout + found.stderr
+    assert "found by the walk phase" in found.stdout
+    saved = next((tmp_path / ".cowcheck" / "counterexamples").glob("flink-corrupt-mark-fresh*.json"))
+    again = cowcheck("replay", str(saved))
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "reproduces" in again.stdout

@@ -109,7 +109,8 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         result = hunt(lambda rec: kind.builder(impl.factory, config, rec), make_impl, base_seed=base_seed,
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
                       harness_options=options, replay_harness=kind.harness_class,
-                      shrink_seconds=args.shrink_seconds, walker=kind.walker, walks=walks)
+                      shrink_seconds=args.shrink_seconds, walker=kind.walker, walks=walks,
+                      walk_with=_batched_walks(impl, kind, config))
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
@@ -142,6 +143,14 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
                 "profile": args.profile, "examples": found_examples, "steps": found_steps}
     return _store(args, stdout, result, kind, impl, config, options, found_by)
+
+
+def _batched_walks(impl, kind, config):
+    """``(make, harness_class)`` of the implementation's batched walks (Flink's map), else None."""
+    factory = getattr(impl, "walk_factory", None)
+    if kind.name != "map" or factory is None:
+        return None
+    return factory(config.capacity)
 
 
 def default_walks(walks: int | None, examples: int | None) -> int:

@@ -29,7 +29,7 @@ from properties.core.limits import BudgetSpent
 from properties.core.machine import RunRecord
 from properties.core.profiles import FIND_ONLY
 from properties.core.program import Step
-from properties.core.shrink import shrink
+from properties.core.shrink import replay, shrink
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, WalkRun, run_walks
 
 __all__ = ["HuntResult", "hunt", "store"]
@@ -58,24 +58,44 @@ class HuntResult:
     walks: WalkRun = attrs.Factory(WalkRun)
 
 
+def _confirm(found, make_impl, harness_class, options: dict) -> None:
+    """A walk that failed through another harness fails the same way through ``harness_class``."""
+    failure = found.failure
+    again = replay(found.program, make_impl, harness_class=harness_class, **options)
+    if again is None or (again.kind, again.code, again.step_index) != (failure.kind, failure.code,
+                                                                       failure.step_index):
+        theirs = "passes" if again is None else f"fails with {again.kind} {again.code} at step {again.step_index}"
+        raise InternalError(f"walk {found.walk} fails batched with {failure.kind} {failure.code} at step "
+                            f"{failure.step_index}; replayed call by call it {theirs}")
+
+
 def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], object], *, base_seed: int,
          profile: settings, replay_harness, examples: int | None = None, deadline: float | None = None,
          record: RunRecord | None = None, harness_options: dict | None = None,
          shrink_seconds: float | None = None, walker=None, walks: int = 0,
-         walk_steps: int = DEFAULT_WALK_STEPS) -> HuntResult:
+         walk_steps: int = DEFAULT_WALK_STEPS, walk_with: tuple | None = None) -> HuntResult:
     """The walk phase (``walks`` walks of ``walk_steps`` steps by ``walker``, if
     given), then ``machine_for(record)`` with seeds ``base_seed, base_seed + 1, …``
     (one per batch) until a failure, ``examples`` examples, or ``deadline``
-    (monotonic; checked before every step); then shrink for at most ``shrink_seconds``."""
+    (monotonic; checked before every step); then shrink for at most ``shrink_seconds``.
+
+    ``walk_with``: ``(make, harness_class)`` the walks run through instead (an
+    implementation's batched walks); a failing walk is then replayed through
+    ``make_impl`` and ``replay_harness`` first, and must fail there at the same
+    step with the same kind and code (else InternalError: cowcheck's own)."""
     record = record if record is not None else RunRecord()
     record.deadline = deadline
     started = time.monotonic()
     options = dict(harness_options or {})
     walked = WalkRun()
     if walker is not None and walks > 0:
-        walked = run_walks(walker, make_impl, harness_class=replay_harness, harness_options=options,
+        walk_make, walk_harness = walk_with or (make_impl, replay_harness)
+        walked = run_walks(walker, walk_make, harness_class=walk_harness, harness_options=options,
                            base_seed=base_seed, walks=walks, steps=walk_steps, deadline=deadline,
                            spares=_SPARES)
+        if walk_with is not None and walked.finding is not None:
+            for found_walk in [walked.finding, *walked.more]:
+                _confirm(found_walk, make_impl, replay_harness, options)
         record.coverage.update(walked.coverage)
         record.findings.update(walked.findings)
         if walked.finding is not None:

@@ -104,8 +104,13 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
             program: list[Step] = []
             if run.finding is None:
                 run.walks = number
+            steps_of_walk = walker(seed, walk_length(number, steps), instance)
+            expect = getattr(harness, "expect", None)
+            if expect is not None:  # a batched harness runs the walk ahead, a segment per call
+                steps_of_walk = list(steps_of_walk)
+                expect(steps_of_walk)
             try:
-                for step in walker(seed, walk_length(number, steps), instance):
+                for step in steps_of_walk:
                     if deadline is not None and not len(program) & 15 and time.monotonic() >= deadline:
                         break  # the run's budget (--minutes) is spent: within a walk too
                     program.append(step)

@@ -43,7 +43,7 @@ class FlinkImplementation(Implementation):
     corruption: str = ""
 
     def new(self, capacity: int = FLINK_CAPACITY, state_copier=copy.deepcopy):
-        return self.factory(capacity=capacity, state_copier=state_copier, corruption=self.corruption)
+        return self.factory(capacity=capacity, state_copier=state_copier)
 
     def walk_harness(self, capacity: int = FLINK_CAPACITY, **options) -> WalkHarness:
         """A harness whose walks run on Flink a segment per Java call (``properties.flink.walk``):
@@ -62,7 +62,7 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
     ``properties.flink.corruptions``): checks that the bridge can run, chooses
     the release of this process and fetches its jar if it is not cached yet,
     without starting the JVM (a campaign driver resolves before forking)."""
-    spec = "flink" + rest
+    spec = "flink" + (rest if not rest or rest.startswith("@") else ":" + rest)
     version = DEFAULT_VERSION
     release, _, options = rest.partition(":")
     if not release and not options and rest.startswith(":"):
@@ -103,7 +103,8 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
         return Implementation(spec, FlinkStateTable, False,
                               f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
     described = f" with the seeded corruption {corruption}" if corruption else ""
-    return FlinkImplementation(spec, FlinkStateMap, True,
+    factory = functools.partial(FlinkStateMap, corruption=corruption) if corruption else FlinkStateMap
+    return FlinkImplementation(spec, factory, True,
                                f"Apache Flink {version} CopyOnWriteStateMap through JPype (capacity 128 only)"
                                f"{described}", default_capacity=FLINK_CAPACITY, corruption=corruption)
 

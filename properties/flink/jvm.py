@@ -35,6 +35,9 @@ __all__ = ["FlinkUnavailableError", "JvmInfo", "available", "jvm", "started", "J
 FLINK_JAR = "flink-dist-2.3.0.jar"
 JAVA_SOURCES = Path(__file__).with_name("java")
 _HELPER_CLASS = "cowcheck.bridge.MapHandle"
+# The work on the Java side is many short calls: a quick JIT (C1) and the serial collector
+# start and warm up faster than the server defaults (COWCHECK_JVM_OPTIONS replaces them).
+_JVM_OPTIONS = tuple(os.environ.get("COWCHECK_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").split())
 
 
 class FlinkUnavailableError(RuntimeError):
@@ -172,7 +175,7 @@ def jvm() -> JvmInfo:
     if jpype.isJVMStarted():
         raise FlinkUnavailableError("a JVM is already running in this process, started without Flink and the "
                                     "cowcheck helper on its class path (JPype allows one JVM per process)")
-    jpype.startJVM(classpath=list(classpath), convertStrings=False)
+    jpype.startJVM(*_JVM_OPTIONS, classpath=list(classpath), convertStrings=False)
     jpype.JClass(_HELPER_CLASS)  # load (and link) the helper and Flink's map now, not in the first operation
     jpype.JClass("cowcheck.bridge.Batch")
     version = str(jpype.java.lang.System.getProperty("java.version"))

@@ -166,9 +166,12 @@ class WalkMap:
         self._twins[number] = obj
 
     def _state(self, seen):
-        """The Python object for ``[content, number]`` (None for None), its content Java's."""
+        """The Python object for ``[content, number]`` (None for None), its content Java's; a
+        number alone: the object already holds Java's content."""
         if seen is None:
             return None
+        if type(seen) is int:
+            return self._twins[seen]
         content, number = seen
         twin = self._twins.get(number)
         if twin is None:
@@ -178,8 +181,8 @@ class WalkMap:
         return twin
 
     def _row(self, row) -> tuple:
-        key, namespace, content, number = row
-        return key, namespace, None if content is None else self._state((content, number))
+        key, namespace, seen = row
+        return key, namespace, self._state(seen)
 
     # --------------------------------------------------------- SPEC §15
 
@@ -361,7 +364,7 @@ class _Snapshot:
         ids = tuple(getattr(s, "serializer_id", None) for s in (key_serializer, namespace_serializer, state_serializer))
         if ids != _WRITE_SERIALIZERS or transformer is not None:
             raise OutOfStep(f"write_state with serializers {ids}: the Java walk writes {_WRITE_SERIALIZERS}")
-        out.write(bytes(self.map._value("write_state")))
+        out.write(bytes.fromhex(self.map._value("write_state")))
 
     def __repr__(self) -> str:
         return f"WalkSnapshot(version={self.version}, entries={self.count})"
@@ -425,7 +428,7 @@ class WalkHarness(Harness):
         raise OutOfStep(f"{step.op}: the Java walk recorded more calls than the harness made")
 
     def _count_structure_scenarios(self, step: Step) -> None:
-        scenarios = self._record[2]
+        scenarios = self._record[2]  # white-box records: [answers, size, scenarios, rehashing before, violations]
         if scenarios:
             _count(self.coverage, scenarios)
 

@@ -30,10 +30,11 @@ import org.apache.flink.runtime.state.internal.InternalKvState.StateIncrementalV
  * names its exact step. White-box, the invariants I1–I9 and the scenarios of the step are
  * computed here ({@link Checker}) over Flink's object graph.
  *
- * <p>Per step: {@code [answers, size after the step, scenarios or null, rehashing before the step,
- * violations or null]}. States cross as {@code [content, number]}: objects are numbered by
- * identity in order of first appearance (a state put gets its number at the put), so Python
- * hands the harness one Python object per Java object. States are Java lists through Flink's
+ * <p>Per step: {@code [answers, size after the step]}, white-box followed by {@code scenarios,
+ * rehashing before the step, violations}. States cross as {@code [content, number]}, or as the
+ * number alone when Python's object already holds that content: objects are numbered by identity
+ * in order of first appearance (a state put gets its number at the put), so Python hands the
+ * harness one Python object per Java object. States are Java lists through Flink's
  * plain ListSerializer, mutated here exactly where the harness mutates what it was handed.
  */
 public final class Walk {
@@ -71,6 +72,9 @@ public final class Walk {
     private final Checker checker;
     private final Corruption corruption;
     private final IdentityHashMap<Object, Integer> numbers = new IdentityHashMap<>();
+    // The content Python's object for each state holds (what was sent, plus the harness's own
+    // appends, which this class mirrors): a state whose content is unchanged crosses as its number.
+    private final IdentityHashMap<Object, List<Integer>> sent = new IdentityHashMap<>();
     private final Map<Integer, CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>>> snapshots =
             new HashMap<>();
     private final Set<Integer> released = new HashSet<>(); // sids the program released (the model's view)
@@ -192,7 +196,6 @@ public final class Walk {
         out.close();
         out.i(map.size());
         if (checker == null) {
-            out.nil().nil().nil();
             return;
         }
         out.open();
@@ -229,22 +232,31 @@ public final class Walk {
         return id;
     }
 
+    /** A state: null, its number (Python's object holds this content already) or [content, number]. */
     private void state(List<Integer> s) {
         if (s == null) {
             out.nil();
-        } else {
-            out.open().content(s).i(number(s)).close();
+            return;
+        }
+        List<Integer> known = sent.get(s);
+        if (known != null && known.equals(s)) {
+            out.i(number(s));
+            return;
+        }
+        sent.put(s, new ArrayList<>(s));
+        out.open().content(s).i(number(s)).close();
+    }
+
+    /** Python's object for {@code s} now holds its content (the harness made or changed it as Java did). */
+    private void synced(List<Integer> s) {
+        if (s != null) {
+            sent.put(s, new ArrayList<>(s));
         }
     }
 
     private void row(StateEntry<Object, Object, List<Integer>> e) {
-        List<Integer> s = e.getState();
-        out.open().value(e.getKey()).value(e.getNamespace()).content(s);
-        if (s == null) {
-            out.nil();
-        } else {
-            out.i(number(s));
-        }
+        out.open().value(e.getKey()).value(e.getNamespace());
+        state(e.getState());
         out.close();
     }
 
@@ -283,6 +295,7 @@ public final class Walk {
                 try {
                     corruption.before(map, "put_and_get_old", k, n);
                     int id = number(s);
+                    synced(s);
                     List<Integer> old = map.putAndGetOld(k, n, s);
                     corruption.after(map, "put_and_get_old", k, n);
                     out.open().i(id);
@@ -301,6 +314,7 @@ public final class Walk {
                     state(got);
                     if (got != null && op == GET_MUTATE) {
                         got.add(a);
+                        synced(got); // the harness appends to what it was handed
                     }
                 } catch (RuntimeException e) {
                     out.thrown(e);
@@ -399,6 +413,7 @@ public final class Walk {
         try {
             corruption.before(map, "put", k, n);
             int id = number(s);
+            synced(s);
             map.put(k, n, s);
             corruption.after(map, "put", k, n);
             out.i(id);
@@ -432,6 +447,7 @@ public final class Walk {
                 state(old);
                 List<Integer> result = old == null ? new ArrayList<>() : old;
                 result.add(v);
+                synced(result); // Python's transform function made the same change to its object
                 out.i(number(result));
                 out = saved;
                 return result;
@@ -557,7 +573,7 @@ public final class Walk {
         out.bool(snap.isReleased());
     }
 
-    /** [released flag, bytes or exception]: Flink's writeState with Int key and namespace serializers. */
+    /** [released flag, bytes as hex or exception]: Flink's writeState with Int key and namespace serializers. */
     @SuppressWarnings("unchecked")
     private void writeSnapshot(int sid) {
         var snap = readable(sid);
@@ -569,11 +585,11 @@ public final class Walk {
             DataOutputSerializer bytes = new DataOutputSerializer(256);
             snap.writeState((TypeSerializer<Object>) Serializers.byId("int"),
                     (TypeSerializer<Object>) Serializers.byId("int"), map.getStateSerializer(), bytes, null);
-            out.open();
+            StringBuilder hex = new StringBuilder();
             for (byte x : bytes.getCopyOfBuffer()) {
-                out.i(x & 0xff);
+                hex.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
             }
-            out.close();
+            out.str(hex.toString());
         } catch (Exception e) {
             out.thrown(e);
         }
