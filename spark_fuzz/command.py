@@ -88,11 +88,14 @@ def register(sub) -> None:
     p.set_defaults(handler=campaign)
 
 
-def _invariants(config, white_box: bool) -> str:
+def _invariants(config, white_box: bool, batched: bool = False) -> str:
+    walks = ", batched walks" if batched else ""
     if not white_box:
-        return "black-box: P1-P7 after every step, no I1-I9"
+        return f"black-box: P1-P7 after every step, no I1-I9{walks}"
     if config.invariants_every == 1 or config.executor == "hypothesis":
-        return "P1-P7 and I1-I9 after every step"
+        return f"P1-P7 and I1-I9 after every step{walks}"
+    if batched:
+        return "P1-P7 and I1-I9 after every step, batched walks (I1-I9 computed on Flink's side)"
     return f"P1-P7 after every step, I1-I9 after every {config.invariants_every}th step and at the end"
 
 
@@ -111,17 +114,18 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                             white_box=white_box, strict_live_iteration=args.strict_live_iteration,
                             seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit,
                             batched=not args.call_by_call)
+    batched = config.batched and config.executor == "raw" and callable(getattr(impl, "walk_harness", None))
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
     stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
-                 f"{_invariants(config, white_box)}, out {args.out}\n")
+                 f"{_invariants(config, white_box, batched)}, out {args.out}\n")
     stdout.flush()
     if probed.notice:
         stderr.write(f"cowcheck: notice: {probed.notice}\n")
     sc, took = start(args.master)
     stdout.write(f"spark: {sc.master}, {sc.defaultParallelism} cores, started in {took:.1f} s\n")
     stdout.flush()
-    meta = {"master": sc.master, "white_box": white_box, "invariants": _invariants(config, white_box)}
+    meta = {"master": sc.master, "white_box": white_box, "invariants": _invariants(config, white_box, batched)}
     try:
         result = run_campaign(sc, config, Path(args.out), seeds=seeds, minutes=args.minutes,
                               partitions=args.partitions, resume=args.resume, isolate=not args.no_isolation,
@@ -138,8 +142,8 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     startups = sum(r.get("startups") or 0 for r in result.runs)
     if startups:
         paid = sum(r.get("startup_seconds") or 0.0 for r in result.runs)
-        stdout.write(f"worker start-ups: {startups} ({paid:.1f} s of JVM start inside them, "
-                     f"{paid / startups:.2f} s each)\n")
+        jvm = f" ({paid:.1f} s of JVM start inside them, {paid / startups:.2f} s each)" if paid else ""
+        stdout.write(f"worker processes started: {startups}{jvm}\n")
     if not result.distinct:
         stdout.write("no failures\n")
     for row in result.distinct:

@@ -3,14 +3,19 @@
 A seed range is the unit of work a Spark task runs, of resume and of the
 ``runs/`` table. ``run_range`` never raises for anything a seed does:
 
-- with ``isolate=True`` (the default; POSIX) the seeds run in a forked child
-  process that reports each seed as it starts and ends through a pipe. A
-  child that dies (``os._exit``, a segfault, the OOM killer) turns the seed it
-  was running into a CRASH outcome (code ``worker-exit``); a seed that runs
-  past its hard limit (:func:`hard_limit`: the walk's own limit, as long
-  again for shrinking, and slack) is killed and becomes a TIMEOUT
-  (``time-limit``). A new child then carries on with the next seed, so one bad
-  seed costs one seed, not the range, the task or the campaign.
+- with ``isolate=True`` (the default; POSIX) the seeds run in this process's
+  forked child: one long-lived child per process (a Spark Python worker runs
+  range after range), so whatever is dear to start (Flink's JVM) starts once
+  per worker. It reports each seed as it starts and ends through a pipe. A
+  child that dies (``os._exit``, a segfault, the OOM killer, a JVM that
+  halts) turns the seed it was running into a CRASH outcome (code
+  ``worker-exit``); a seed that runs past its hard limit (:func:`hard_limit`:
+  the walk's own limit, as long again for shrinking, and slack), or whose
+  call into native code never returns, becomes a TIMEOUT (``time-limit``).
+  A new child then carries on with the next seed, so one bad seed costs one
+  seed (and one start-up), not the range, the task or the campaign. Each
+  :class:`RangeResult` counts the children started for it and the start-up
+  paid inside them (``startups``, ``startup_seconds``: a JVM's).
 - with ``isolate=False`` the seeds run in this process: exceptions escaping
   ``run_seed`` still become CRASH outcomes, a walk over its time limit still
   stops (checked between steps), but a hang inside one operation or a dying

@@ -50,6 +50,8 @@ class Summary:
     kinds: dict
     failures: int
     distinct: int
+    startups: int = 0  # worker processes started (for Flink: one JVM each)
+    startup_seconds: float = 0.0  # the start-up paid inside them
 
     @property
     def ops_per_second(self) -> float:
@@ -92,7 +94,8 @@ def summarise(runs: list[dict], failures: list[dict], distinct: list[dict], impl
         for kind in ("passed", "divergence", "invariant", "crash", "timeout", "internal"):
             kinds[kind] += row.get(kind) or 0
     return Summary(impl, executor, sum(r["seeds"] for r in runs), len(runs), sum(r["ops"] for r in runs),
-                   busy_seconds(runs), sum(r["seconds"] for r in runs), dict(kinds), len(failures), len(distinct))
+                   busy_seconds(runs), sum(r["seconds"] for r in runs), dict(kinds), len(failures), len(distinct),
+                   sum(r.get("startups") or 0 for r in runs), sum(r.get("startup_seconds") or 0.0 for r in runs))
 
 
 def throughput_segments(runs: list[dict]) -> list[tuple[str, float, float, float]]:
@@ -204,6 +207,9 @@ def _summary_rows(s: Summary, meta: dict) -> list[tuple[str, str]]:
             ("wall time (ranges running)", f"{s.busy_seconds:,.1f} s"),
             ("checked ops/s (wall)", f"{s.ops_per_second:,.0f}"),
             ("checked ops per task-second", f"{s.ops_per_task_second:,.0f}"),
+            ("worker processes started", f"{s.startups:,}" + (
+                f" ({s.startup_seconds:,.1f} s of JVM start inside them, {s.startup_seconds / s.startups:.2f} s "
+                f"each)" if s.startup_seconds else "") if s.startups else ""),
             ("outcomes", ", ".join(f"{k} {v:,}" for k, v in s.kinds.items() if v) or "none"),
             ("failing seeds", f"{s.failures:,}"),
             ("distinct failures", f"{s.distinct:,}"),

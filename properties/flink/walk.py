@@ -29,7 +29,9 @@ way on the per-operation bridge before they store it.
 from __future__ import annotations
 
 import json
+from array import array
 from collections import deque
+from itertools import islice
 
 from properties.core.errors import InternalError
 from properties.core.failures import INVARIANT
@@ -44,8 +46,10 @@ from properties.map.ops import MAP_OPS
 __all__ = ["WalkMap", "WalkHarness", "OutOfStep", "SEGMENT", "encode_steps"]
 
 SEGMENT = 512  # steps per Java call at most
-_OP_CODE = {op.name: i for i, op in enumerate(MAP_OPS)}  # Walk.OPERATIONS (a test holds the two together)
+# op code (Walk.OPERATIONS: a test holds the two together) and argument domains, by name
+_ENCODING = {op.name: (i, tuple(op.domains)) for i, op in enumerate(MAP_OPS)}
 _WRITE_SERIALIZERS = ("int", "int", "list<int>")
+_END = object()
 
 
 class OutOfStep(InternalError):
@@ -80,12 +84,17 @@ def encode_steps(steps: list[Step]) -> tuple[list[int], list]:
         return i
 
     out: list[int] = []
+    append, extend = out.append, out.extend
     for step in steps:
-        out.append(_OP_CODE[step.op])
+        code, domains = _ENCODING[step.op]
+        append(code)
+        args = step.args
+        if len(domains) == 1 and domains[0].arity == 1:  # most operations: one plain argument
+            extend(domains[0].encode(args, ref))
+            continue
         at = 0
-        for domain in MAP_OPS[step.op].domains:
-            values = step.args[at: at + domain.arity]
-            out += domain.encode(values, ref)
+        for domain in domains:
+            extend(domain.encode(args[at: at + domain.arity], ref))
             at += domain.arity
     return out, table
 
@@ -129,7 +138,7 @@ class WalkMap:
         """Run ``steps`` on the Java side; their records wait for :meth:`begin`."""
         program, table = encode_steps(steps)
         keys = Java.object_array([java_value(v) for v in table])
-        text = self._walk.run(Java.int_array(program), keys, bound)
+        text = self._walk.run(Java.int_array(array("i", program)), keys, bound)  # a buffer: one copy
         records = json.loads(str(text), object_hook=_hook)
         if len(records) != len(steps):
             raise InternalError(f"the Java walk answered {len(records)} steps for {len(steps)}")
@@ -406,26 +415,20 @@ class WalkHarness(Harness):
         self._ahead = deque(steps)
 
     def _apply(self, step: Step) -> None:
-        impl = self.impl
-        if self._ahead and self._ahead[0] is step:
-            self._ahead.popleft()
+        impl, ahead = self.impl, self._ahead
+        if ahead and ahead[0] is step:
+            ahead.popleft()
         else:  # applied without expect (or another step than announced): this step alone
-            self._ahead.clear()
+            ahead.clear()
             impl.discard()
-        if not impl.pending():
-            segment = [step]
-            while self._ahead and len(segment) < SEGMENT:
-                segment.append(self._ahead.popleft())
-            self._ahead.extendleft(reversed(segment[1:]))
+        if not impl._records:
+            segment = [step, *islice(ahead, SEGMENT - 1)]  # they stay ahead: their records are queued
             # An upper bound on the model's size during the segment (iteration and visit bounds).
             impl.run(segment, len(self.model) + len(segment))
         self._record = impl.begin(step.op)
         super()._apply(step)
-        try:
-            next(impl._events)
-        except StopIteration:
-            return
-        raise OutOfStep(f"{step.op}: the Java walk recorded more calls than the harness made")
+        if next(impl._events, _END) is not _END:
+            raise OutOfStep(f"{step.op}: the Java walk recorded more calls than the harness made")
 
     def _count_structure_scenarios(self, step: Step) -> None:
         scenarios = self._record[2]  # white-box records: [answers, size, scenarios, rehashing before, violations]
