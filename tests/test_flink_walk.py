@@ -93,7 +93,7 @@ def test_steps_applied_without_expect_run_one_java_call_each_and_agree():
     assert len(harness.steps) == len(program)
 
 
-@pytest.mark.parametrize("spec,error", [("flink:corrupt=nope", "unknown option"), ("flink:fast", "corrupt=NAME")])
+@pytest.mark.parametrize("spec,error", [("flink:corrupt=nope", "unknown option"), ("flink:fast", ":corrupt=NAME")])
 def test_unknown_corruptions_are_unknown_implementations(spec, error):
     with pytest.raises(UnknownImplementationError) as caught:
         resolve(spec)

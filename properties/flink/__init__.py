@@ -71,9 +71,9 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
     if release.startswith("@"):
         version = release[1:]
     elif release and not release.startswith("corrupt="):
-        raise UnknownImplementationError(f"flink:{rest}", "the Flink bridge takes a release and a corruption: "
-                                                          "'flink', 'flink@VERSION' (e.g. flink@1.13.6), "
-                                                          "'flink:corrupt=NAME'")
+        raise UnknownImplementationError(f"flink:{rest}", "the Flink bridge takes a release and a seeded "
+                                                          "corruption: use 'flink' or 'flink@VERSION' (e.g. "
+                                                          "flink@1.13.6), optionally followed by ':corrupt=NAME'")
     elif release:
         options = release
     if options:
