@@ -35,8 +35,18 @@ periodic check Flink runs on a timer thread is ``check_buffer_timeout()``,
 which posts the timeout trigger as a mail; ``run_mailbox(timers=True)`` runs
 it first.
 
-Deviations from Flink 2.3, on purpose: no epoch manager, record priorities,
-declared variables or metrics; a drain that cannot make progress raises
+- ``process_non_record(trigger, final)``: a watermark, timer or other
+  non-record input closes the current epoch (``reference.epochs``): its
+  trigger action runs once every record that arrived before it has finished
+  (and every earlier epoch), records the trigger starts join the finishing
+  epoch, and the final action runs once those have finished too. Actions run
+  with no record context current. ``epoch_parallel_mode``:
+  ``SERIAL_BETWEEN_EPOCH`` (Flink's, the default) drains every in-flight
+  record before ``process_non_record`` returns; ``PARALLEL_BETWEEN_EPOCH``
+  lets the next epoch's records run meanwhile.
+
+Deviations from Flink 2.3, on purpose: no record priorities, declared
+variables, inherited epochs (``build_context(..., inherit=True)``) or metrics; a drain that cannot make progress raises
 ``DrainStalledError`` instead of spinning forever (Flink: "There must be a
 bug"); a future completed twice raises.
 
@@ -66,6 +76,7 @@ import time
 from collections import deque
 from typing import Any, Callable
 
+from reference.epochs import EpochManager, ParallelMode
 from reference.errors import IllegalStateError
 from reference.state_executor import (
     VOID_NAMESPACE,
@@ -89,6 +100,7 @@ __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_MAX_IN_FLIGHT",
     "DEFAULT_BUFFER_TIMEOUT",
+    "ParallelMode",
 ]
 
 # Flink's defaults: execution.async-state.buffer-size, .in-flight-records-limit, .buffer-timeout (ms).
@@ -180,14 +192,15 @@ class RecordContext:
     runs: at once, or through ``runner`` when the release came from outside
     the task thread's callbacks."""
 
-    __slots__ = ("record", "key", "ref_count", "key_occupied", "disposer")
+    __slots__ = ("record", "key", "ref_count", "key_occupied", "disposer", "epoch")
 
-    def __init__(self, record, key, disposer: Callable[["RecordContext"], None]) -> None:
+    def __init__(self, record, key, disposer: Callable[["RecordContext"], None], epoch=None) -> None:
         self.record = record
         self.key = key
         self.ref_count = 0
         self.key_occupied = False
         self.disposer = disposer
+        self.epoch = epoch  # the epoch the record belongs to (reference.epochs)
 
     def retain(self) -> int:
         self.ref_count += 1
@@ -356,10 +369,12 @@ class AsyncExecutionController:
     future_class = ContextStateFuture
     buffer_class = StateRequestBuffer
     key_accounting_class = KeyAccountingUnit
+    epoch_manager_class = EpochManager
 
     def __init__(self, batch_size: int = DEFAULT_BATCH_SIZE, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
                  buffer_timeout: int = DEFAULT_BUFFER_TIMEOUT, clock: Callable[[], float] | None = None,
-                 backend=None, *, threaded: bool = False, stall_timeout: float = 10.0) -> None:
+                 backend=None, *, threaded: bool = False, stall_timeout: float = 10.0,
+                 epoch_parallel_mode: ParallelMode = ParallelMode.SERIAL_BETWEEN_EPOCH) -> None:
         for name, value, least in (("batch_size", batch_size, 1), ("max_in_flight", max_in_flight, 1),
                                    ("buffer_timeout", buffer_timeout, 0)):
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
@@ -378,6 +393,11 @@ class AsyncExecutionController:
                                else SyncStateExecutor(self.backend))
         self.in_flight = 0
         self.current_context: RecordContext | None = None
+        if not isinstance(epoch_parallel_mode, ParallelMode):
+            raise ValueError(f"AsyncExecutionController: epoch_parallel_mode must be a ParallelMode, got "
+                             f"{epoch_parallel_mode!r}")
+        self.epoch_parallel_mode = epoch_parallel_mode
+        self.epoch_manager = self.epoch_manager_class(self.drain_inflight_records)
 
     # ------------------------------------------------------------ records
 
@@ -385,7 +405,7 @@ class AsyncExecutionController:
         return ValueState(self, name, namespace)
 
     def build_context(self, record, key) -> RecordContext:
-        return RecordContext(record, key, self.dispose_context)
+        return RecordContext(record, key, self.dispose_context, self.epoch_manager.on_record())
 
     def set_current_context(self, context: RecordContext | None) -> None:
         self.current_context = context
@@ -408,8 +428,10 @@ class AsyncExecutionController:
         return self.handle_request(None, StateRequestType.SYNC_POINT, None).then_accept(lambda _: callback())
 
     def dispose_context(self, context: RecordContext) -> None:
-        """Reference count 0: release the key, leave the in-flight count, and
-        activate the first request blocked on the same key."""
+        """Reference count 0: the record's epoch counts it finished (which may
+        run non-record actions), then release the key, leave the in-flight
+        count, and activate the first request blocked on the same key."""
+        self.epoch_manager.complete_one_record(context.epoch)
         self.key_accounting.release(context.record, context.key)
         self.in_flight -= 1
         next_request = self.buffer.unblock_one_by_key(context.key)
@@ -426,6 +448,26 @@ class AsyncExecutionController:
             context.key_occupied = True
             return True
         return False
+
+    def process_non_record(self, trigger_action: Callable[[], Any] | None,
+                           final_action: Callable[[], Any] | None = None) -> None:
+        """A non-record input (watermark, timer, record attribute): close the
+        current epoch with these actions (see the module docstring). In
+        SERIAL_BETWEEN_EPOCH mode every in-flight record is drained first."""
+        self.epoch_manager.on_non_record(self._without_context(trigger_action),
+                                         self._without_context(final_action), self.epoch_parallel_mode)
+
+    def _without_context(self, action):
+        if action is None:
+            return None
+
+        def run() -> None:
+            stored = self.current_context
+            self.set_current_context(None)
+            action()
+            self.set_current_context(stored)
+
+        return run
 
     # ----------------------------------------------------------- requests
 

@@ -27,11 +27,20 @@ Properties (``Failure.code``):
   timeout; a request entering the active queue arms the timeout;
 - A9 context: callbacks run with their record's context current;
 - A10 liveness: a drain finishes (kind TIMEOUT), the controller does not raise
-  (kind CRASH).
+  (kind CRASH);
+- A11 epochs (``non_record`` steps, ``reference.epochs``): a non-record's
+  trigger action runs once, only after every record that arrived before it
+  has finished and the previous non-record's final action has run; its final
+  action runs once, after its trigger action and after every record the
+  trigger started has finished; in serial mode both have run when
+  ``process_non_record`` returns; after a drain to 0 every one has run (and,
+  white-box, after any step with an empty mailbox, every action whose epoch
+  has finished has run: none fires late).
 
 Black-box, from the records' programs alone: A1, A2 (start after the
 predecessor finished), A3 (records that have not finished their program are
-certainly in flight), A5, A7, A8 (with the synchronous executor), A9, A10.
+certainly in flight), A5, A7, A8 (with the synchronous executor), A9, A10,
+A11 (early, twice, never; serial mode's wait).
 White-box, reading ``in_flight``, ``key_accounting``, ``buffer`` and the
 batches handed to ``state_executor``: A1's executor order, A2's holders, A3's
 count, A4, A6, A8's armed deadline.
@@ -69,7 +78,13 @@ __all__ = [
     "arrive",
     "render_async",
     "render_async_program",
+    "non_record",
+    "EPOCH_MODES",
+    "TIMER_KEYS",
 ]
+
+# AsyncMachineConfig.epoch_mode -> the controller's epoch_parallel_mode (passed only when not the default)
+EPOCH_MODES = ("serial", "parallel")
 
 
 @attrs.frozen
@@ -90,6 +105,7 @@ class AsyncMachineConfig:
     max_statements: int = 3
     threaded: bool = False
     white_box: bool | None = None
+    epoch_mode: str = attrs.field(default="serial", validator=attrs.validators.in_(EPOCH_MODES))
 
 
 # SPEC §13's async scenarios (the first four) and one more worth counting.
@@ -99,6 +115,9 @@ ASYNC_SCENARIOS: dict[str, str] = {
     "forced-trigger": "forced trigger of a partial batch (trigger or drain)",
     "timeout-trigger": "buffer timeout triggered a batch",
     "batch-full-trigger": "active queue reached the batch size and triggered",
+    "epoch-waited-for-records": "a non-record's trigger action waited for records that arrived before it",
+    "epoch-final-waited-for-spawned": "a non-record's final action waited for records its trigger started",
+    "epochs-overlapped": "a record of a later epoch started before an earlier non-record's trigger ran",
 }
 
 
@@ -111,10 +130,12 @@ def render_async_program(steps: list[Step], config: AsyncMachineConfig = AsyncMa
                          factory: str = "AsyncExecutionController") -> str:
     """A runnable Python program for the steps (the factory named as in ``reference.async_execution``)."""
     threaded = ", threaded=True" if config.threaded else ""
+    if config.epoch_mode == "parallel":
+        threaded += ", epoch_parallel_mode=ParallelMode.PARALLEL_BETWEEN_EPOCH"
     lines = [
-        "from reference.async_execution import AsyncExecutionController, ManualClock",
+        "from reference.async_execution import AsyncExecutionController, ManualClock, ParallelMode",
         "from reference.state_executor import HeapStateBackend",
-        "from properties.async_exec.harness import arrive",
+        "from properties.async_exec.harness import arrive, non_record",
         "clock, backend = ManualClock(), HeapStateBackend()",
         (f"aec = {factory}(batch_size={config.batch_size}, max_in_flight={config.max_in_flight}, "
          f"buffer_timeout={config.buffer_timeout}, clock=clock, backend=backend{threaded})"),
@@ -207,6 +228,45 @@ def arrive(aec, key, program: list, record=None):
     states = {name: aec.value_state(name) for name in _state_names(program)}
     return aec.process_record(record if record is not None else object(), key,
                               lambda: issue_program(states, program))
+
+
+# Records a trigger action starts use keys of their own (TIMER_KEYS + key): in parallel mode
+# their order against later epochs' records of the same key is unspecified (the non-record
+# came first, yet those records may run before its trigger fires), so the serial model could
+# not say which goes first.
+TIMER_KEYS = 100
+
+
+def non_record(aec, spawn: list, on_trigger=None, on_final=None):
+    """What a ``non_record`` step does: ``process_non_record`` whose trigger action
+    processes the records ``spawn`` (``[key, program]`` each, on key ``TIMER_KEYS +
+    key``, as a timer that emits elements does) and whose final action does nothing more."""
+
+    def trigger():
+        if on_trigger is not None and on_trigger() is False:
+            return
+        for key, program in spawn:
+            arrive(aec, TIMER_KEYS + key, program)
+
+    return aec.process_non_record(trigger, on_final or (lambda: None))
+
+
+class _NonRecord:
+    """One non-record as the harness sees it: how many records had arrived
+    before it, what its trigger starts, how often its actions ran."""
+
+    def __init__(self, nid: int, before: int, spawn: list, step: int) -> None:
+        self.nid = nid
+        self.before = before  # records r0 .. r{before-1} arrived before it
+        self.spawn = spawn
+        self.step = step
+        self.triggers = 0
+        self.finals = 0
+        self.spawned: list = []  # traces of the records its trigger started
+        self.waited = False  # records that arrived before it were still running when it arrived
+
+    def describe(self) -> str:
+        return f"non-record n{self.nid}"
 
 
 # -------------------------------------------------------------------- harness
@@ -305,6 +365,10 @@ class AsyncHarness(HarnessBase):
                        buffer_timeout=config.buffer_timeout, clock=self.clock, backend=self.backend)
         if config.threaded:
             options["threaded"] = True
+        if config.epoch_mode == "parallel":
+            from reference.epochs import ParallelMode
+
+            options["epoch_parallel_mode"] = ParallelMode.PARALLEL_BETWEEN_EPOCH
         self.controller = factory(**options)
         self.white_box = has_async_introspection(self.controller) if config.white_box is None else config.white_box
         self.model = AsyncModel()
@@ -319,6 +383,7 @@ class AsyncHarness(HarnessBase):
         # Requests a trigger left in the active queue: Flink arms the timeout
         # only when a request enters, so these may legitimately wait unarmed.
         self._leftovers: set = set()
+        self.non_records: list[_NonRecord] = []
         if self.white_box:
             self._observe_controller()
 
@@ -377,6 +442,11 @@ class AsyncHarness(HarnessBase):
         self._check_after_step(step)
 
     def _op_arrive(self, step, key, program):
+        self._arrive(step, key, program)
+
+    def _arrive(self, step, key, program, spawned_by: "_NonRecord | None" = None):
+        """A record arrives: from the step (through ``_call``), or from a trigger action (already inside
+        the controller's call)."""
         rid = len(self.traces)
         trace = _Trace(self, rid, key, program, self.model.run_record(key, program))
         self._unfinished += 1
@@ -394,7 +464,15 @@ class AsyncHarness(HarnessBase):
             end = issue_program(self.states, program, trace)
             trace.future(end.then_accept(trace.callback(lambda _: self._on_done(trace))))
 
-        context = self._call(step, self.controller.process_record, rid, key, trace.callback(processing))
+        if spawned_by is None:
+            context = self._call(step, self.controller.process_record, rid, key, trace.callback(processing))
+        else:
+            spawned_by.spawned.append(trace)
+            context = self.controller.process_record(rid, key, trace.callback(processing))
+        for earlier in self.non_records:
+            if earlier.triggers == 0 and rid >= earlier.before:
+                self.coverage["epochs-overlapped"] += 1
+                break
         if trace.context is None:
             trace.context = context
             trace.blocked = True
@@ -424,6 +502,89 @@ class AsyncHarness(HarnessBase):
 
     def _op_run_mail(self, step, limit):
         self._call(step, self.controller.run_mailbox, limit)
+
+    def _op_non_record(self, step, spawn):
+        if not callable(getattr(self.controller, "process_non_record", None)):
+            return  # a controller without epochs (optional, as the map's visitor is): nothing to check
+        nr = _NonRecord(len(self.non_records), len(self.traces), spawn, len(self.steps) - 1)
+        nr.waited = any(not self._finished(t) for t in self.traces)
+        self.non_records.append(nr)
+        self._call(step, non_record, self.controller, [], lambda: self._on_trigger(step, nr),
+                   lambda: self._on_final(nr))
+        if self.config.epoch_mode == "serial" and (nr.triggers, nr.finals) != (1, 1) and not self._pending:
+            self._fail(DIVERGENCE, "A11", f"{render_async(step)}: returned in serial mode before its epoch "
+                                          f"finished (trigger ran {nr.triggers}, final ran {nr.finals} times)",
+                       "both ran", f"trigger {nr.triggers}, final {nr.finals}")
+
+    # ------------------------------------------------------------ epochs
+
+    def _finished(self, trace: _Trace) -> bool:
+        """The record finished: its program, every future it made (and white-box, its context)."""
+        if not trace.done or not all(f.is_done() for f in trace.futures):
+            return False
+        return not self.white_box or trace.context is None or trace.context.ref_count == 0
+
+    def _on_trigger(self, step, nr: _NonRecord) -> bool:
+        """The trigger action of ``nr`` runs: False (start nothing) if it ran before."""
+        nr.triggers += 1
+        if nr.triggers > 1:
+            self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its trigger action ran {nr.triggers} times", 1,
+                          nr.triggers)
+            return False
+        if self.controller.current_context is not None:
+            self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its trigger action ran with a record context "
+                                             f"current ({self.controller.current_context!r})")
+        previous = self.non_records[nr.nid - 1] if nr.nid else None
+        if previous is not None and previous.finals != 1:
+            self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its trigger action ran before the final action "
+                                             f"of {previous.describe()}", f"n{previous.nid} first",
+                          f"n{nr.nid} first")
+        waiting = [t.describe() for t in self.traces[:nr.before] if not self._finished(t)]
+        if waiting:
+            self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its trigger action ran while records that "
+                                             f"arrived before it had not finished: {', '.join(waiting[:3])}",
+                          "every earlier record finished", waiting[:3])
+        if nr.waited:
+            self.coverage["epoch-waited-for-records"] += 1
+        for key, program in nr.spawn:
+            self._arrive(step, TIMER_KEYS + key, program, spawned_by=nr)
+        return True
+
+    def _on_final(self, nr: _NonRecord) -> None:
+        nr.finals += 1
+        if nr.finals > 1:
+            self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its final action ran {nr.finals} times", 1,
+                          nr.finals)
+            return
+        if nr.triggers != 1:
+            self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its final action ran before its trigger action")
+        waiting = [t.describe() for t in nr.spawned if not self._finished(t)]
+        if waiting:
+            self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its final action ran while records its trigger "
+                                             f"started had not finished: {', '.join(waiting[:3])}",
+                          "every started record finished", waiting[:3])
+        elif nr.spawned:
+            self.coverage["epoch-final-waited-for-spawned"] += 1
+
+    def _check_epochs_not_late(self, step: Step) -> None:
+        """White-box, between steps with nothing left in the mailbox: an action whose
+        epoch has finished has run (Flink runs them as the last record completes)."""
+        if self.config.threaded or len(self.controller.mailbox):
+            return
+        for nr in self.non_records:
+            ready = all(self._finished(t) for t in self.traces[:nr.before])
+            if not ready:
+                return  # this one waits, and so do the later ones
+            if nr.triggers == 0:
+                self._fail(DIVERGENCE, "A11", f"after {render_async(step)}: every record before {nr.describe()} "
+                                              f"has finished, but its trigger action has not run",
+                           "trigger ran", "not yet")
+            if nr.finals == 0:
+                if all(self._finished(t) for t in nr.spawned):
+                    self._fail(DIVERGENCE, "A11", f"after {render_async(step)}: the records {nr.describe()}'s "
+                                                  f"trigger started have finished, but its final action has "
+                                                  f"not run", "final ran", "not yet")
+                return
 
     # ------------------------------------------------------------ observed
 
@@ -507,6 +668,8 @@ class AsyncHarness(HarnessBase):
     def _check_after_step(self, step: Step) -> None:
         if self.white_box:
             self._check_structure(step)
+            if self.non_records:
+                self._check_epochs_not_late(step)
         # A record that has not finished its program is certainly still in flight.
         bound = self.config.max_in_flight + 1
         if self._unfinished > bound:
@@ -597,6 +760,10 @@ class AsyncHarness(HarnessBase):
             if left != (0, 0, 0):
                 self._fail(INVARIANT, "A6", f"{where}: {left[0]} keys held, {left[1]} requests active, "
                                             f"{left[2]} blocked", (0, 0, 0), left)
+        for nr in self.non_records:
+            if (nr.triggers, nr.finals) != (1, 1):
+                self._fail(DIVERGENCE, "A11", f"{where}: {nr.describe()}'s trigger action ran {nr.triggers}, its "
+                                              f"final action {nr.finals} times", (1, 1), (nr.triggers, nr.finals))
         want = {(key, name): value for (key, name), value in self.model.data.items()}
         got = {(key, name): value for name, key, _, value in self.backend.items()}
         if want != got:

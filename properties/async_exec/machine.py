@@ -3,10 +3,10 @@
 ``make_async_machine(factory, config, record)`` returns a
 ``RuleBasedStateMachine`` class whose rules interleave record arrivals (one
 record, or a burst of them), time passing (the periodic buffer-timeout check
-then an idle mailbox), forced triggers, drains to a target and partial
-mailbox runs. Each rule becomes a :class:`~properties.core.program.Step` applied
+then an idle mailbox), forced triggers, drains to a target, partial
+mailbox runs and non-records (whose trigger actions may start records). Each rule becomes a :class:`~properties.core.program.Step` applied
 through the :class:`~properties.async_exec.harness.AsyncHarness`, which checks
-A1–A10 after every step; every example ends with a drain to 0, which checks
+A1–A11 after every step; every example ends with a drain to 0, which checks
 that everything finished and the state equals the serial model's. Steps of
 the last run are kept (``record.last.steps``), so a failure is data.
 
@@ -79,6 +79,10 @@ def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMach
         @rule(limit=st.integers(1, 6))
         def run_mail(self, limit):
             self.apply("run_mail", limit)
+
+        @rule(spawn=st.lists(arrival.map(list), max_size=2))
+        def non_record(self, spawn):
+            self.apply("non_record", spawn)
 
         def teardown(self) -> None:
             try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from properties.core.mutants import register_mutant
 from reference.async_execution import AsyncExecutionController, KeyAccountingUnit, StateRequestBuffer
+from reference.epochs import Epoch, EpochManager, EpochStatus
 from reference.errors import IllegalStateError
 from reference.state_future import ContextStateFuture
 
@@ -30,6 +31,7 @@ def _activate(controller: AsyncExecutionController, request) -> None:
                  "accounting unit", "A2 / A6 / A10", machine="async")
 class KeyNotReleased(AsyncExecutionController):
     def dispose_context(self, context):
+        self.epoch_manager.complete_one_record(context.epoch)
         self.in_flight -= 1
         _activate(self, self.buffer.unblock_one_by_key(context.key))
 
@@ -56,6 +58,7 @@ class UnblockNewestFirst(AsyncExecutionController):
                  "key has waited longest, not of the released key", "A10 / A1", machine="async")
 class UnblockWrongKey(AsyncExecutionController):
     def dispose_context(self, context):
+        self.epoch_manager.complete_one_record(context.epoch)
         self.key_accounting.release(context.record, context.key)
         self.in_flight -= 1
         oldest_key = next(iter(self.buffer.blocking_queue), None)
@@ -80,7 +83,8 @@ class _NoCallbackReference(ContextStateFuture):
 
 
 @register_mutant("async-callback-ref-not-taken", "registering a callback does not retain the record context, "
-                 "so a record can be disposed while its callbacks are pending", "A3 / A2 / A6", machine="async")
+                 "so a record can be disposed while its callbacks are pending (and its epoch may finish early)",
+                 "A3 / A2 / A6 / A11", machine="async")
 class CallbackRefNotTaken(AsyncExecutionController):
     future_class = _NoCallbackReference
 
@@ -119,3 +123,87 @@ class _CompletionNotReleased(ContextStateFuture):
                  "record is ever disposed and a drain never finishes", "A10 / A6", machine="async")
 class CompletionNotReleased(AsyncExecutionController):
     future_class = _CompletionNotReleased
+
+
+# ------------------------------------------------------------------ epochs
+
+
+class _EarlyEpoch(Epoch):
+    __slots__ = ()
+
+    def try_finish(self):
+        if self.status is EpochStatus.CLOSED:  # no wait for the epoch's records to finish
+            self.status = EpochStatus.FINISHING
+            if self.trigger_action is not None:
+                self.trigger_action()
+        if self.status is EpochStatus.FINISHING:
+            self.status = EpochStatus.FINISHED
+            if self.final_action is not None:
+                self.final_action()
+        return self.status is EpochStatus.FINISHED
+
+
+class _EarlyEpochManager(EpochManager):
+    def _new_epoch(self):
+        epoch = _EarlyEpoch(self.epoch_count)
+        self.epoch_count += 1
+        return epoch
+
+
+@register_mutant("async-epoch-fires-early", "a non-record's actions run as soon as it arrives, without waiting "
+                 "for the records of its epoch to finish", "A11", machine="async")
+class EpochFiresEarly(AsyncExecutionController):
+    epoch_manager_class = _EarlyEpochManager
+
+
+class _RetriggeringEpoch(Epoch):
+    __slots__ = ()
+
+    def try_finish(self):
+        if self.ongoing:
+            return False
+        if self.status in (EpochStatus.CLOSED, EpochStatus.FINISHING):  # FINISHING: the trigger runs again
+            self.status = EpochStatus.FINISHING
+            if self.trigger_action is not None:
+                self.trigger_action()
+        if not self.ongoing and self.status is EpochStatus.FINISHING:
+            self.status = EpochStatus.FINISHED
+            if self.final_action is not None:
+                self.final_action()
+        return self.status is EpochStatus.FINISHED
+
+
+class _RetriggeringEpochManager(EpochManager):
+    def _new_epoch(self):
+        epoch = _RetriggeringEpoch(self.epoch_count)
+        self.epoch_count += 1
+        return epoch
+
+
+@register_mutant("async-epoch-fires-twice", "an epoch waiting for the records its trigger action started runs "
+                 "the trigger action again when they finish", "A11", machine="async")
+class EpochFiresTwice(AsyncExecutionController):
+    epoch_manager_class = _RetriggeringEpochManager
+
+
+class _ForgetfulEpochManager(EpochManager):
+    def complete_one_record(self, epoch):
+        epoch.ongoing -= 1  # the closed epochs waiting for this record are never looked at again
+
+
+@register_mutant("async-epoch-never-fires", "a record finishing does not let the closed epochs waiting for it "
+                 "finish: a non-record that arrives while records run never fires", "A11 / A10", machine="async")
+class EpochNeverFires(AsyncExecutionController):
+    epoch_manager_class = _ForgetfulEpochManager
+
+
+class _ActiveOnlyEpochManager(EpochManager):
+    def on_record(self):
+        self.active.ongoing += 1  # records a trigger action starts join the open epoch, not the finishing one
+        return self.active
+
+
+@register_mutant("async-epoch-final-skips-spawned", "records started by a non-record's trigger action join the "
+                 "next epoch, so its final action runs before they finish", "A11", machine="async")
+class EpochFinalSkipsSpawned(AsyncExecutionController):
+    epoch_manager_class = _ActiveOnlyEpochManager

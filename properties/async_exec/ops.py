@@ -2,7 +2,8 @@
 
 Record arrivals (each record runs a small program of chained async state
 calls on its key, see ``model.async_model``), time passing, forced triggers,
-drains and partial mailbox runs. The harness applies operation ``NAME`` with
+drains, partial mailbox runs and non-records (a watermark or timer whose
+trigger action may start records of its own, ``spawn``). The harness applies operation ``NAME`` with
 its method ``_op_NAME``; rendering, reading from files and the shrinker's
 simplifications come from here.
 
@@ -29,6 +30,25 @@ def _check_arrive(args: tuple) -> str | None:
     return None
 
 
+def _check_non_record(args: tuple) -> str | None:
+    spawn = args[0]
+    if not isinstance(spawn, list):
+        return f"a non-record's spawn is a list of [key, program] records, got {spawn!r:.80}"
+    for record in spawn:
+        if not isinstance(record, list) or len(record) != 2:
+            return f"a spawned record is [key, program], got {record!r:.80}"
+        problem = _check_arrive(tuple(record))
+        if problem:
+            return problem
+    return None
+
+
+def _simpler_non_record(args: tuple):
+    spawn = args[0]
+    for i in range(len(spawn)):
+        yield (spawn[:i] + spawn[i + 1:],)
+
+
 def _simpler_arrival(args: tuple):
     key, program = args
     if key != 0:
@@ -53,4 +73,6 @@ ASYNC_OPS = OperationTable("async", [
     Operation(name="trigger", args=(), template="aec.trigger_if_needed(True)"),
     Operation(name="drain", args=("target",), template="aec.drain_inflight_records({0!r})", simplify=_down_to(0)),
     Operation(name="run_mail", args=("limit",), template="aec.run_mailbox({0!r})", simplify=_down_to(1)),
+    Operation(name="non_record", args=("spawn",), template="non_record(aec, {0!r})", check=_check_non_record,
+              simplify=_simpler_non_record),
 ])

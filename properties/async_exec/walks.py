@@ -16,7 +16,7 @@ from properties.core.program import Step
 __all__ = ["statement_choices", "walk_program"]
 
 _SWARM_OFF = 0.3
-_KINDS = ("arrive", "arrive_burst", "advance_time", "trigger", "drain", "run_mail")
+_KINDS = ("arrive", "arrive_burst", "advance_time", "trigger", "drain", "run_mail", "non_record")
 
 
 def statement_choices(config: AsyncMachineConfig) -> list:
@@ -60,8 +60,10 @@ def walk_program(seed: int, steps: int, config: AsyncMachineConfig = AsyncMachin
             batch = [Step("trigger", ())]
         elif kind == "drain":
             batch = [Step("drain", (r.randint(0, config.max_in_flight),))]
-        else:
+        elif kind == "run_mail":
             batch = [Step("run_mail", (r.randint(1, 6),))]
+        else:
+            batch = [Step("non_record", ([list(arrival().args) for _ in range(r.choice((0, 0, 1, 2)))],))]
         for step in batch:
             yield step
         made += len(batch)
