@@ -1,6 +1,8 @@
 """Epochs and non-records (reference.epochs, AsyncExecutionController.process_non_record) and the async
 machine's A11: a non-record's actions run after the records before it, once, in epoch order."""
 
+from pathlib import Path
+
 import pytest
 
 from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
@@ -9,6 +11,9 @@ from properties.core.program import Step
 from properties.async_exec.walks import walk_program
 from reference.async_execution import AsyncExecutionController, ManualClock, ParallelMode
 from reference.epochs import EpochManager, EpochStatus
+
+
+FINDING = Path(__file__).resolve().parent.parent / "docs" / "findings" / "epoch-parallel-trigger-stall.json"
 
 
 def _controller(mode=ParallelMode.PARALLEL_BETWEEN_EPOCH, **options):
@@ -144,3 +149,30 @@ def test_a_non_record_step_renders_as_runnable_python():
     namespace = {}
     exec(render_async_program(steps, AsyncMachineConfig(epoch_mode="parallel")), namespace)
     assert namespace["aec"].in_flight == 0
+
+
+def test_the_stored_finding_replays_in_parallel_mode_from_its_file():
+    from properties.core.counterexample import load
+    from properties.core.replay import replay_setup
+    from properties.core.shrink import replay
+
+    cx = load(FINDING)
+    assert cx.settings == {"epoch_mode": "parallel"}
+    impl, make, options, kind = replay_setup(cx, cx.implementation)
+    assert options["config"].epoch_mode == "parallel"
+    failure = replay(list(cx.steps), make, harness_class=kind.harness_class, **options)
+    assert (failure.kind, failure.code, failure.step_index) == ("TIMEOUT", "A10", cx.failing_step)
+
+
+def test_counterexample_settings_of_another_machine_are_bad_input():
+    import json
+
+    from properties.core.counterexample import Counterexample, CounterexampleError
+
+    data = json.loads(FINDING.read_text())
+    data["settings"] = {"epoch_mode": "sideways"}
+    with pytest.raises(CounterexampleError):
+        Counterexample.from_json(data)
+    data["settings"] = {"capacity_of_doom": 1}
+    with pytest.raises(CounterexampleError):
+        Counterexample.from_json(data)

@@ -33,5 +33,6 @@ ASYNC = MachineKind(
     probe=probe_by_harness,
     scenarios=ASYNC_SCENARIOS,
     walker=walk,
+    recorded_settings=("epoch_mode",),
 )
 register_machine(ASYNC)

@@ -11,6 +11,7 @@ from hypothesis import settings
 
 from properties.cli.common import Progress, capacity_arg, non_negative_int, positive_float, positive_int
 from properties.core.counterexample import replay_command
+from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
 from properties.core.hunt import HuntResult, hunt, store
 from properties.core.impls import resolve
@@ -54,6 +55,9 @@ def register(sub) -> None:
     mode.add_argument("--white-box", action="store_true",
                       help="require the white-box checks: exit 2 if the implementation's introspect() view "
                            "does not conform (default: white-box when it conforms, else black-box with a notice)")
+    p.add_argument("--epoch-mode", choices=["serial", "parallel"],
+                   help="async machine: how non-records separate epochs (serial: SERIAL_BETWEEN_EPOCH, Flink's "
+                        "default; parallel: PARALLEL_BETWEEN_EPOCH)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
     p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
@@ -81,12 +85,14 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     sized = "capacity" in attrs.fields_dict(kind.config_class)  # the map machine's configs have a capacity
     capacity = (args.capacity or impl.default_capacity) if sized else None
     keys = args.keys or (max(12, capacity * 5 // 4) if sized else None)
+    if args.epoch_mode is not None and "epoch_mode" not in attrs.fields_dict(kind.config_class):
+        raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
     config = kind.config(capacity=capacity, keys=keys, white_box=False if args.black_box else None,
-                         strict_live_iteration=args.strict_live_iteration)
+                         strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode)
     probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
     white_box = probed.white_box
     config = kind.config(capacity=capacity, keys=keys, white_box=white_box,
-                         strict_live_iteration=args.strict_live_iteration)
+                         strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)

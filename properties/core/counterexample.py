@@ -90,6 +90,7 @@ class Counterexample:
     white_box: bool = True
     strict_live_iteration: bool = False
     versions: dict = attrs.Factory(tool_versions)
+    settings: dict = attrs.Factory(dict)  # the machine's recorded settings (MachineKind.recorded_settings)
 
     @property
     def signature(self) -> str:
@@ -100,20 +101,22 @@ class Counterexample:
     @classmethod
     def build(cls, steps: list[Step], failure: Failure, *, impl: str, capacity: int, found_by: dict,
               expected: list | None = None, machine: str = "map", white_box: bool = True,
-              strict_live_iteration: bool = False) -> "Counterexample":
+              strict_live_iteration: bool = False, settings: dict | None = None) -> "Counterexample":
         expected = expected if expected is not None else [None] * len(steps)
         return cls(impl, capacity, machine, tuple(steps), tuple(_json_safe(e) for e in expected),
                    failure.step_index, failure, found_by, white_box=white_box,
-                   strict_live_iteration=strict_live_iteration)
+                   strict_live_iteration=strict_live_iteration, settings=dict(settings or {}))
 
     def to_json(self) -> dict:
         f = self.failure
+        settings = {"settings": dict(self.settings)} if self.settings else {}
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
             "signature": self.signature,
             "implementation": {"spec": self.implementation, "capacity": self.capacity, "copier": self.copier},
             "machine": self.machine,
+            **settings,
             "checks": {"white_box": self.white_box, "strict_live_iteration": self.strict_live_iteration},
             "found_by": self.found_by,
             "steps": [dict(step_to_json(s), expected=e) for s, e in zip(self.steps, self.expected)],
@@ -166,11 +169,20 @@ class Counterexample:
         failure = Failure(kind, need(raw_failure, "code", str, "failure"), need(raw_failure, "message", str, "failure"),
                           failing, raw_failure.get("expected"), raw_failure.get("actual"))
         checks = data.get("checks", {})
+        settings = data.get("settings", {})
+        machine_kind = MACHINES[machine]
+        if not isinstance(settings, dict) or set(settings) - set(machine_kind.recorded_settings):
+            raise CounterexampleError(path, f"settings {settings!r:.80} are not settings of the {machine} machine "
+                                            f"(it records {', '.join(machine_kind.recorded_settings) or 'none'})")
+        try:
+            machine_kind.config(**settings)
+        except (TypeError, ValueError) as exc:
+            raise CounterexampleError(path, f"settings {settings!r:.80}: {exc}") from None
         return cls(spec, capacity, machine, tuple(steps), tuple(expected), failing, failure,
                    data.get("found_by", {}), copier=impl.get("copier", "deepcopy"),
                    white_box=bool(checks.get("white_box", True)),
                    strict_live_iteration=bool(checks.get("strict_live_iteration", False)),
-                   versions=data.get("versions", {}))
+                   versions=data.get("versions", {}), settings=settings)
 
 
 def replay_command(path, impl_spec: str) -> str:

@@ -186,5 +186,6 @@ def store(result: HuntResult, *, kind, impl_spec: str, config, found_by: dict, d
     cx = Counterexample.build(result.program, result.failure, impl=impl_spec, capacity=kind.capacity(config),
                               found_by=found_by, expected=kind.expected_results(result.program), machine=kind.name,
                               white_box=bool(options.get("white_box", True)),
-                              strict_live_iteration=options.get("strict_live_iteration", False))
+                              strict_live_iteration=options.get("strict_live_iteration", False),
+                              settings=kind.settings(config))
     return save(cx, directory)

@@ -119,7 +119,10 @@ class MachineKind:
     - ``findings``: finding ids -> descriptions (reported, not failures);
     - ``walker(seed, steps, instance)`` -> the steps of a seeded swarm walk (the
       walk phase of ``check`` and ``mutants``, ``properties.core.walk_phase``), or
-      None for a machine without walks.
+      None for a machine without walks;
+    - ``recorded_settings``: config fields beyond capacity and checks that a
+      counterexample records when they are not the default (the async
+      machine's ``epoch_mode``), so a replay builds the same config.
     """
 
     name: str
@@ -138,6 +141,7 @@ class MachineKind:
     describe_state: Callable[..., str] = lambda harness, failed=False: ""
     findings: dict = attrs.Factory(dict)
     walker: Callable | None = None
+    recorded_settings: tuple = ()
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""
@@ -147,6 +151,12 @@ class MachineKind:
     def probe_implementation(self, impl, config, *, black_box: bool = False, white_box: bool = False):
         """Build one ``impl`` with ``config``'s arguments and decide how it is checked (``Probed``)."""
         return self.probe(self, impl, config, black_box=black_box, white_box=white_box)
+
+    def settings(self, config) -> dict:
+        """The ``recorded_settings`` of ``config`` that differ from the default."""
+        default = self.config_class()
+        return {name: getattr(config, name) for name in self.recorded_settings
+                if getattr(config, name) != getattr(default, name)}
 
     def capacity(self, config) -> int:
         """The map capacity a counterexample records (0 for machines without one)."""
