@@ -87,12 +87,12 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     keys = args.keys or (max(12, capacity * 5 // 4) if sized else None)
     if args.epoch_mode is not None and "epoch_mode" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
-    config = kind.config(capacity=capacity, keys=keys, white_box=False if args.black_box else None,
-                         strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode)
+    config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
+                             strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode)
     probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
     white_box = probed.white_box
-    config = kind.config(capacity=capacity, keys=keys, white_box=white_box,
-                         strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode)
+    config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=white_box,
+                             strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)

@@ -61,6 +61,9 @@ class Implementation:
     white_box: bool | None
     description: str = ""
     default_capacity: int = 4  # what the map machine uses unless told otherwise
+    # Machine settings this implementation needs unless told otherwise (Flink's controller:
+    # buffer_timeout=0, its timeout runs on a wall-clock thread); see MachineKind.config_for.
+    config_defaults: dict = attrs.Factory(dict)
 
     def new(self, capacity: int = 4, state_copier=copy.deepcopy):
         return self.factory(capacity=capacity, state_copier=state_copier)
@@ -143,7 +146,7 @@ def probe_by_harness(kind: MachineKind, impl: Implementation, config, *, black_b
                      white_box: bool = False) -> Probed:
     """The probe of machines whose harness builds the structure (async,
     checkpoint): one harness is built and closed."""
-    make_impl, options = kind.replay_setup(impl.factory, kind.config(white_box=False if black_box else None))
+    make_impl, options = kind.replay_setup(impl.factory, kind.config_for(impl, white_box=False if black_box else None))
     harness = construct(impl, lambda: kind.harness_class(make_impl(), **options), {}, "another --impl")
     close = getattr(harness, "close", None)
     if callable(close):

@@ -152,6 +152,12 @@ class MachineKind:
         """Build one ``impl`` with ``config``'s arguments and decide how it is checked (``Probed``)."""
         return self.probe(self, impl, config, black_box=black_box, white_box=white_box)
 
+    def config_for(self, impl, **settings):
+        """:meth:`config` for ``impl``: its ``config_defaults`` first, then ``settings`` (None skipped)."""
+        merged = dict(getattr(impl, "config_defaults", None) or {})
+        merged.update({k: v for k, v in settings.items() if v is not None})
+        return self.config(**merged)
+
     def settings(self, config) -> dict:
         """The ``recorded_settings`` of ``config`` that differ from the default."""
         default = self.config_class()

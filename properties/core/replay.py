@@ -92,11 +92,11 @@ def replay_setup(cx: Counterexample, impl_spec: str) -> tuple[Implementation, Ca
     arguments first (a factory rejecting them is a ConstructionError)."""
     kind = machine_kind(cx.machine)
     impl = resolve(impl_spec, cx.machine)
-    config = kind.config(capacity=cx.capacity or None, white_box=cx.white_box,
-                         strict_live_iteration=cx.strict_live_iteration, **cx.settings)
+    config = kind.config_for(impl, capacity=cx.capacity or None, white_box=cx.white_box,
+                             strict_live_iteration=cx.strict_live_iteration, **cx.settings)
     probed = kind.probe_implementation(impl, config, black_box=not cx.white_box)
-    config = kind.config(capacity=cx.capacity or None, white_box=probed.white_box,
-                         strict_live_iteration=cx.strict_live_iteration, **cx.settings)
+    config = kind.config_for(impl, capacity=cx.capacity or None, white_box=probed.white_box,
+                             strict_live_iteration=cx.strict_live_iteration, **cx.settings)
     make_impl, options = kind.replay_setup(impl.factory, config)
     return impl, make_impl, options, kind
 

@@ -21,7 +21,8 @@ from properties.core.impls import Implementation, UnknownImplementationError, re
 from properties.core.machine import MachineKind
 from properties.flink.batch import BATCH_OPS, DETAILS, run_batch
 from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, jvm
-from properties.flink.releases import DEFAULT_VERSION, release_lib, select_release
+from properties.flink.async_controller import FLINK_ASYNC_SINCE, FlinkAsyncController
+from properties.flink.releases import DEFAULT_VERSION, check_version, parse_version, release_lib, select_release
 from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
                                   FlinkView)
 from properties.flink.serializers import flink_deserialize, flink_serialize
@@ -82,11 +83,19 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
             raise UnknownImplementationError(spec, f"unknown option {options!r}: the Flink bridge takes "
                                                    f"corrupt=NAME, NAME one of {', '.join(CORRUPTIONS)}")
         corruption = name
-    if kind is not None and kind.name not in ("map", "table"):
-        raise UnknownImplementationError(spec, f"the Flink bridge offers the map and table machines, "
+    if kind is not None and kind.name not in ("map", "table", "async"):
+        raise UnknownImplementationError(spec, f"the Flink bridge offers the map, table and async machines, "
                                                f"not {kind.name!r}")
     if corruption and kind is not None and kind.name != "map":
         raise UnknownImplementationError(spec, "seeded corruptions are corruptions of the map")
+    try:
+        check_version(version)
+    except ValueError as exc:
+        raise UnknownImplementationError(spec, str(exc)) from None
+    if kind is not None and kind.name == "async" and parse_version(version) < FLINK_ASYNC_SINCE:
+        raise UnknownImplementationError(spec, f"the bridge drives Flink's AsyncExecutionController from 2.1.0 on "
+                                               f"(its StateExecutionController API); {version} "
+                                               f"{'has no async controller' if parse_version(version) < (2, 0, 0) else 'speaks the 2.0 API, not bridged yet'}")
     try:
         select_release(version)
     except ValueError as exc:
@@ -99,6 +108,11 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
             release_lib(version)  # fetched here, once, before any process that will use it is forked
         except (RuntimeError, OSError) as exc:
             raise UnknownImplementationError(spec, str(exc)) from None
+    if kind is not None and kind.name == "async":
+        return Implementation(spec, FlinkAsyncController, False,
+                              f"Apache Flink {version} AsyncExecutionController through JPype (black-box, "
+                              f"deterministic mailbox and executor, no buffer timeout)",
+                              config_defaults={"buffer_timeout": 0})
     if kind is not None and kind.name == "table":
         return Implementation(spec, FlinkStateTable, False,
                               f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")

@@ -1,0 +1,395 @@
+"""Flink's own AsyncExecutionController (2.1 to 2.3) behind the reference's API: ``--machine async --impl flink``.
+
+The async harness drives a controller through ``process_record``,
+``value_state(name).async_value()/async_update()/async_clear()`` and the
+futures' ``then_*`` methods, ``run_mailbox``, ``trigger_if_needed``,
+``drain_inflight_records`` and ``process_non_record``. :class:`FlinkAsyncController`
+answers them with Flink's ``StateExecutionController`` (a subclass of its
+``AsyncExecutionController``), built around parts that make it deterministic,
+all implemented here in Python through JPype:
+
+- the mailbox (``MailboxExecutor``): a queue the task thread (the harness)
+  runs, mail by mail, when a step says so or when Flink drains;
+- the state executor (``StateExecutor``): runs a batch at once on the calling
+  thread against the harness's heap backend, so the final state is compared
+  with the model's as on the reference;
+- the states (``State``): named handles, one per value state.
+
+Callbacks are Python functions Flink calls through its functional interfaces.
+A drain that cannot make progress never returns in Flink (``drainInflightRecords``
+loops); the mailbox notices it (1,000 polls without a state batch running in
+between) and raises, which the adapter reports as the reference's
+``DrainStalledError``. The buffer timeout runs on a wall-clock
+timer thread in Flink, so the bridge builds the controller without one
+(``buffer_timeout=0``; the async machine checks A8 only with a timeout).
+Black-box: the harness sees no key accounting or request buffer.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any, Callable
+
+from properties.core.errors import UsageError
+from properties.flink.jvm import jvm
+from reference.async_execution import DrainStalledError
+from reference.epochs import ParallelMode
+from reference.errors import IllegalStateError
+from reference.state_executor import VOID_NAMESPACE, HeapStateBackend
+
+__all__ = ["FlinkAsyncController", "FlinkDrainStalled", "FLINK_ASYNC_SINCE"]
+
+FLINK_ASYNC_SINCE = (2, 1, 0)  # the StateExecutionController API this adapter speaks
+_SPIN_LIMIT = 1_000
+_PACKAGE = "org.apache.flink.runtime.asyncprocessing"
+
+
+class _Stalled(Exception):
+    pass
+
+
+class FlinkDrainStalled(DrainStalledError):
+    """Flink's drain polled the mailbox 1,000 times without a state batch running: it cannot make
+    progress (Flink itself would wait forever; the reference raises DrainStalledError)."""
+
+    def __init__(self, in_flight: int) -> None:
+        IllegalStateError.__init__(self, f"Flink's drainInflightRecords cannot make progress: {in_flight} records "
+                                         f"in flight, no mail and no state request to run in {_SPIN_LIMIT:,} polls "
+                                         f"of the mailbox (Flink waits forever)")
+        self.in_flight = in_flight
+
+
+_CLASSES: dict = {}
+
+
+def _classes():
+    """The JPype classes and our interface implementations (made once the JVM runs)."""
+    if _CLASSES:
+        return _CLASSES
+    jvm()
+    import jpype
+
+    JClass = jpype.JClass
+
+    class Mailbox:
+        def __init__(self) -> None:
+            self.mails: deque = deque()
+            self.spins = 0
+            self.stalled = False  # set when a spin was detected (Flink may wrap what we raise)
+
+        @jpype.JOverride
+        def execute(self, *args):
+            # execute(MailOptions, ThrowingRunnable, String, Object[]) is the abstract one
+            command = next(a for a in args if hasattr(a, "run"))
+            self.mails.append(command)
+
+        def run_one(self) -> bool:
+            if not self.mails:
+                return False
+            self.mails.popleft().run()
+            return True
+
+        @jpype.JOverride
+        def tryYield(self):
+            # A drain polls the mailbox between its attempts: so many polls without one state batch
+            # running means it cannot make progress (Flink spins, or re-posts its callback mail).
+            self.spins += 1
+            if self.spins > _SPIN_LIMIT:
+                self.spins = 0
+                self.stalled = True
+                raise _Stalled()
+            return self.run_one()
+
+        @jpype.JOverride
+        def shouldInterrupt(self):
+            return False
+
+    def _yield(self):  # "yield" is a Python keyword: set on the class by name below
+        if not self.run_one():
+            self.stalled = True
+            raise _Stalled()
+
+    setattr(Mailbox, "yield", jpype.JOverride(_yield))
+    Mailbox = jpype.JImplements("org.apache.flink.api.common.operators.MailboxExecutor")(Mailbox)
+
+    @jpype.JImplements("org.apache.flink.api.common.state.v2.State",
+                       "org.apache.flink.runtime.state.v2.internal.InternalPartitionedState")
+    class NamedState:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        @jpype.JOverride
+        def setCurrentNamespace(self, namespace):
+            pass  # one namespace (VOID) per value state, as the reference's
+
+        @jpype.JOverride
+        def asyncClear(self):
+            raise NotImplementedError("the harness clears through the controller")
+
+        @jpype.JOverride
+        def clear(self):
+            raise NotImplementedError("the harness clears through the controller")
+
+    @jpype.JImplements("org.apache.flink.runtime.asyncprocessing.AsyncRequestContainer")
+    class Container:
+        def __init__(self) -> None:
+            self.requests: list = []
+
+        @jpype.JOverride
+        def offer(self, request):
+            self.requests.append(request)
+
+        @jpype.JOverride
+        def isEmpty(self):
+            return not self.requests
+
+    @jpype.JImplements(f"{_PACKAGE}.StateExecutor")
+    class SyncExecutor:
+        def __init__(self, backend, names: dict, progress) -> None:
+            self.backend, self.names, self.progress = backend, names, progress
+
+        def _run(self, request):
+            kind = str(request.getRequestType().name())
+            state = request.getState()
+            name = getattr(state, "name", None) or self.names[int(jpype.java.lang.System.identityHashCode(state))]
+            key = _python(request.getRecordContext().getKey())
+            store = self.backend.store(name)
+            payload = _python(request.getPayload())
+            if kind == "VALUE_GET":
+                value = store.get(key, VOID_NAMESPACE)
+                request.getFuture().complete(None if value is None else jpype.java.lang.Integer(value))
+                return
+            if kind == "VALUE_UPDATE" and payload is not None:
+                store.put(key, VOID_NAMESPACE, payload)
+            elif kind in ("VALUE_UPDATE", "CLEAR"):
+                store.remove(key, VOID_NAMESPACE)
+            else:
+                raise ValueError(f"the bridge's executor cannot run a {kind} request")
+            request.getFuture().complete(None)
+
+        @jpype.JOverride
+        def executeBatchRequests(self, container):
+            self.progress()
+            for request in container.requests:
+                self._run(request)
+            return JClass("java.util.concurrent.CompletableFuture").completedFuture(None)
+
+        @jpype.JOverride
+        def createRequestContainer(self):
+            return Container()
+
+        @jpype.JOverride
+        def executeRequestSync(self, request):
+            self._run(request)
+
+        @jpype.JOverride
+        def fullyLoaded(self):
+            return False
+
+        @jpype.JOverride
+        def shutdown(self):
+            pass
+
+    @jpype.JImplements("org.apache.flink.core.asyncprocessing.AsyncFutureImpl$AsyncFrameworkExceptionHandler")
+    class Rethrow:
+        @jpype.JOverride
+        def handleException(self, message, exception):
+            raise RuntimeError(f"{message}: {exception}")
+
+    _CLASSES.update(
+        jpype=jpype, Mailbox=Mailbox, NamedState=NamedState, SyncExecutor=SyncExecutor, Rethrow=Rethrow,
+        Controller=JClass(f"{_PACKAGE}.StateExecutionController"),
+        DeclarationManager=JClass(f"{_PACKAGE}.declare.DeclarationManager"),
+        ParallelMode=JClass(f"{_PACKAGE}.EpochManager$ParallelMode"),
+        RequestType=JClass(f"{_PACKAGE}.StateRequestType"),
+        Metrics=JClass("org.apache.flink.metrics.groups.UnregisteredMetricsGroup"),
+        Integer=JClass("java.lang.Integer"),
+    )
+    return _CLASSES
+
+
+def _python(value):
+    """A Java value (boxed int, null) as Python's."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+class _Future:
+    """A Flink future with the reference's ``then_*`` names; values cross as Python ints."""
+
+    __slots__ = ("java", "owner")
+
+    def __init__(self, java, owner: "FlinkAsyncController") -> None:
+        self.java, self.owner = java, owner
+
+    def _java_value(self, value):
+        return None if value is None else self.owner._c["Integer"](value) if isinstance(value, int) else value
+
+    def then_apply(self, fn: Callable):
+        return _Future(self.java.thenApply(lambda v: self._java_value(fn(_python(v)))), self.owner)
+
+    def then_accept(self, fn: Callable):
+        return _Future(self.java.thenAccept(lambda v: fn(_python(v))), self.owner)
+
+    def then_compose(self, fn: Callable):
+        return _Future(self.java.thenCompose(lambda v: fn(_python(v)).java), self.owner)
+
+    def then_combine(self, other: "_Future", fn: Callable):
+        return _Future(self.java.thenCombine(other.java, lambda a, b: self._java_value(fn(_python(a), _python(b)))),
+                       self.owner)
+
+    def is_done(self) -> bool:
+        return bool(self.java.isDone())
+
+
+class _ValueState:
+    __slots__ = ("owner", "name", "java")
+
+    def __init__(self, owner: "FlinkAsyncController", name: str) -> None:
+        self.owner, self.name = owner, name
+        self.java = owner._state(name)
+
+    def _request(self, kind: str, payload):
+        c = self.owner._c
+        java_payload = c["jpype"].JObject(None if payload is None else c["Integer"](payload), "java.lang.Object")
+        return _Future(self.owner.aec.handleRequest(self.java, getattr(c["RequestType"], kind), java_payload),
+                       self.owner)
+
+    def async_value(self):
+        return self._request("VALUE_GET", None)
+
+    def async_update(self, value):
+        return self._request("VALUE_UPDATE", value)
+
+    def async_clear(self):
+        return self._request("CLEAR", None)
+
+
+class FlinkAsyncController:
+    """See the module docstring; the keyword arguments are the reference controller's."""
+
+    def __init__(self, batch_size: int = 1000, max_in_flight: int = 6000, buffer_timeout: int = 0, clock=None,
+                 backend=None, *, threaded: bool = False,
+                 epoch_parallel_mode: ParallelMode = ParallelMode.SERIAL_BETWEEN_EPOCH) -> None:
+        if buffer_timeout:
+            raise UsageError(f"Flink's buffer timeout runs on a wall-clock timer thread: the bridge builds the "
+                             f"controller with buffer_timeout=0, got {buffer_timeout!r}")
+        if threaded:
+            raise UsageError("the Flink bridge runs the controller's batches on the task thread (threaded=False)")
+        c = self._c = _classes()
+        self.backend = backend if backend is not None else HeapStateBackend()
+        self.mailbox = c["Mailbox"]()
+        self._names: dict[int, str] = {}
+        self._states: dict[str, Any] = {}
+        self._contexts: dict[int, object] = {}  # identity hash -> the Python token of a record context
+        executor = c["SyncExecutor"](self.backend, self._names, self._progress)
+        mode = c["ParallelMode"].valueOf(epoch_parallel_mode.name)
+        self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, c["DeclarationManager"](), mode,
+                                   128, batch_size, 0, max_in_flight, None, c["Metrics"]())
+
+    # ------------------------------------------------------------ helpers
+
+    def _state(self, name: str):
+        state = self._states.get(name)
+        if state is None:
+            state = self._states[name] = self._c["NamedState"](name)
+            java = self._c["jpype"].JObject(state, "org.apache.flink.api.common.state.v2.State")
+            self._names[int(self._c["jpype"].java.lang.System.identityHashCode(java))] = name
+            self._states[name] = java
+            state = java
+        return state
+
+    def _token(self, java_context):
+        """One Python object per Java record context (the harness compares contexts with ``is``)."""
+        if java_context is None:
+            return None
+        ident = int(self._c["jpype"].java.lang.System.identityHashCode(java_context))
+        token = self._contexts.get(ident)
+        if token is None or token.java is not java_context and not token.java.equals(java_context):
+            token = self._contexts[ident] = _Context(java_context)
+        return token
+
+    def _progress(self) -> None:
+        self.mailbox.spins = 0
+
+    def _stall(self, target: int) -> DrainStalledError:
+        return FlinkDrainStalled(int(self.aec.getInFlightRecordNum()))
+
+    def _guarded(self, fn, target: int = 0):
+        """``fn()``; a drain that stalled anywhere inside it (Flink may have wrapped what the mailbox
+        raised, e.g. into its non-record exception handler) is the reference's DrainStalledError."""
+        self.mailbox.stalled = False
+        try:
+            return fn()
+        except Exception:
+            if self.mailbox.stalled:
+                raise self._stall(target) from None
+            raise
+
+    # ------------------------------------------------------------ the API
+
+    def value_state(self, name: str) -> _ValueState:
+        return _ValueState(self, name)
+
+    @property
+    def current_context(self):
+        return self._token(self.aec.getCurrentContext())
+
+    def process_record(self, record, key, processing: Callable[[], Any]):
+        aec = self.aec
+        jpype = self._c["jpype"]
+        # a record that is not a Java value crosses as an object of its own (the controller only holds it)
+        record = record if isinstance(record, (int, str)) else jpype.java.lang.Object()
+        context = aec.buildContext(jpype.JObject(record), jpype.JObject(key))
+        context.retain()
+        aec.setCurrentContext(context)
+        self._guarded(lambda: aec.syncPointRequestWithCallback(lambda: processing(), False))
+        context.release()
+        return self._token(context)
+
+    def trigger_if_needed(self, force: bool = False) -> bool:
+        return bool(self._guarded(lambda: self.aec.triggerIfNeeded(force)))
+
+    def drain_inflight_records(self, target: int) -> None:
+        self._guarded(lambda: self.aec.drainInflightRecords(target), target)
+
+    def run_mailbox(self, limit: int | None = None, *, timers: bool = False) -> int:
+        ran = 0
+        while (limit is None or ran < limit) and self._guarded(self.mailbox.run_one):
+            ran += 1
+        return ran
+
+    def process_non_record(self, trigger_action, final_action=None) -> None:
+        self._guarded(lambda: self.aec.processNonRecord(
+            None if trigger_action is None else (lambda: trigger_action()),
+            None if final_action is None else (lambda: final_action())))
+
+    @property
+    def in_flight(self) -> int:
+        return int(self.aec.getInFlightRecordNum())
+
+    def close(self) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return f"FlinkAsyncController(in_flight={self.in_flight})"
+
+
+class _Context:
+    """The Python token of a Flink record context."""
+
+    __slots__ = ("java",)
+
+    def __init__(self, java) -> None:
+        self.java = java
+
+    @property
+    def ref_count(self) -> int:
+        return int(self.java.getReferenceCount())
+
+    def __repr__(self) -> str:
+        return f"FlinkRecordContext({self.java})"
