@@ -146,7 +146,8 @@ def probe_by_harness(kind: MachineKind, impl: Implementation, config, *, black_b
                      white_box: bool = False) -> Probed:
     """The probe of machines whose harness builds the structure (async,
     checkpoint): one harness is built and closed."""
-    make_impl, options = kind.replay_setup(impl.factory, kind.config_for(impl, white_box=False if black_box else None))
+    settings = dict(attrs.asdict(config, recurse=False), white_box=False if black_box else None)
+    make_impl, options = kind.replay_setup(impl.factory, kind.config_for(impl, **settings))
     harness = construct(impl, lambda: kind.harness_class(make_impl(), **options), {}, "another --impl")
     close = getattr(harness, "close", None)
     if callable(close):

@@ -93,9 +93,8 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
     except ValueError as exc:
         raise UnknownImplementationError(spec, str(exc)) from None
     if kind is not None and kind.name == "async" and parse_version(version) < FLINK_ASYNC_SINCE:
-        raise UnknownImplementationError(spec, f"the bridge drives Flink's AsyncExecutionController from 2.1.0 on "
-                                               f"(its StateExecutionController API); {version} "
-                                               f"{'has no async controller' if parse_version(version) < (2, 0, 0) else 'speaks the 2.0 API, not bridged yet'}")
+        raise UnknownImplementationError(spec, f"Flink's AsyncExecutionController exists from 2.0.0 on; {version} "
+                                               f"has no async controller")
     try:
         select_release(version)
     except ValueError as exc:

@@ -1,12 +1,14 @@
-"""Flink's own AsyncExecutionController (2.1 to 2.3) behind the reference's API: ``--machine async --impl flink``.
+"""Flink's own AsyncExecutionController (2.0 to 2.3) behind the reference's API: ``--machine async --impl flink``.
 
 The async harness drives a controller through ``process_record``,
 ``value_state(name).async_value()/async_update()/async_clear()`` and the
 futures' ``then_*`` methods, ``run_mailbox``, ``trigger_if_needed``,
 ``drain_inflight_records`` and ``process_non_record``. :class:`FlinkAsyncController`
-answers them with Flink's ``StateExecutionController`` (a subclass of its
-``AsyncExecutionController``), built around parts that make it deterministic,
-all implemented here in Python through JPype:
+answers them with Flink's ``StateExecutionController`` (2.1 on; a subclass of
+its ``AsyncExecutionController``, which in 2.0 handles state requests itself,
+with the ``StateExecutor`` and ``StateFutureImpl`` names of that API), built
+around parts that make it deterministic, all implemented here in Python
+through JPype:
 
 - the mailbox (``MailboxExecutor``): a queue the task thread (the harness)
   runs, mail by mail, when a step says so or when Flink drains;
@@ -39,7 +41,7 @@ from reference.state_executor import VOID_NAMESPACE, HeapStateBackend
 
 __all__ = ["FlinkAsyncController", "FlinkDrainStalled", "FLINK_ASYNC_SINCE"]
 
-FLINK_ASYNC_SINCE = (2, 1, 0)  # the StateExecutionController API this adapter speaks
+FLINK_ASYNC_SINCE = (2, 0, 0)  # the first release with the controller (2.0's API, and 2.1's on)
 _SPIN_LIMIT = 1_000
 _PACKAGE = "org.apache.flink.runtime.asyncprocessing"
 
@@ -69,7 +71,13 @@ def _classes():
     jvm()
     import jpype
 
+    from properties.flink.releases import parse_version, selected_release
+
     JClass = jpype.JClass
+    v20 = parse_version(selected_release()) < (2, 1, 0)  # the 2.0 API: StateExecutor, StateFutureImpl
+    container_interface = f"{_PACKAGE}.StateRequestContainer" if v20 else f"{_PACKAGE}.AsyncRequestContainer"
+    handler_interface = ("org.apache.flink.core.state.StateFutureImpl$AsyncFrameworkExceptionHandler" if v20
+                         else "org.apache.flink.core.asyncprocessing.AsyncFutureImpl$AsyncFrameworkExceptionHandler")
 
     class Mailbox:
         def __init__(self) -> None:
@@ -130,7 +138,7 @@ def _classes():
         def clear(self):
             raise NotImplementedError("the harness clears through the controller")
 
-    @jpype.JImplements("org.apache.flink.runtime.asyncprocessing.AsyncRequestContainer")
+    @jpype.JImplements(container_interface)
     class Container:
         def __init__(self) -> None:
             self.requests: list = []
@@ -143,7 +151,6 @@ def _classes():
         def isEmpty(self):
             return not self.requests
 
-    @jpype.JImplements(f"{_PACKAGE}.StateExecutor")
     class SyncExecutor:
         def __init__(self, backend, names: dict, progress) -> None:
             self.backend, self.names, self.progress = backend, names, progress
@@ -174,8 +181,7 @@ def _classes():
                 self._run(request)
             return JClass("java.util.concurrent.CompletableFuture").completedFuture(None)
 
-        @jpype.JOverride
-        def createRequestContainer(self):
+        def _container(self):
             return Container()
 
         @jpype.JOverride
@@ -190,7 +196,12 @@ def _classes():
         def shutdown(self):
             pass
 
-    @jpype.JImplements("org.apache.flink.core.asyncprocessing.AsyncFutureImpl$AsyncFrameworkExceptionHandler")
+    # createRequestContainer (2.1+) was createStateRequestContainer in 2.0
+    setattr(SyncExecutor, "createStateRequestContainer" if v20 else "createRequestContainer",
+            jpype.JOverride(SyncExecutor._container))
+    SyncExecutor = jpype.JImplements(f"{_PACKAGE}.StateExecutor")(SyncExecutor)
+
+    @jpype.JImplements(handler_interface)
     class Rethrow:
         @jpype.JOverride
         def handleException(self, message, exception):
@@ -198,7 +209,7 @@ def _classes():
 
     _CLASSES.update(
         jpype=jpype, Mailbox=Mailbox, NamedState=NamedState, SyncExecutor=SyncExecutor, Rethrow=Rethrow,
-        Controller=JClass(f"{_PACKAGE}.StateExecutionController"),
+        v20=v20, Controller=JClass(f"{_PACKAGE}.AsyncExecutionController" if v20 else f"{_PACKAGE}.StateExecutionController"),
         DeclarationManager=JClass(f"{_PACKAGE}.declare.DeclarationManager"),
         ParallelMode=JClass(f"{_PACKAGE}.EpochManager$ParallelMode"),
         RequestType=JClass(f"{_PACKAGE}.StateRequestType"),
@@ -287,9 +298,16 @@ class FlinkAsyncController:
         self._states: dict[str, Any] = {}
         self._contexts: dict[int, object] = {}  # identity hash -> the Python token of a record context
         executor = c["SyncExecutor"](self.backend, self._names, self._progress)
-        mode = c["ParallelMode"].valueOf(epoch_parallel_mode.name)
-        self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, c["DeclarationManager"](), mode,
-                                   128, batch_size, 0, max_in_flight, None, c["Metrics"]())
+        if c["v20"]:  # 2.0: the epoch mode is SERIAL_BETWEEN_EPOCH, fixed
+            if epoch_parallel_mode is not ParallelMode.SERIAL_BETWEEN_EPOCH:
+                raise UsageError("Flink 2.0 runs epochs in SERIAL_BETWEEN_EPOCH mode only (the parallel mode is a "
+                                 "constructor argument from 2.1.0 on)")
+            self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, c["DeclarationManager"](), 128,
+                                       batch_size, 0, max_in_flight, None, c["Metrics"]())
+        else:
+            mode = c["ParallelMode"].valueOf(epoch_parallel_mode.name)
+            self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, c["DeclarationManager"](), mode,
+                                       128, batch_size, 0, max_in_flight, None, c["Metrics"]())
 
     # ------------------------------------------------------------ helpers
 
