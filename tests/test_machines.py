@@ -62,3 +62,34 @@ def test_black_box_machine_catches_the_prefix_mutant_through_the_model_alone():
     with pytest.raises(CheckFailure) as caught:
         _run_ci(SkipPrefixCopy, MachineConfig(white_box=False))
     assert caught.value.failure.kind == "DIVERGENCE"
+
+
+def test_the_runs_budget_cuts_rules_short_but_not_an_examples_teardown():
+    import time
+
+    from properties.async_exec.machine import make_async_machine
+    from properties.core.limits import BudgetSpent
+    from properties.core.machine import RunRecord
+    from reference.async_execution import AsyncExecutionController
+
+    record = RunRecord()
+    machine = make_async_machine(AsyncExecutionController, record=record)()
+    record.deadline = time.monotonic() - 1
+    with pytest.raises(BudgetSpent):
+        machine.apply("arrive", 0, [["add", "a", 1]])
+    machine.teardown()  # its final drain runs to the end: Hypothesis must see the example finish
+    assert machine.harness.steps[-1].op == "drain"
+
+
+def test_hypothesis_complaining_about_an_example_the_budget_cut_short_is_the_budgets_end():
+    from properties.core.hunt import _cut_by_budget
+    from properties.core.limits import BudgetSpent
+
+    try:
+        try:
+            raise BudgetSpent()
+        except BudgetSpent:
+            raise ValueError("Inconsistent data generation!")
+    except ValueError as exc:
+        assert _cut_by_budget(exc)
+    assert not _cut_by_budget(ValueError("a real error"))

@@ -135,7 +135,8 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
-            _settle(record, exc)
+            if not _cut_by_budget(exc):
+                _settle(record, exc)
         if record.internal is not None:
             raise record.internal
         if record.first_failure is not None:
@@ -155,6 +156,18 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
     done = time.monotonic()
     return HuntResult(failure, program, len(original), record.first_failure_at, found - started, done - found,
                       record.examples, record.steps, done - started, walks=walked)
+
+
+def _cut_by_budget(exc: BaseException) -> bool:
+    """Hypothesis's complaint about an example the run's budget cut short (an example that
+    stops drawing where an earlier one went on looks flaky to it): the budget's end, not an error."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, BudgetSpent):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _settle(record: RunRecord, exc: BaseException) -> None:

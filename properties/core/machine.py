@@ -59,6 +59,22 @@ class HarnessMachine(RuleBasedStateMachine):
     ``record`` (a RunRecord) and each scenario reached is a Hypothesis event."""
 
     record: RunRecord
+    _finishing = False  # in teardown: the example ends anyway, so the run's budget does not cut it short
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("teardown")
+        if own is not None:
+            # An example cut short inside teardown (its final drain, its last reads) looks to
+            # Hypothesis like one that drew less data than before: a FlakyStrategyDefinition.
+            def teardown(self, _own=own):
+                self._finishing = True
+                try:
+                    _own(self)
+                finally:
+                    self._finishing = False
+
+            cls.teardown = teardown
 
     def attach(self, harness) -> None:
         self.harness = harness
@@ -71,7 +87,7 @@ class HarnessMachine(RuleBasedStateMachine):
 
     def apply(self, op: str, *args) -> None:
         record = self.record
-        if record.deadline is not None and time.monotonic() > record.deadline:
+        if record.deadline is not None and not self._finishing and time.monotonic() > record.deadline:
             raise BudgetSpent()
         record.steps += 1
         try:
