@@ -70,3 +70,13 @@ def test_check_runs_the_async_machine_on_flink_from_the_command_line(tmp_path):
                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
     assert run.returncode == 0, run.stdout + run.stderr
     assert "AsyncExecutionController through JPype" in run.stdout
+
+
+def test_flinks_controller_is_checked_white_box_through_reflection():
+    harness = AsyncHarness(resolve("flink", "async").factory, AsyncMachineConfig(buffer_timeout=0))
+    assert harness.white_box
+    for step in walk_program(3, 60):
+        harness.apply(step)
+    controller = harness.controller
+    assert controller.key_accounting.occupied == {} and controller.buffer.blocking_queue_size == 0
+    assert harness.coverage["batch-full-trigger"] + harness.coverage["forced-trigger"] > 0

@@ -109,8 +109,8 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
             raise UnknownImplementationError(spec, str(exc)) from None
     if kind is not None and kind.name == "async":
         return Implementation(spec, FlinkAsyncController, False,
-                              f"Apache Flink {version} AsyncExecutionController through JPype (black-box, "
-                              f"deterministic mailbox and executor, no buffer timeout)",
+                              f"Apache Flink {version} AsyncExecutionController through JPype (deterministic "
+                              f"mailbox and executor, no buffer timeout)",
                               config_defaults={"buffer_timeout": 0})
     if kind is not None and kind.name == "table":
         return Implementation(spec, FlinkStateTable, False,

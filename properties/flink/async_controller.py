@@ -91,6 +91,9 @@ def _classes():
             command = next(a for a in args if hasattr(a, "run"))
             self.mails.append(command)
 
+        def __len__(self) -> int:
+            return len(self.mails)
+
         def run_one(self) -> bool:
             if not self.mails:
                 return False
@@ -152,8 +155,8 @@ def _classes():
             return not self.requests
 
     class SyncExecutor:
-        def __init__(self, backend, names: dict, progress) -> None:
-            self.backend, self.names, self.progress = backend, names, progress
+        def __init__(self, backend, names: dict, progress, batches) -> None:
+            self.backend, self.names, self.progress, self.batches = backend, names, progress, batches
 
         def _run(self, request):
             kind = str(request.getRequestType().name())
@@ -177,8 +180,8 @@ def _classes():
         @jpype.JOverride
         def executeBatchRequests(self, container):
             self.progress()
-            for request in container.requests:
-                self._run(request)
+            # through the controller's ``state_executor`` (a harness observes batches there)
+            self.batches(list(container.requests))
             return JClass("java.util.concurrent.CompletableFuture").completedFuture(None)
 
         def _container(self):
@@ -232,10 +235,11 @@ def _python(value):
 class _Future:
     """A Flink future with the reference's ``then_*`` names; values cross as Python ints."""
 
-    __slots__ = ("java", "owner")
+    __slots__ = ("java", "owner", "done")
 
     def __init__(self, java, owner: "FlinkAsyncController") -> None:
         self.java, self.owner = java, owner
+        self.done = False  # a future once done stays done: not asked again
 
     def _java_value(self, value):
         return None if value is None else self.owner._c["Integer"](value) if isinstance(value, int) else value
@@ -254,7 +258,9 @@ class _Future:
                        self.owner)
 
     def is_done(self) -> bool:
-        return bool(self.java.isDone())
+        if not self.done:
+            self.done = bool(self.java.isDone())
+        return self.done
 
 
 class _ValueState:
@@ -297,7 +303,12 @@ class FlinkAsyncController:
         self._names: dict[int, str] = {}
         self._states: dict[str, Any] = {}
         self._contexts: dict[int, object] = {}  # identity hash -> the Python token of a record context
-        executor = c["SyncExecutor"](self.backend, self._names, self._progress)
+        self._executor = executor = c["SyncExecutor"](self.backend, self._names, self._progress,
+                                                      lambda requests: self.state_executor.execute_batch(
+                                                          [_Request(r, self) for r in requests]))
+        self.state_executor = _Executor(executor)
+        self.key_accounting = _KeyAccounting(self)
+        self.buffer = _Buffer(self)
         if c["v20"]:  # 2.0: the epoch mode is SERIAL_BETWEEN_EPOCH, fixed
             if epoch_parallel_mode is not ParallelMode.SERIAL_BETWEEN_EPOCH:
                 raise UsageError("Flink 2.0 runs epochs in SERIAL_BETWEEN_EPOCH mode only (the parallel mode is a "
@@ -397,17 +408,125 @@ class FlinkAsyncController:
         return f"FlinkAsyncController(in_flight={self.in_flight})"
 
 
-class _Context:
-    """The Python token of a Flink record context."""
+# ------------------------------------------------------------ white box (reflection)
 
-    __slots__ = ("java",)
+
+_FIELDS: dict = {}
+
+
+def _field(obj, name: str):
+    """A field of ``obj`` declared by its class or a superclass, read by reflection (looked up once)."""
+    cls = obj.getClass()
+    cache_key = (str(cls.getName()), name)
+    field = _FIELDS.get(cache_key)
+    if field is None:
+        owner = cls
+        while owner is not None:
+            try:
+                field = owner.getDeclaredField(name)
+                break
+            except Exception:
+                owner = owner.getSuperclass()
+        if field is None:
+            raise AttributeError(f"no field {name!r} in {cls.getName()}")
+        field.setAccessible(True)
+        _FIELDS[cache_key] = field
+    return field.get(obj)
+
+
+class _Executor:
+    """The controller's ``state_executor``: runs a batch of request views (the harness may wrap it)."""
+
+    def __init__(self, java_executor) -> None:
+        self.java_executor = java_executor
+
+    def execute_batch(self, batch: list) -> None:
+        for request in batch:
+            self.java_executor._run(request.java)
+
+
+class _Request:
+    """A Flink state request as the harness sees one: its record context."""
+
+    __slots__ = ("java", "context")
+
+    def __init__(self, java, owner: "FlinkAsyncController") -> None:
+        self.java = java
+        self.context = owner._token(java.getRecordContext())
+
+
+class _KeyAccounting:
+    """Flink's KeyAccountingUnit: which record holds which key (``noConflictInFlightRecords``)."""
+
+    def __init__(self, owner: "FlinkAsyncController") -> None:
+        self.owner = owner
+
+    @property
+    def occupied(self) -> dict:
+        held = _field(_field(self.owner.aec, "keyAccountingUnit"), "noConflictInFlightRecords")
+        return {_python(k): _python(held.get(k)) for k in list(held.keySet())}
+
+    def occupied_count(self) -> int:
+        return len(self.occupied)
+
+
+class _Buffer:
+    """Flink's request buffer (StateRequestBuffer in 2.0, AsyncRequestBuffer from 2.1)."""
+
+    def __init__(self, owner: "FlinkAsyncController") -> None:
+        self.owner = owner
+        self.seq_and_timeout = None  # no buffer timeout on the bridge
+
+    def _java(self):
+        aec = self.owner.aec
+        name = "stateRequestsBuffer" if self.owner._c["v20"] else "asyncRequestsBuffer"
+        return _field(aec, name)
+
+    @property
+    def active_queue(self) -> list:
+        return [_Request(r, self.owner) for r in list(_field(self._java(), "activeQueue"))]
+
+    def active_queue_size(self) -> int:
+        return int(_field(self._java(), "activeQueue").size())
+
+    @property
+    def blocking_queue_size(self) -> int:
+        return int(_field(self._java(), "blockingQueueSize"))
+
+
+class _Context:
+    """The Python token of a Flink record context (white-box fields by reflection). A context
+    seen disposed (no references, key released) is not read again: the harness reads every
+    context after every step, and Java calls for the finished ones would make that quadratic."""
+
+    __slots__ = ("java", "disposed")
 
     def __init__(self, java) -> None:
         self.java = java
+        self.disposed = False
+
+    def _read(self) -> tuple[int, bool]:
+        if self.disposed:
+            return 0, False
+        count, occupied = int(self.java.getReferenceCount()), bool(_field(self.java, "keyOccupied"))
+        self.disposed = count == 0 and not occupied
+        return count, occupied
 
     @property
     def ref_count(self) -> int:
-        return int(self.java.getReferenceCount())
+        return self._read()[0]
+
+    @property
+    def key_occupied(self) -> bool:
+        return self._read()[1]
+
+    @property
+    def record(self):
+        return _python(self.java.getRecord())
+
+    @property
+    def key(self):
+        return _python(self.java.getKey())
 
     def __repr__(self) -> str:
         return f"FlinkRecordContext({self.java})"
