@@ -90,6 +90,8 @@ class EpochManager:
     """See the module docstring. ``drain(target)``: the controller's
     ``drain_inflight_records`` (SERIAL_BETWEEN_EPOCH calls it with 0)."""
 
+    epoch_class = Epoch  # a seam for variants
+
     def __init__(self, drain: Callable[[int], None] | None) -> None:
         self.drain = drain
         self.epoch_count = 0
@@ -99,7 +101,7 @@ class EpochManager:
         self._finishing_queue = False  # re-entrance guard of _try_finish_in_queue
 
     def _new_epoch(self) -> Epoch:
-        epoch = Epoch(self.epoch_count)
+        epoch = self.epoch_class(self.epoch_count)
         self.epoch_count += 1
         return epoch
 

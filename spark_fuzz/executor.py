@@ -45,7 +45,7 @@ from properties.core.impls import resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.core.machine import RunRecord
 from properties.core.profiles import PROFILES, stabilise_generation
-from properties.core.shrink import replay, shrink
+from properties.core.shrink import confirm_replay, replay, shrink
 import properties.flink  # noqa: F401  (registers --impl flink in every worker process; starts no JVM)
 from properties.map import MAP, MachineConfig, expected_results, make_map_machine
 from properties.map.harness import Harness
@@ -274,10 +274,6 @@ def _counts(harness: Harness) -> dict:
                 findings=_sorted_counts(harness.findings), op_mix=_sorted_counts(Counter(s.op for s in harness.steps)))
 
 
-class PathsDisagree(InternalError):
-    """A batched walk and the call-by-call bridge judged the same program differently (cowcheck's error)."""
-
-
 def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure, options: dict) -> Outcome:
     program = list(harness.steps)
     make = functools.partial(impl.new, capacity=config.capacity)
@@ -286,10 +282,11 @@ def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: 
     if isinstance(harness, SampledHarness) or batched:
         # Checked after every step, call by call, the program may fail earlier or with another
         # code: that failure is the one `cowcheck replay` shows. A batched walk's must be the same.
-        confirmed = replay(program, make, harness_class=Harness, **options)
         if batched:
-            _same_verdict(failure, confirmed, program, "the walk")
+            confirmed = confirm_replay(program, failure, make, harness_class=Harness, what="the walk", **options)
             shrink_make, shrink_class = impl.walk_factory(config.capacity)
+        else:
+            confirmed = replay(program, make, harness_class=Harness, **options)
         failure = confirmed or failure
         program = program[: failure.step_index + 1]
     original = len(program)
@@ -297,23 +294,10 @@ def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: 
         budget = time.perf_counter() + config.seed_time_limit
         program, failure = _shrink_within(program, failure, shrink_make, shrink_class, options, budget)
         if batched:  # the stored failure is the call-by-call bridge's, as replay shows it
-            confirmed = replay(program, make, harness_class=Harness, **options)
-            _same_verdict(failure, confirmed, program, "the shrunk program")
-            failure = confirmed
+            failure = confirm_replay(program, failure, make, harness_class=Harness, what="the shrunk program",
+                                     **options)
     return _with_counterexample(seed, config, program, failure, make, options, "walk", original,
                                 _counts(harness))
-
-
-def _same_verdict(batched: Failure, per_call: Failure | None, program: list, what: str) -> None:
-    """A batched walk's failure must be the call-by-call bridge's: same kind, code and step."""
-    same = per_call is not None and (per_call.kind, per_call.code, per_call.step_index) == (
-        batched.kind, batched.code, batched.step_index)
-    if not same:
-        theirs = "passes" if per_call is None else (f"fails with {per_call.kind} {per_call.code} at step "
-                                                   f"{per_call.step_index}")
-        raise PathsDisagree(f"{what} fails batched with {batched.kind} {batched.code} at step "
-                            f"{batched.step_index}; replayed call by call it {theirs}",
-                            "program:\n" + "\n".join(repr(s) for s in program[: batched.step_index + 1]))
 
 
 def _shrink_within(program, failure, make, harness_class, options, budget):

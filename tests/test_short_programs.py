@@ -59,7 +59,9 @@ def _run(factory, profile: str, examples: int) -> tuple[int, CheckFailure | None
 
 def test_the_crosshair_backend_runs_short_programs_on_the_reference():
     examples, failure = _run(CopyOnWriteStateMap, "crosshair", 20)
-    assert (20, None) == (examples, failure)
+    # On CrossHair's backend Hypothesis may call the test more often than max_examples
+    # (21 calls for 20 seen once in a full-suite run on a loaded machine; 20 when run alone).
+    assert failure is None and examples >= 20, (examples, failure)
 
 
 @pytest.mark.parametrize("mutant, code", [("get-versions-lte", "P6"), ("flink-26853-stale-copier", "P6")])

@@ -144,10 +144,7 @@ class _EarlyEpoch(Epoch):
 
 
 class _EarlyEpochManager(EpochManager):
-    def _new_epoch(self):
-        epoch = _EarlyEpoch(self.epoch_count)
-        self.epoch_count += 1
-        return epoch
+    epoch_class = _EarlyEpoch
 
 
 @register_mutant("async-epoch-fires-early", "a non-record's actions run as soon as it arrives, without waiting "
@@ -174,10 +171,7 @@ class _RetriggeringEpoch(Epoch):
 
 
 class _RetriggeringEpochManager(EpochManager):
-    def _new_epoch(self):
-        epoch = _RetriggeringEpoch(self.epoch_count)
-        self.epoch_count += 1
-        return epoch
+    epoch_class = _RetriggeringEpoch
 
 
 @register_mutant("async-epoch-fires-twice", "an epoch waiting for the records its trigger action started runs "

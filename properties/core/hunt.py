@@ -29,7 +29,7 @@ from properties.core.limits import BudgetSpent
 from properties.core.machine import RunRecord
 from properties.core.profiles import FIND_ONLY
 from properties.core.program import Step
-from properties.core.shrink import replay, shrink
+from properties.core.shrink import confirm_replay, shrink
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, WalkRun, run_walks
 
 __all__ = ["HuntResult", "hunt", "store"]
@@ -58,17 +58,6 @@ class HuntResult:
     walks: WalkRun = attrs.Factory(WalkRun)
 
 
-def _confirm(found, make_impl, harness_class, options: dict) -> None:
-    """A walk that failed through another harness fails the same way through ``harness_class``."""
-    failure = found.failure
-    again = replay(found.program, make_impl, harness_class=harness_class, **options)
-    if again is None or (again.kind, again.code, again.step_index) != (failure.kind, failure.code,
-                                                                       failure.step_index):
-        theirs = "passes" if again is None else f"fails with {again.kind} {again.code} at step {again.step_index}"
-        raise InternalError(f"walk {found.walk} fails batched with {failure.kind} {failure.code} at step "
-                            f"{failure.step_index}; replayed call by call it {theirs}")
-
-
 def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], object], *, base_seed: int,
          profile: settings, replay_harness, examples: int | None = None, deadline: float | None = None,
          record: RunRecord | None = None, harness_options: dict | None = None,
@@ -95,7 +84,8 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
                            spares=_SPARES)
         if walk_with is not None and walked.finding is not None:
             for found_walk in [walked.finding, *walked.more]:
-                _confirm(found_walk, make_impl, replay_harness, options)
+                confirm_replay(found_walk.program, found_walk.failure, make_impl, harness_class=replay_harness,
+                               what=f"walk {found_walk.walk}", **options)
         record.coverage.update(walked.coverage)
         record.findings.update(walked.findings)
         if walked.finding is not None:

@@ -22,11 +22,12 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from properties.core.errors import InternalError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
 from properties.core.limits import StepTimeLimit, current_limit
 from properties.core.program import Step
 
-__all__ = ["replay", "shrink", "signature_of"]
+__all__ = ["replay", "shrink", "signature_of", "confirm_replay"]
 
 
 def signature_of(failure: Failure) -> tuple[str, str]:
@@ -46,6 +47,21 @@ def replay(steps: list[Step], make_impl: Callable[[], object], *, harness_class,
     except CheckFailure as exc:
         return exc.failure
     return None
+
+
+def confirm_replay(steps: list[Step], failure: Failure, make_impl: Callable[[], object], *, harness_class,
+                   what: str = "the program", **harness_options) -> Failure:
+    """Replay ``steps`` through ``harness_class`` (another path than the one that found
+    ``failure``, e.g. call by call after a batched walk); its failure, which must be at the
+    same step with the same kind and code, else InternalError (the paths disagree: cowcheck's error)."""
+    again = replay(steps, make_impl, harness_class=harness_class, **harness_options)
+    if again is None or (again.kind, again.code, again.step_index) != (failure.kind, failure.code,
+                                                                       failure.step_index):
+        theirs = "passes" if again is None else f"fails with {again.kind} {again.code} at step {again.step_index}"
+        raise InternalError(f"{what} fails batched with {failure.kind} {failure.code} at step "
+                            f"{failure.step_index}; replayed call by call it {theirs}",
+                            "program:\n" + "\n".join(repr(s) for s in steps[: failure.step_index + 1]))
+    return again
 
 
 def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object], *, harness_class,

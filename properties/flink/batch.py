@@ -10,12 +10,14 @@ counts and choices as ints.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from properties.core.program import Step
 from properties.flink.convert import answer, java_value
 from properties.flink.jvm import Java, jvm
 from properties.map.ops import MAP_OPS
 
-__all__ = ["BATCH_OPS", "DETAILS", "run_batch", "encode_program"]
+__all__ = ["BATCH_OPS", "DETAILS", "run_batch", "encode_program", "key_table"]
 
 # op code = position in the map's table; the table's batch operations come first (a test holds that)
 BATCH_OPS = tuple(op.name for op in MAP_OPS if op.batch)
@@ -23,9 +25,9 @@ _OP_CODE = {op: i for i, op in enumerate(BATCH_OPS)}
 DETAILS = {"results": 0, "summary": 1, "final": 2, "every_step": 3}  # Batch.DETAIL_*
 
 
-def encode_program(steps: list[Step]) -> tuple[list[int], list]:
-    """Steps as Batch.java's op codes and argument ints; keys and namespaces as
-    indexes into a table of values (turned into Java objects by the caller)."""
+def key_table() -> tuple[list, Callable]:
+    """``(table, ref)``: ``ref(value)`` numbers keys and namespaces into ``table``
+    (by type and value: 1 and True are different Java objects)."""
     table: list = []
     index: dict = {}
 
@@ -36,6 +38,14 @@ def encode_program(steps: list[Step]) -> tuple[list[int], list]:
             i = index[cache_key] = len(table)
             table.append(value)
         return i
+
+    return table, ref
+
+
+def encode_program(steps: list[Step]) -> tuple[list[int], list]:
+    """Steps as Batch.java's op codes and argument ints; keys and namespaces as
+    indexes into a table of values (turned into Java objects by the caller)."""
+    table, ref = key_table()
 
     out: list[int] = []
     for step in steps:

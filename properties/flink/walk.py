@@ -37,7 +37,8 @@ from properties.core.errors import InternalError
 from properties.core.failures import INVARIANT
 from properties.core.program import Step
 from properties.core.states import copy_state
-from properties.flink.convert import java_value, exception_for
+from properties.flink.batch import key_table
+from properties.flink.convert import exception_for, java_value
 from properties.flink.jvm import Java, jvm
 from properties.flink.map import FLINK_CAPACITY, FlinkCapacityError
 from properties.map.harness import Harness, _count
@@ -72,17 +73,7 @@ def _hook(obj: dict):
 def encode_steps(steps: list[Step]) -> tuple[list[int], list]:
     """Steps as Walk.java's op codes and argument ints; keys and namespaces as
     indexes into a table of values (the map's domains' encoding)."""
-    table: list = []
-    index: dict = {}
-
-    def ref(value) -> int:
-        cache_key = (type(value), value)
-        i = index.get(cache_key)
-        if i is None:
-            i = index[cache_key] = len(table)
-            table.append(value)
-        return i
-
+    table, ref = key_table()
     out: list[int] = []
     append, extend = out.append, out.extend
     for step in steps:
