@@ -70,22 +70,39 @@ def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object],
     failure, replaying through ``harness_class``. ``deadline``
     (``time.monotonic()``): stop improving then and return the best so far.
 
-    A TIMEOUT under the active step time limit is shrunk with a tenth of that
-    limit per step (a hang needs no ten seconds to show), and the result is
-    confirmed under the full limit; if it does not time out there, the
-    unshrunk program is returned."""
+    A TIMEOUT under the active step time limit is shrunk with a shorter limit per
+    step (a hang needs no ten seconds to show, and every candidate that still hangs
+    costs that limit): ten times what the whole program before the hanging step took
+    on a fresh replay (no step of it took longer), at least 50 ms, at most a tenth of
+    the limit (or 0.5 s). The result is confirmed under the full limit; if it does not time out
+    there (a step that is slow, not stuck), shrinking runs again with a tenth of the
+    limit (at least 0.5 s), and if that is not confirmed either the unshrunk program is returned."""
     limit = current_limit()
-    if failure.kind == TIMEOUT and failure.code == TIME_LIMIT and limit and limit > _QUICK_TIMEOUT:
-        with StepTimeLimit(max(_QUICK_TIMEOUT, limit / 10)):
-            shorter, _ = _shrink(steps, failure, make_impl, max_replays, deadline, harness_class, harness_options)
-        confirmed = replay(shorter, make_impl, harness_class=harness_class, **harness_options)
-        if confirmed is not None and signature_of(confirmed) == signature_of(failure):
-            return shorter, confirmed
+    if failure.kind == TIMEOUT and failure.code == TIME_LIMIT and limit and limit > _QUICK_FLOOR:
+        tenth = min(limit, max(0.5, limit / 10))
+        quick = _quick_limit(steps[: failure.step_index], make_impl, harness_class, harness_options, tenth)
+        for per_step in dict.fromkeys((quick, tenth)):
+            with StepTimeLimit(per_step):
+                shorter, _ = _shrink(steps, failure, make_impl, max_replays, deadline, harness_class,
+                                     harness_options)
+            confirmed = replay(shorter, make_impl, harness_class=harness_class, **harness_options)
+            if confirmed is not None and signature_of(confirmed) == signature_of(failure):
+                return shorter, confirmed
         return harness_class.normalise(list(steps[: failure.step_index + 1])), failure
     return _shrink(steps, failure, make_impl, max_replays, deadline, harness_class, harness_options)
 
 
-_QUICK_TIMEOUT = 0.5
+_QUICK_FLOOR = 0.05  # seconds: the shortest per-step limit while shrinking a hang
+
+
+def _quick_limit(prefix: list[Step], make_impl, harness_class, harness_options, cap: float) -> float:
+    """The per-step limit for shrinking a hang: ten times the time of a fresh replay of
+    the steps before it (under the full limit), within [_QUICK_FLOOR, cap]; ``cap`` if
+    that replay does not pass (then its time says nothing about a step's)."""
+    began = time.perf_counter()
+    if replay(prefix, make_impl, harness_class=harness_class, **harness_options) is not None:
+        return cap
+    return min(cap, max(_QUICK_FLOOR, 10 * (time.perf_counter() - began)))
 
 
 def _shrink(steps, failure, make_impl, max_replays, deadline, harness_class, harness_options):
