@@ -14,6 +14,7 @@ from reference.errors import (
     UnknownSnapshotVersionError,
 )
 from reference.hashing import bit_mix, java_hash_code, key_group, murmur_hash
+from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
 from reference.snapshot import CopyOnWriteStateMapSnapshot
 from reference.state_table import CopyOnWriteStateTable, CopyOnWriteStateTableSnapshot, KeyGroupRange
 
@@ -35,4 +36,7 @@ __all__ = [
     "java_hash_code",
     "key_group",
     "murmur_hash",
+    "Tuple2",
+    "TimeWindow",
+    "VOID_NAMESPACE",
 ]

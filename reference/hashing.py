@@ -147,6 +147,9 @@ def java_hash_code_cached(value: Any) -> int:
 
 
 def _other_hash_code(value: Any, t: type, again: Callable[[Any], int]) -> int:
+    fn = _EXTRA_HASHES.get(t)
+    if fn is not None:
+        return to_int32(fn(value))
     if t is bool:
         return 1231 if value else 1237
     if value is None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import struct
 from typing import Any, BinaryIO, Callable
 
+from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
+
 __all__ = [
     "IntSerializer",
     "LongSerializer",
@@ -21,6 +23,9 @@ __all__ = [
     "ListSerializer",
     "BytesSerializer",
     "MapSerializer",
+    "Tuple2Serializer",
+    "TimeWindowSerializer",
+    "VoidNamespaceSerializer",
     "SerializationError",
     "UnknownSerializerError",
     "serializer_from_id",
@@ -252,6 +257,69 @@ class MapSerializer:
 # Checkpoints record serializers by id ("int", "list<int>", "map<string,list<long>>"),
 # so a reader can rebuild them. Ids are a name with optional <argument ids>.
 
+class Tuple2Serializer:
+    """Flink TupleSerializer of a ``Tuple2``: field 0, then field 1, each by its serializer."""
+
+    def __init__(self, f0_serializer: Any, f1_serializer: Any) -> None:
+        self.f0_serializer = f0_serializer
+        self.f1_serializer = f1_serializer
+
+    @property
+    def serializer_id(self) -> str:
+        return f"tuple2<{self.f0_serializer.serializer_id},{self.f1_serializer.serializer_id}>"
+
+    def serialize(self, value: Tuple2, out: BinaryIO) -> None:
+        if type(value) is not Tuple2:
+            raise SerializationError(f"Tuple2Serializer: {value!r} is not a Tuple2")
+        self.f0_serializer.serialize(value.f0, out)
+        self.f1_serializer.serialize(value.f1, out)
+
+    def deserialize(self, inp: BinaryIO) -> Tuple2:
+        return Tuple2(self.f0_serializer.deserialize(inp), self.f1_serializer.deserialize(inp))
+
+    def copy(self, value: Tuple2) -> Tuple2:
+        return Tuple2(self.f0_serializer.copy(value.f0), self.f1_serializer.copy(value.f1))
+
+
+class TimeWindowSerializer:
+    """Flink ``TimeWindow.Serializer``: start, then end, as longs."""
+
+    serializer_id = "timewindow"
+
+    def serialize(self, value: TimeWindow, out: BinaryIO) -> None:
+        if type(value) is not TimeWindow:
+            raise SerializationError(f"TimeWindowSerializer: {value!r} is not a TimeWindow")
+        try:
+            out.write(_LONG.pack(value.start) + _LONG.pack(value.end))
+        except struct.error as exc:
+            raise SerializationError(f"TimeWindowSerializer: {value!r} does not fit two longs") from exc
+
+    def deserialize(self, inp: BinaryIO) -> TimeWindow:
+        start, end = struct.unpack(">qq", _read_exact(inp, 16))
+        return TimeWindow(start, end)
+
+    def copy(self, value: TimeWindow) -> TimeWindow:
+        return value
+
+
+class VoidNamespaceSerializer:
+    """Flink VoidNamespaceSerializer: one zero byte (so a stream makes progress)."""
+
+    serializer_id = "void"
+
+    def serialize(self, value: VoidNamespace, out: BinaryIO) -> None:
+        if value is not VOID_NAMESPACE:
+            raise SerializationError(f"VoidNamespaceSerializer: {value!r} is not VOID_NAMESPACE")
+        out.write(b"\x00")
+
+    def deserialize(self, inp: BinaryIO) -> VoidNamespace:
+        _read_exact(inp, 1)
+        return VOID_NAMESPACE
+
+    def copy(self, value: VoidNamespace) -> VoidNamespace:
+        return value
+
+
 _REGISTRY: dict[str, tuple[int, Callable[..., Any]]] = {}
 
 
@@ -272,6 +340,9 @@ register_serializer("string", StringSerializer)
 register_serializer("bytes", BytesSerializer)
 register_serializer("list", ListSerializer, arity=1)
 register_serializer("map", MapSerializer, arity=2)
+register_serializer("tuple2", Tuple2Serializer, arity=2)
+register_serializer("timewindow", TimeWindowSerializer)
+register_serializer("void", VoidNamespaceSerializer)
 
 
 def serializer_from_id(serializer_id: str):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fault_seeds import lone_trigger, triggering
 
 from properties.cli import main
 from spark_fuzz.driver import run_campaign
@@ -120,34 +121,38 @@ def test_resume_after_an_interrupted_run_loses_nothing(spark, tmp_path, mutant_c
 
 def test_an_implementation_that_raises_is_reported_not_fatal(spark, tmp_path):
     config = CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", steps=300)
+    expected = triggering(range(40))
     result = run_campaign(spark, config, tmp_path / "raises", seeds=(0, 40), partitions=4)
     assert [(f["seed"], f["kind"], f["code"]) for f in sorted(result.failures, key=lambda f: f["seed"])] == \
-        [(5, "CRASH", "P7"), (12, "CRASH", "P7"), (18, "CRASH", "P7"), (19, "CRASH", "P7"), (28, "CRASH", "P7")]
-    assert result.seeds == 40 and sum(r["passed"] for r in result.runs) == 35
+        [(seed, "CRASH", "P7") for seed in expected]
+    assert result.seeds == 40 and sum(r["passed"] for r in result.runs) == 40 - len(expected)
     assert [r["signature"] for r in result.distinct] == ["spark_fuzz.faults-introspection_raises_on_77--CRASH-P7"]
     assert result.internal == []
 
 
 def test_a_seed_that_kills_its_process_is_a_crash_row_and_the_campaign_goes_on(spark, tmp_path):
     config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", steps=300)
-    result = run_campaign(spark, config, tmp_path / "exits", seeds=(16, 32), partitions=4)
-    assert sorted((f["seed"], f["code"]) for f in result.failures) == \
-        [(18, "worker-exit"), (19, "worker-exit"), (28, "worker-exit")]
-    assert _seeds_covered(result.runs) == list(range(16, 32))
+    start, stop, seed = lone_trigger(width=16)
+    result = run_campaign(spark, config, tmp_path / "exits", seeds=(start, stop), partitions=4)
+    assert sorted((f["seed"], f["code"]) for f in result.failures) == [(seed, "worker-exit")]
+    assert _seeds_covered(result.runs) == list(range(start, stop))
 
 
 def test_without_isolation_a_dying_python_worker_costs_a_retry_not_the_campaign(spark, tmp_path):
     config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", steps=300)
-    result = run_campaign(spark, config, tmp_path / "no-isolation", seeds=(10, 14), partitions=2, isolate=False)
-    assert [(f["seed"], f["code"]) for f in result.failures] == [(12, "spark-task-failed")]
+    start, stop, seed = lone_trigger()
+    result = run_campaign(spark, config, tmp_path / "no-isolation", seeds=(start, stop), partitions=2,
+                          isolate=False)
+    assert [(f["seed"], f["code"]) for f in result.failures] == [(seed, "spark-task-failed")]
     assert "Python worker exited unexpectedly" in result.failures[0]["message"]
-    assert _seeds_covered(result.runs) == [10, 11, 12, 13]
+    assert _seeds_covered(result.runs) == list(range(start, stop))
 
 
 def test_a_seed_that_hangs_is_killed_and_is_a_timeout_row(spark, tmp_path):
     config = CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", steps=300, seed_time_limit=1.0)
-    result = run_campaign(spark, config, tmp_path / "hangs", seeds=(10, 14), partitions=2)
-    assert [(f["seed"], f["kind"], f["code"]) for f in result.failures] == [(12, "TIMEOUT", "time-limit")]
+    start, stop, seed = lone_trigger()
+    result = run_campaign(spark, config, tmp_path / "hangs", seeds=(start, stop), partitions=2)
+    assert [(f["seed"], f["kind"], f["code"]) for f in result.failures] == [(seed, "TIMEOUT", "time-limit")]
 
 
 def test_a_campaign_by_minutes_runs_rounds_of_consecutive_seeds(spark, tmp_path):

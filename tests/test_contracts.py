@@ -128,7 +128,7 @@ def wide_key_programs(draw):
     for _ in range(draw(st.integers(1, 120))):
         kind = draw(st.sampled_from(KEYED_OPS * 3 + ["rehash", "snapshot", "release"]))
         if kind == "rehash":
-            steps.append(Step("rehash", (draw(st.integers(1, 4)),)))
+            steps.append(Step("rehash", (-1, -1, draw(st.integers(1, 4)))))
         elif kind == "snapshot":
             steps.append(Step("snapshot", (sid,)))
             live.append(sid)

@@ -92,7 +92,7 @@ def test_to_pytest_writes_a_regression_that_passes_on_the_reference(tmp_path):
 
 
 def test_shrink_rewrites_only_when_shorter(tmp_path):
-    longer = [Step("contains_key", (9, 9)), Step("rehash", (3,))] + PROGRAM
+    longer = [Step("contains_key", (9, 9)), Step("rehash", (-1, -1, 3))] + PROGRAM
     path = _stored(tmp_path, longer)
     # _stored saved the long version; shrinking makes it the minimal one.
     run = cowcheck("shrink", str(path))

@@ -66,7 +66,7 @@ def test_parity_programs_double_the_table_and_rehash_under_live_snapshots():
 
 def test_snapshot_taken_mid_rehash_iterates_in_the_same_order_on_both():
     program = [Step("put", (k, 0, [k % 10])) for k in range(98)]
-    program += [Step("rehash", (5,)), Step("snapshot", (0,)), Step("put", (500, 0, [1])), Step("rehash", (30,)),
+    program += [Step("rehash", (-1, -1, 5)), Step("snapshot", (0,)), Step("put", (500, 0, [1])), Step("rehash", (-1, -1, 30)),
                 Step("read_snapshot", (0,))]
     ref, flink = observe(reference(), program, "every_step"), run_batch(program, "every_step")
     _no_difference(ref, flink, program)

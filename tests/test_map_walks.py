@@ -72,7 +72,7 @@ def walk_steps(seed: int, steps: int = STEPS) -> tuple[int, list[Step]]:
         elif op in ("get_mutate", "transform"):
             step = Step(op, (k, ns, r.randrange(10)))
         elif op == "rehash":
-            step = Step(op, (r.randrange(1, 8),))
+            step = Step(op, (k, ns, r.randrange(1, 8)))
         elif op == "snapshot":
             step = Step(op, (sid,))
             sid += 1

@@ -40,7 +40,8 @@ _GENERATE = textwrap.dedent("""
     def ints(x):
         drawn.append(x)
     ints()
-    print(json.dumps([[[s.op, list(s.args)] for s in h.steps] for h in programs] + [drawn]))
+    from properties.core.program import step_to_json
+    print(json.dumps([[step_to_json(s) for s in h.steps] for h in programs] + [drawn]))
 """)
 
 

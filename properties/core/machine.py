@@ -42,6 +42,7 @@ class RunRecord:
     steps: int = 0
     coverage: Counter = attrs.Factory(Counter)
     findings: Counter = attrs.Factory(Counter)
+    space: Any = None  # state-space coverage of the machine's harnesses, if they keep one (``update``)
     last: Any = None  # the harness of the latest example
     first_failure_at: tuple[int, int] | None = None  # (examples, steps) when the first failure showed
     on_example: Callable[["RunRecord"], None] | None = None

@@ -28,6 +28,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import attrs
 
+from properties.core.keys import decode_value, encode_value
+
 __all__ = ["Step", "Operation", "OperationTable", "step_to_json"]
 
 
@@ -40,7 +42,8 @@ class Step:
 
 
 def step_to_json(step: Step) -> dict[str, Any]:
-    return {"op": step.op, "args": list(step.args)}
+    """The step as JSON data (keys and namespaces beyond JSON as tagged objects, :mod:`properties.core.keys`)."""
+    return {"op": step.op, "args": encode_value(list(step.args))}
 
 
 @attrs.frozen(kw_only=True)
@@ -50,7 +53,9 @@ class Operation:
     ``template``: the step as a line of Python (``str.format`` with the
     arguments), unless ``render_with`` builds the line itself;
     ``check``: a problem with arguments read from a file, or None;
-    ``simplify``: simpler argument tuples, simplest first (for shrinking).
+    ``simplify``: simpler argument tuples, simplest first (for shrinking);
+    ``legacy``: the arguments of an older file's form of the step in today's form
+    (None: not an older form), so stored counterexamples keep replaying.
     """
 
     name: str
@@ -59,6 +64,7 @@ class Operation:
     render_with: Callable[[tuple], str] | None = None
     check: Callable[[tuple], str | None] | None = None
     simplify: Callable[[tuple], Iterable[tuple]] | None = None
+    legacy: Callable[[list], list | None] | None = None
 
     def render(self, args: tuple) -> str:
         if self.render_with is not None:
@@ -117,8 +123,11 @@ class OperationTable:
         if op is None:
             raise ValueError(f"unknown operation {name!r} of the {self.machine} machine; known: "
                              f"{', '.join(self.operations)}")
+        if isinstance(args, list) and len(args) != len(op.args) and op.legacy is not None:
+            args = op.legacy(args) or args
         if not isinstance(args, list) or len(args) != len(op.args):
             raise ValueError(f"{name}: expected arguments {list(op.args)}, got {args!r:.80}")
+        args = decode_value(args)
         problem = op.check(tuple(args)) if op.check is not None else None
         if problem:
             raise ValueError(f"{name}: {problem}")

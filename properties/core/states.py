@@ -16,6 +16,7 @@ import io
 import json
 
 from properties.core.failures import safe_repr
+from properties.core.keys import serializers_for
 from reference.serializers import IntSerializer, ListSerializer, SerializationError
 
 __all__ = ["copy_state", "entries", "same_entries", "transform_append", "drain", "write_serializers",
@@ -74,6 +75,14 @@ def same_entries(a, b, symbolic: bool = False) -> bool:
         return False
     if symbolic:
         return sorted(map(repr, a)) == sorted(map(repr, b)) or entries(a) == entries(b)
+    try:  # by (key, namespace): linear, and no ordering of keys needed
+        by_ident = {(k, n): s for k, n, s in a}
+        if len(by_ident) == len(a):
+            other = {(k, n): s for k, n, s in b}
+            if len(other) == len(b) and by_ident == other:
+                return True
+    except Exception:
+        pass
     try:
         if sorted(a) == sorted(b):
             return True
@@ -96,18 +105,22 @@ def drain(iterator):
 # ------------------------------------------------ write_state bytes (SPEC §15, Flink's layout)
 
 
-def write_serializers() -> tuple:
-    """The serializers the harness hands ``snapshot.write_state``: keys and
-    namespaces of the machines and walks are small ints, states lists of small
-    ints, so Flink's IntSerializer and ListSerializer(IntSerializer) write them all."""
-    return IntSerializer(), IntSerializer(), ListSerializer(IntSerializer())
+def write_serializers(key=0, namespace=0) -> tuple:
+    """The serializers the harness hands ``snapshot.write_state`` for a map whose
+    keys and namespaces are like ``key`` and ``namespace`` (a map holds one type of
+    each, as Flink's state does): Flink's serializer of each one's family
+    (:mod:`properties.core.keys`), and ListSerializer(IntSerializer) for the
+    states, lists of int32."""
+    key_serializer, namespace_serializer = serializers_for(key, namespace)
+    return key_serializer, namespace_serializer, ListSerializer(IntSerializer())
 
 
-def decode_written(data: bytes) -> tuple[int, list]:
+def decode_written(data: bytes, serializers: tuple | None = None) -> tuple[int, list]:
     """``(count, entries)`` of ``write_state``'s bytes (SPEC §15, Flink's layout):
-    an int32 count, then namespace, key, state per entry. SerializationError if
-    they do not decode, or if bytes are left over after ``count`` entries."""
-    key_serializer, namespace_serializer, state_serializer = write_serializers()
+    an int32 count, then namespace, key, state per entry, read with ``serializers``
+    (:func:`write_serializers`' by default). SerializationError if they do not
+    decode, or if bytes are left over after ``count`` entries."""
+    key_serializer, namespace_serializer, state_serializer = serializers or write_serializers()
     inp = io.BytesIO(data)
     count = IntSerializer().deserialize(inp)
     if count < 0:

@@ -35,14 +35,16 @@ from properties.core.errors import InternalError
 from properties.core.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure,
                                       safe_equal, safe_repr)
 from properties.core.harness import HarnessBase
+from properties.core.keys import FAMILIES, family_of, fresh, magnitude, nth_key
 from properties.core.program import Step
 from properties.core.replay import show
 from properties.core.states import copy_state, entries, same_entries, transform_append
 from properties.map.introspection import (adapt, deep_view_problem, introspection_problem, observe_flag,
                                           snapshot_problem)
-from properties.map.ops import (KEYED, MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, decode_written, render,
-                                 write_serializers)
+from properties.map.ops import (FAMILY, KEYED, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, SNAPSHOT_TRANSFORMERS,
+                                 decode_written, render, write_serializers)
 from properties.map.scenarios import classify_keyed, classify_release, classify_snapshot
+from properties.map.space import SpaceCoverage
 from reference.hashing import composite_hash
 from reference.invariants import SnapshotGuard, StructureTracker
 from reference.serializers import SerializationError
@@ -71,14 +73,25 @@ class Harness(HarnessBase):
     copy states (a deep copy; :func:`~properties.core.states.copy_state` by
     default). ``symbolic``: values may be CrossHair's symbolic ones; results
     are compared through their ``repr`` (which makes them concrete) rather
-    than sorted.
+    than sorted. ``capacity``: the map's initial capacity (state-space coverage
+    counts the rehash generations Flink's growth rule implies from it).
+
+    Keys and namespaces reach the implementation as fresh objects equal to the
+    step's (:func:`~properties.core.keys.fresh`), as deserialized keys reach
+    Flink's map, until a ``hold_keys`` step: from then on equal keys are the
+    same object, as a caller holding its keys passes them.
     """
 
     operations = MAP_OPS
 
     def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
-                 strict_live_iteration: bool = False, symbolic: bool = False) -> None:
+                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 4) -> None:
         super().__init__()
+        self.capacity = capacity
+        self._key = fresh  # how a key or namespace is handed to the implementation (hold_keys changes it)
+        self._interned: dict = {}
+        self.space = SpaceCoverage()
+        self.space.white_box = False
         self.impl = impl
         self.model = ModelMap(state_copier=state_copier)
         self._copy = state_copier  # the suite's own copies of states (model, guard, expected values)
@@ -94,6 +107,7 @@ class Harness(HarnessBase):
         self._ops = {op.name: getattr(self, "_op_" + op.name) for op in MAP_OPS}
         self._hashes: dict = {}  # composite hashes of int keys and namespaces seen
         self._rehash_before: tuple | None = None  # (rehash_index, primary length) before a keyed step
+        self.space.white_box = self.white_box
 
     @property
     def observed(self) -> tuple | None:
@@ -109,7 +123,13 @@ class Harness(HarnessBase):
 
     @classmethod
     def valid_program(cls, steps: list[Step]) -> bool:
-        """Every snapshot a step names was taken by an earlier step, and no id is taken twice."""
+        """Every snapshot a step names was taken by an earlier step, and no id is taken twice;
+        keys are of one family and namespaces of one family (a map holds one type of each,
+        as Flink's state does, and ``write_state`` is handed one serializer for each)."""
+        return _families(steps) is not None and cls._snapshots_well_formed(steps)
+
+    @classmethod
+    def _snapshots_well_formed(cls, steps: list[Step]) -> bool:
         taken: set = set()
         for step in steps:
             role = MAP_OPS[step.op].snapshot_role
@@ -167,18 +187,21 @@ class Harness(HarnessBase):
         slot = self.model.data.get((key, namespace))
         return slot is not None and slot[1] < self.model.required_version()
 
-    def _take(self, step: Step, iterable, bound: int, what: str, code: str) -> list:
+    def _take(self, step: Step, iterable, bound: int, what: str, code: str, expected: int | None = None) -> list:
         """The items of ``iterable`` (the implementation's), at most ``bound`` + 1 of them:
         an iteration that goes on past ``bound`` is a DIVERGENCE, not a hang."""
         got = self._call(step, lambda: list(islice(iterable, bound + 1)))
         if len(got) > bound:
+            expected = len(self.model) if expected is None else expected
             self._fail(DIVERGENCE, code, f"{render(step)}: {what} gave more than {bound} entries "
-                                         f"(the model has {len(self.model)}); it does not end",
+                                         f"(the model has {expected}); it does not end",
                        f"at most {bound}", f"more than {bound}")
         return got
 
-    def _bound(self) -> int:
-        return 2 * len(self.model) + 64
+    def _bound(self, entries: int | None = None) -> int:
+        """How many entries an iteration over ``entries`` (the live map's by default) may
+        return before it is taken for one that does not end."""
+        return 2 * (len(self.model) if entries is None else entries) + 64
 
     def _entry_tuples(self, step: Step, items: list, what: str, code: str) -> list:
         """``items`` as (key, namespace, state) tuples; anything else is a DIVERGENCE."""
@@ -247,6 +270,29 @@ class Harness(HarnessBase):
         self._count_scenarios(step)
         self._ops[step.op](step, *step.args)
         self.check_after_step(step)
+        self._count_space(step)
+
+    def _count_space(self, step: Step) -> None:
+        """State-space coverage after ``step`` (what it handed the map, how large the map is)."""
+        model = self.model
+        space = self.space
+        space.record_size(len(model.data), self.capacity, len(model.live))
+        args = step.args
+        kinds = _KEY_ARGS.get(step.op)
+        if kinds is None:
+            return
+        if kinds == "pair":
+            key, namespace, count = args[0], args[1], 1
+        elif kinds == "bulk":
+            key, namespace, count = nth_key(args[0], args[1]), args[3], args[2]
+        else:  # iterate_modify: position, key, namespace, change
+            key, namespace, count = args[1], args[2], 1
+        space.keys[magnitude(key)] += count
+        space.namespaces[magnitude(namespace)] += count
+        if self._key is fresh:
+            space.fresh += count
+        else:
+            space.held += count
 
     def check_after_step(self, step: Step) -> None:
         self.check_size(step)
@@ -264,6 +310,7 @@ class Harness(HarnessBase):
         """I1–I9 after ``step`` (white-box): the verdict of a full check, at the
         cost of what changed (``StructureTracker``, ``SnapshotGuard``)."""
         view = self._view(step)
+        self.space.table_lengths.add(len(view.primary_table))
         violations = self._white(step, self._violations, view)
         if violations:
             v = violations[0]
@@ -321,6 +368,9 @@ class Harness(HarnessBase):
                     self._hashes[(args[0], args[1])] = h
             view = self._view(step)
             _count(coverage, self._white(step, classify_keyed, view, op, args[0], args[1], h))
+            chain = self._white(step, _chain_length, view, h)
+            if chain > self.space.longest_chain:
+                self.space.longest_chain = chain
             if view.is_rehashing:
                 self._rehash_before = (view.rehash_index, len(view.primary_table))
         elif op == "snapshot":
@@ -334,14 +384,14 @@ class Harness(HarnessBase):
 
     def _op_put(self, step, key, namespace, state):
         obj = list(state)
-        self._call(step, self.impl.put, key, namespace, obj)
+        self._call(step, self.impl.put, self._key(key), self._key(namespace), obj)
         self.model.put(key, namespace, self._copy(obj))
         self.held[(key, namespace)] = obj
 
     def _op_put_and_get_old(self, step, key, namespace, state):
         obj = list(state)
         copy_expected = self._copy_expected(key, namespace)
-        got = self._call(step, self.impl.put_and_get_old, key, namespace, obj)
+        got = self._call(step, self.impl.put_and_get_old, self._key(key), self._key(namespace), obj)
         want = self.model.put_and_get_old(key, namespace, self._copy(obj))
         self._expect_equal(step, want, got)
         self._expect_identity(step, (key, namespace), got, copy_expected)
@@ -349,7 +399,7 @@ class Harness(HarnessBase):
 
     def _op_get(self, step, key, namespace, mutate_with=_MISSING):
         copy_expected = self._copy_expected(key, namespace)
-        got = self._call(step, self.impl.get, key, namespace)
+        got = self._call(step, self.impl.get, self._key(key), self._key(namespace))
         want = self.model.get(key, namespace)
         self._expect_equal(step, want, got)
         self._expect_identity(step, (key, namespace), got, copy_expected)
@@ -363,17 +413,17 @@ class Harness(HarnessBase):
         self._op_get(step, key, namespace, value)
 
     def _op_contains_key(self, step, key, namespace):
-        got = self._call(step, self.impl.contains_key, key, namespace)
+        got = self._call(step, self.impl.contains_key, self._key(key), self._key(namespace))
         self._expect_equal(step, self.model.contains_key(key, namespace), got)
 
     def _op_remove(self, step, key, namespace):
-        self._call(step, self.impl.remove, key, namespace)
+        self._call(step, self.impl.remove, self._key(key), self._key(namespace))
         self.model.remove(key, namespace)
         self.held.pop((key, namespace), None)
 
     def _op_remove_and_get_old(self, step, key, namespace):
         copy_expected = self._copy_expected(key, namespace)
-        got = self._call(step, self.impl.remove_and_get_old, key, namespace)
+        got = self._call(step, self.impl.remove_and_get_old, self._key(key), self._key(namespace))
         want = self.model.remove_and_get_old(key, namespace)
         self._expect_equal(step, want, got)
         self._expect_identity(step, (key, namespace), got, copy_expected)
@@ -388,7 +438,7 @@ class Harness(HarnessBase):
             seen["new"] = transform_append(old, v)
             return seen["new"]
 
-        self._call(step, self.impl.transform, key, namespace, value, fn)
+        self._call(step, self.impl.transform, self._key(key), self._key(namespace), value, fn)
         if "old" not in seen:
             self._fail(DIVERGENCE, "P1", f"{render(step)}: the transform function was never called")
         slot = self.model.data.get((key, namespace))
@@ -397,9 +447,43 @@ class Harness(HarnessBase):
         self.model.transform(key, namespace, value, transform_append)
         self.held[(key, namespace)] = seen["new"]
 
-    def _op_rehash(self, step, reads):
+    def _op_rehash(self, step, key, namespace, reads):
+        want = self.model.contains_key(key, namespace)
         for _ in range(reads):
-            self._call(step, self.impl.contains_key, -1, -1)
+            got = self._call(step, self.impl.contains_key, self._key(key), self._key(namespace))
+            if got is not want and got != want:
+                self._expect_equal(step, want, got)
+
+    # ------------------------------------------------------------ bulk ops
+
+    def _op_put_range(self, step, family, first, count, namespace, state):
+        """``count`` puts of the family's bulk keys (checked together: P4 after the step)."""
+        put, key_of, model_put, copy, held = self.impl.put, self._key, self.model.put, self._copy, self.held
+        for i in range(first, first + count):
+            key = nth_key(family, i)
+            obj = list(state)
+            self._call(step, put, key_of(key), key_of(namespace), obj)
+            model_put(key, namespace, copy(obj))
+            held[(key, namespace)] = obj
+
+    def _op_remove_range(self, step, family, first, count, namespace):
+        remove, key_of, model_remove, held = self.impl.remove, self._key, self.model.remove, self.held
+        for i in range(first, first + count):
+            key = nth_key(family, i)
+            self._call(step, remove, key_of(key), key_of(namespace))
+            model_remove(key, namespace)
+            held.pop((key, namespace), None)
+
+    def _op_get_range(self, step, family, first, count, namespace):
+        """``count`` gets, each compared with the model (P1) and its identity checked (P6)."""
+        for i in range(first, first + count):
+            self._op_get(step, nth_key(family, i), namespace)
+        self._observed = None
+
+    def _op_hold_keys(self, step):
+        """From here on equal keys and namespaces reach the implementation as one object."""
+        interned = self._interned
+        self._key = lambda value: interned.setdefault(value, value)
 
     # ------------------------------------------------------------ snapshots
 
@@ -438,7 +522,8 @@ class Harness(HarnessBase):
         if msnap.released:
             return  # read after its release (a program the shrinker made): nothing is promised
         self._expect_live_snapshot(step, sid, snap)
-        got = self._take(step, self._call(step, iter, snap), self._bound(), f"iterating snapshot s{sid}", "P2")
+        got = self._take(step, self._call(step, iter, snap), self._bound(len(msnap)), f"iterating snapshot s{sid}",
+                         "P2", len(msnap))
         size = self._call(step, len, snap)
         self._expect_snapshot(step, sid, msnap.iterate(), got, len(msnap), size)
 
@@ -460,7 +545,7 @@ class Harness(HarnessBase):
         self._expect_live_snapshot(step, sid, snap)
         fn = SNAPSHOT_TRANSFORMERS[transformer]
         view = self._call(step, snap.iterate, fn)
-        got = self._take(step, self._call(step, iter, view), self._bound(),
+        got = self._take(step, self._call(step, iter, view), self._bound(len(msnap)),
                          f"iterating snapshot s{sid} with a transformer", "P2")
         want = msnap.iterate(fn)
         self._expect_snapshot(step, sid, want, got, len(want), self._call(step, len, view))
@@ -476,12 +561,13 @@ class Harness(HarnessBase):
         write = getattr(snap, "write_state", None)
         if write is None:
             return  # this implementation does not offer write_state (optional beyond SPEC §15's list)
-        out = io.BytesIO()
-        self._call(step, write, out, *write_serializers())
-        data = out.getvalue()
         want = msnap.iterate()
+        serializers = write_serializers(*(want[0][:2] if want else ()))
+        out = io.BytesIO()
+        self._call(step, write, out, *serializers)
+        data = out.getvalue()
         try:
-            count, got = decode_written(data)
+            count, got = decode_written(data, serializers)
         except SerializationError as exc:
             self._observed = (_ENTRIES, want, [])
             self._fail(DIVERGENCE, "P2", f"{render(step)}: write_state wrote {len(data)} bytes that do not decode "
@@ -581,13 +667,13 @@ class Harness(HarnessBase):
         self.findings["live-iteration-quirk"] += 1
 
     def _op_keys(self, step, namespace):
-        got = self._take(step, self._call(step, lambda: iter(self.impl.keys(namespace))), self._bound(),
+        got = self._take(step, self._call(step, lambda: iter(self.impl.keys(self._key(namespace)))), self._bound(),
                          f"keys({namespace!r})", "P1")
         want = list(self.model.keys(namespace))
         self._expect_equal(step, *_sort_both(want, got, self.symbolic))
 
     def _op_size_of_namespace(self, step, namespace):
-        got = self._call(step, self.impl.size_of_namespace, namespace)
+        got = self._call(step, self.impl.size_of_namespace, self._key(namespace))
         self._expect_equal(step, self.model.size_of_namespace(namespace), got)
 
     def _op_visit(self, step, max_empty):
@@ -595,9 +681,9 @@ class Harness(HarnessBase):
             return  # optional API (SPEC §7); nothing to check
         exact = self.white_box and not observe_flag(self._view(step), "is_rehashing")
         visitor = self._call(step, self.impl.incremental_visitor, max_empty)
-        self._visit_all(step, visitor, exact)
+        self._visit_all(step, visitor, exact, max_empty)
 
-    def _visit_all(self, step, visitor, exact: bool):
+    def _visit_all(self, step, visitor, exact: bool, visitor_max_empty: int = 1):
         """Drive ``visitor`` to its end, pruning states of even length on both
         sides (TTL-style); an exception from the visitor is a CRASH (``_call``).
 
@@ -609,7 +695,11 @@ class Harness(HarnessBase):
         rehash Flink's visitor may return an entry twice (it moves to a bucket
         not yet visited) or skip one, so then only the first rule applies."""
         data = self.model.data
-        limit = 4 * (len(data) + 64) + 1024
+        # Each call returns a chain or scans at most max_empty empty buckets, and a table never
+        # shrinks: its length is below 8x the most entries the map held (3/4 load, doubled while
+        # rehashing), or its capacity.
+        most = max(self.space.largest_here, len(data))
+        limit = (8 * (most + self.capacity + 64)) // max(visitor_max_empty, 1) + 4 * len(data) + 1024
         present = set(data)
         visited: list = []
         calls = 0
@@ -651,6 +741,47 @@ def _sort_both(a: list, b: list, symbolic: bool) -> tuple[list, list]:
         except Exception:
             pass
     return sorted(a, key=safe_repr), sorted(b, key=safe_repr)
+
+
+# Where a step's key and namespace are in its arguments (state-space coverage).
+_KEY_ARGS = {op.name: ("bulk" if op.bulk else "pair" if op.domains[:1] == (PAIR,) else
+                       "position" if op.name == "iterate_modify" else None)
+             for op in MAP_OPS}
+_KEY_ARGS = {name: kind for name, kind in _KEY_ARGS.items() if kind is not None}
+
+
+def _chain_length(view, h: int) -> int:
+    """Entries in the chain hash ``h`` selects in the primary table (white-box)."""
+    table = view.primary_table
+    e = table[h & (len(table) - 1)]
+    n = 0
+    while e is not None and n < 1 << 16:
+        n += 1
+        e = e.next
+    return n
+
+
+def _families(steps: list[Step]) -> tuple | None:
+    """``(key family, namespace family)`` of a program (None each if it has none), or
+    None if it mixes families of keys or of namespaces."""
+    keys, namespaces = set(), set()
+    for step in steps:
+        op = MAP_OPS.operations.get(step.op)
+        if op is None:
+            continue
+        at = 0
+        for domain in op.domains:
+            if domain is PAIR:
+                keys.add(family_of(step.args[at]))
+                namespaces.add(family_of(step.args[at + 1]))
+            elif domain is NAMESPACE:
+                namespaces.add(family_of(step.args[at]))
+            elif domain is FAMILY:
+                keys.add(FAMILIES.get(step.args[at]))
+            at += domain.arity
+    if len(keys) > 1 or len(namespaces) > 1:
+        return None
+    return next(iter(keys), None), next(iter(namespaces), None)
 
 
 def _count(counter: Counter, names) -> None:

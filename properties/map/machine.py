@@ -30,42 +30,97 @@ from typing import Callable
 
 import attrs
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, consumes, precondition, rule
+from hypothesis.stateful import Bundle, consumes, initialize, precondition, rule
 
 from model import ModelMap
 from properties.core.machine import HarnessMachine, RunRecord
 from properties.map.harness import Harness
-from properties.map.ops import LIVE_SNAPSHOT, MAP_OPS, NEW_SNAPSHOT, PAIR, RELEASED_SNAPSHOT, TRANSFORMER_NAMES
+from properties.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
+from properties.map.ops import (COUNT, FAMILY, LIVE_SNAPSHOT, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, RELEASED_SNAPSHOT,
+                                SIZE_CLASSES, TRANSFORMER_NAMES)
+from properties.map.space import SpaceCoverage
+from properties.map.walks import SPACES
 from reference import CopyOnWriteStateMap
 
-__all__ = ["MachineConfig", "make_map_machine", "replay_setup", "Strategies"]
+__all__ = ["MachineConfig", "World", "make_map_machine", "replay_setup", "Strategies"]
 
 
 @attrs.frozen
 class MachineConfig:
-    """What the machine generates: map capacity, key/namespace space sizes,
-    and whether the harness checks white-box invariants (None: if offered)."""
+    """What the machine generates: map capacity, key/namespace pool sizes,
+    whether the harness checks white-box invariants (None: if offered), the
+    largest size class examples grow to (``sizes``: tiny, small, medium, large;
+    bulk steps reach them) and the world keys come from (``space``: ``full``,
+    every key and namespace family; ``classic``: int keys 0..keys-1 and
+    namespaces 0..namespaces-1, no bulk steps)."""
 
     capacity: int = 4
     keys: int = 12
     namespaces: int = 3
     white_box: bool | None = None
     strict_live_iteration: bool = False
+    sizes: str = attrs.field(default="medium", validator=attrs.validators.in_(tuple(SIZE_CLASSES)))
+    space: str = attrs.field(default="full", validator=attrs.validators.in_(SPACES))
+
+
+@attrs.frozen
+class World:
+    """One example's keys and namespaces: pools drawn from one family each, and
+    whether the caller holds its key objects. Rules draw indexes into the pools."""
+
+    family: str
+    keys: tuple
+    namespaces: tuple
+    hold: bool = False
+    size_class: str = "small"
+
+    def pair(self, i: int, j: int, collide: bool) -> tuple:
+        key = self.keys[i % len(self.keys)]
+        if collide and self.family == "int" and family_of(self.namespaces[0]) is INT:
+            return key, key  # int key == int namespace: composite hash 0, one long chain
+        return key, self.namespaces[j % len(self.namespaces)]
+
+    def namespace(self, j: int):
+        return self.namespaces[j % len(self.namespaces)]
 
 
 class Strategies:
     """A Hypothesis strategy per argument domain of the map's operations (the
     machine's context; ``properties.map.walks`` and ``properties.map.parity``
-    draw the same domains their own way)."""
+    draw the same domains their own way). Keys and namespaces are drawn as
+    indexes into the example's :class:`World`, drawn once per example."""
 
     def __init__(self, config: MachineConfig) -> None:
-        self.keys = st.integers(0, config.keys - 1)
-        self.namespaces = st.integers(0, config.namespaces - 1)
-        # Keys equal to namespaces all hash to 0: one long chain in bucket 0.
-        self.pairs = st.one_of(st.tuples(self.keys, self.namespaces), self.keys.map(lambda k: (k, k)))
+        self.config = config
+        index = st.integers(0, 255)
+        self.pairs = st.tuples(index, index, st.booleans())
+        self.per_step = _PER_STEP[config.sizes] if config.space == "full" else 0
+
+    def world(self):
+        config = self.config
+        if config.space == "classic":
+            return st.builds(World, st.just("int"), st.just(tuple(range(config.keys))),
+                             st.just(tuple(range(config.namespaces))))
+        sizes = [name for name in SIZE_CLASSES if SIZE_CLASSES[name] <= SIZE_CLASSES[config.sizes]]
+        return st.tuples(st.sampled_from(KEY_FAMILIES), st.sampled_from(NAMESPACE_FAMILIES),
+                         st.booleans(), st.integers(0, 4), st.sampled_from(sizes)).flatmap(self._world_of)
+
+    def _world_of(self, drawn):
+        key_family, namespace_family, small_ints, hold, size_class = drawn
+        config = self.config
+        keys = st.lists(key_family.strategy(), min_size=1, max_size=config.keys, unique=True)
+        if namespace_family.name == "int" and small_ints:
+            namespaces = st.just(list(range(config.namespaces)))
+        else:
+            namespaces = st.lists(namespace_family.strategy(), min_size=1, max_size=config.namespaces, unique=True)
+        return st.builds(World, st.just(key_family.name), keys.map(tuple), namespaces.map(tuple),
+                         st.just(hold == 0), st.just(size_class))
 
     def pair(self):
         return self.pairs
+
+    def namespace(self):
+        return st.integers(0, 255)
 
     def state(self):
         return st.lists(st.integers(0, 9), max_size=3)
@@ -85,12 +140,17 @@ class Strategies:
     def change(self):
         return st.sampled_from(["put", "remove"])
 
-    def namespace(self):
-        return self.namespaces
-
     def max_empty(self):
         return st.integers(1, 4)
 
+    def first(self):
+        return st.one_of(st.just(0), st.integers(0, 1 << 12))
+
+    def count(self):
+        return st.integers(1, max(self.per_step, 1))
+
+
+_PER_STEP = {"tiny": 4, "small": 32, "medium": 1_000, "large": 25_000}
 
 # Keyword names of the rules' arguments, per domain kind (a rule's arguments are drawn in this order).
 _ARGUMENT = {"pair": "kn", "live_snapshot": "sid", "released_snapshot": "sid"}
@@ -100,8 +160,8 @@ def _rule_for(op, strategies: Strategies, snapshots: Bundle, written: Bundle):
     """The Hypothesis rule applying ``op``: its arguments drawn per domain."""
     arguments = {}
     for domain in op.domains:
-        if domain is NEW_SNAPSHOT:
-            continue  # numbered by the machine
+        if domain is NEW_SNAPSHOT or domain is FAMILY:
+            continue  # numbered by the machine; the example's key family
         name = _ARGUMENT.get(domain.kind, domain.kind)
         if domain is PAIR:
             arguments[name] = strategies.pairs | written if op.reads_written else strategies.pairs
@@ -111,7 +171,6 @@ def _rule_for(op, strategies: Strategies, snapshots: Bundle, written: Bundle):
             arguments[name] = consumes(snapshots)
         else:
             arguments[name] = getattr(strategies, domain.kind)()
-    names = list(arguments)
 
     if op.domains and op.domains[0] is NEW_SNAPSHOT:
         def apply(self):
@@ -123,18 +182,33 @@ def _rule_for(op, strategies: Strategies, snapshots: Bundle, written: Bundle):
         target = {"target": snapshots}
     else:
         def apply(self, **drawn):
+            world = self.world
             args: tuple = ()
-            for name in names:
-                value = drawn[name]
-                args += tuple(value) if name == "kn" else (value,)
+            for domain in op.domains:
+                if domain is PAIR:
+                    args += world.pair(*drawn["kn"])
+                elif domain is NAMESPACE:
+                    args += (world.namespace(drawn["namespace"]),)
+                elif domain is FAMILY:
+                    args += (world.family,)
+                elif domain is COUNT:
+                    args += (self.room(drawn["count"]),)
+                else:
+                    args += (drawn[_ARGUMENT.get(domain.kind, domain.kind)],)
+            if op.name == "put_range":
+                self.bulk_entries += args[2]
             self.apply(op.name, *args)
-            return drawn["kn"] if op.writes else None
+            return drawn["kn"] if op.writes and "kn" in drawn else None
 
-        target = {"target": written} if op.writes else {}
+        target = {"target": written} if op.writes and PAIR in op.domains else {}
     apply.__name__ = op.rule_name
     decorated = rule(**target, **arguments)(apply)
     if op.needs is not None:
         decorated = precondition(lambda self, needs=op.needs: hasattr(self.harness.impl, needs))(decorated)
+    if op.bulk and not strategies.per_step:
+        decorated = precondition(lambda self: False)(decorated)  # the classic world has no bulk steps
+    if op.name == "hold_keys":
+        decorated = precondition(lambda self: False)(decorated)  # chosen once per example, with the world
     return decorated
 
 
@@ -146,22 +220,36 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
     default derived from the factory)."""
     record = record if record is not None else RunRecord()
     strategies = Strategies(config)
-    keys = strategies.keys
     snapshots = Bundle("snapshots")
     written = Bundle("written")
 
     def __init__(self) -> None:
         HarnessMachine.__init__(self)
         impl = factory(capacity=config.capacity, state_copier=copy.deepcopy)
-        self.attach(Harness(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration))
+        self.attach(Harness(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration,
+                            capacity=config.capacity))
         self.next_sid = 0
+        self.world = None
+        self.bulk_entries = 0  # entries bulk puts may have added (the example's size class bounds it)
 
-    # A burst of inserts with key == namespace (hash 0): long chains and
+    def room(self, count: int) -> int:
+        """``count`` cut to what the example's size class leaves for one bulk step."""
+        bound = SIZE_CLASSES[self.world.size_class]
+        return max(1, min(count, _PER_STEP[self.world.size_class], bound - self.bulk_entries))
+
+    @initialize(world=strategies.world())
+    def choose_world(self, world):
+        self.world = world
+        if world.hold:
+            self.apply("hold_keys")
+
+    # A burst of inserts of colliding keys (int key == namespace: hash 0): long chains and
     # tables fuller than their bucket count mid-rehash (cf. FLINK-9601).
-    @rule(first=keys, count=st.integers(2, 8))
+    @rule(first=st.integers(0, 255), count=st.integers(2, 8))
     def burst_of_colliding_puts(self, first, count):
-        for k in range(first, first + count):
-            self.apply("put", k, k, [k % 10])
+        for i in range(first, first + count):
+            key, namespace = self.world.pair(i, 0, True)
+            self.apply("put", key, namespace, [i % 10])
 
     def teardown(self) -> None:
         # Hypothesis calls teardown after a failing rule too: keep that failure.
@@ -174,8 +262,12 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
                 self.apply("read_snapshot", sid)
         record.coverage.update(self.harness.coverage)
         record.findings.update(self.harness.findings)
+        if record.space is None:
+            record.space = SpaceCoverage()
+        record.space.update(self.harness.space)
 
-    namespace = {"snapshots": snapshots, "written": written, "__init__": __init__,
+    namespace = {"snapshots": snapshots, "written": written, "__init__": __init__, "choose_world": choose_world,
+                 "room": room,
                  "burst_of_colliding_puts": burst_of_colliding_puts, "teardown": teardown}
     for op in MAP_OPS:
         namespace[op.rule_name] = _rule_for(op, strategies, snapshots, written)
@@ -201,4 +293,5 @@ def _spec_of(factory: Callable) -> str:
 def replay_setup(factory: Callable, config: MachineConfig):
     """How the map harness replays a program: ``(make_impl, harness options)``."""
     make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)
-    return make, {"white_box": config.white_box, "strict_live_iteration": config.strict_live_iteration}
+    return make, {"white_box": config.white_box, "strict_live_iteration": config.strict_live_iteration,
+                  "capacity": config.capacity}

@@ -11,6 +11,7 @@ import copy
 
 from properties.core.mutants import register_mutant
 from reference.cow_state_map import EMPTY_TABLE, CopyOnWriteStateMap, StateIncrementalVisitor, _ChainIterator
+from reference.hashing import java_hash_code, register_java_hash
 from reference.snapshot import CopyOnWriteStateMapSnapshot
 
 __all__: list[str] = []
@@ -247,3 +248,60 @@ class GetWritesSharedEntry(CopyOnWriteStateMap):
             return super().get(key, namespace)
         finally:
             del self._chained_copy_on_write
+
+
+class _Same:
+    """A key or namespace compared by identity, as Java's ``==`` compares boxed values."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj) -> None:
+        self.obj = obj
+
+    def __eq__(self, other):
+        return other is self.obj
+
+    def __ne__(self, other):
+        return other is not self.obj
+
+    __hash__ = None
+
+
+register_java_hash(_Same, lambda same: java_hash_code(same.obj))
+
+
+def _by_identity(name: str):
+    def method(self, key, namespace, *rest):
+        return getattr(CopyOnWriteStateMap, name)(self, _Same(key), _Same(namespace), *rest)
+    method.__name__ = name
+    return method
+
+
+@register_mutant("identity-compared-keys", "keys and namespaces are compared by identity (Java's == on boxed "
+                 "Integers): an equal key that is another object is not found, so it is inserted twice",
+                 "I3 / P1 / P4")
+class IdentityComparedKeys(CopyOnWriteStateMap):
+    # Right as long as the caller passes the same objects, or ints CPython caches (-5..256).
+    get = _by_identity("get")
+    contains_key = _by_identity("contains_key")
+    put = _by_identity("put")
+    put_and_get_old = _by_identity("put_and_get_old")
+    remove = _by_identity("remove")
+    remove_and_get_old = _by_identity("remove_and_get_old")
+    transform = _by_identity("transform")
+
+    def _insert_entry(self, tab, index, key, namespace, h):
+        return super()._insert_entry(tab, index, key.obj, namespace.obj, h)
+
+
+@register_mutant("rehash-past-1024-drops-entry", "a rehash into a table of 2,048 buckets or more (the fourth "
+                 "doubling from Flink's 128) drops the head entry of each chain of two or more it moves",
+                 "P4 / P1 / I2")
+class RehashPast1024DropsEntry(CopyOnWriteStateMap):
+    def _incremental_rehash(self):
+        old = self.primary_table
+        i = self.rehash_index
+        if len(self.incremental_rehash_table) >= 2048 and old[i] is not None and old[i].next is not None:
+            old[i] = old[i].next
+            self.primary_table_size -= 1
+        super()._incremental_rehash()

@@ -30,13 +30,15 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
+from properties.core.keys import FAMILIES, family_of, nth_key
 from properties.core.program import Operation, OperationTable, Step
 from properties.core.states import decode_written, write_serializers
 
 __all__ = ["Domain", "MapOperation", "MAP_OPS", "SNAPSHOT_TRANSFORMERS", "TRANSFORMER_NAMES", "visit_and_prune_even",
            "write_serializers", "decode_written", "written_entries",
            "render", "render_program", "draw_args", "PAIR", "STATE", "VALUE", "READS", "NEW_SNAPSHOT",
-           "LIVE_SNAPSHOT", "RELEASED_SNAPSHOT", "TRANSFORMER", "POSITION", "CHANGE", "NAMESPACE", "MAX_EMPTY"]
+           "LIVE_SNAPSHOT", "RELEASED_SNAPSHOT", "TRANSFORMER", "POSITION", "CHANGE", "NAMESPACE", "MAX_EMPTY",
+           "FAMILY", "FIRST", "COUNT", "SIZE_CLASSES", "MAX_COUNT", "MAX_READS", "nth_key"]
 
 
 # ------------------------------------------------------------ TTL helpers
@@ -63,10 +65,13 @@ TRANSFORMER_NAMES = tuple(sorted(SNAPSHOT_TRANSFORMERS))
 
 
 def written_entries(snapshot) -> list:
-    """The entries ``snapshot.write_state`` writes, decoded (regression tests use it)."""
+    """The entries ``snapshot.write_state`` writes with Flink's serializers of its
+    keys and namespaces, decoded (regression tests use it)."""
+    first = next(iter(snapshot), None)
+    serializers = write_serializers(*(first[:2] if first is not None else ()))
     out = io.BytesIO()
-    snapshot.write_state(out, *write_serializers())
-    return decode_written(out.getvalue())[1]
+    snapshot.write_state(out, *serializers)
+    return decode_written(out.getvalue(), serializers)[1]
 
 
 def visit_and_prune_even(m, max_empty: int) -> None:
@@ -113,9 +118,16 @@ def _int_in(lo: int, hi: int | None = None):
     return check
 
 
+MAX_STATE = 1 << 10  # elements of a state a step may carry
+
+
 def _state_check(values):
     state = values[0]
-    return None if isinstance(state, list) else f"a state must be a list, got {state!r:.40}"
+    if type(state) is not list:
+        return f"a state must be a list of ints, got {type(state).__name__} {state!r:.40}"
+    if len(state) > MAX_STATE or any(type(x) is not int or not _INT32[0] <= x <= _INT32[1] for x in state):
+        return f"a state must be a list of at most {MAX_STATE} int32 values, got {state!r:.40}"
+    return None
 
 
 def _state_encode(values, ref):
@@ -131,37 +143,79 @@ def _choice(names: tuple):
     return check
 
 
+def _key_problem(value, what: str) -> str | None:
+    if family_of(value) is None:
+        return (f"a {what} must be an int (Java int or long), a string, a Tuple2(int, string), a TimeWindow or "
+                f"VOID_NAMESPACE, got {type(value).__name__} {value!r:.40}")
+    return None
+
+
+def _pair_check(values):
+    return _key_problem(values[0], "key") or _key_problem(values[1], "namespace")
+
+
 def _simpler_pairs(values: tuple):
-    """Smaller keys and namespaces, and key == namespace (composite hash 0: every such
-    entry lands in one chain, which many bugs need and fewer entries then reach)."""
+    """Simpler keys and namespaces within their families (small ints, short strings), and
+    for int keys and namespaces key == namespace (composite hash 0: every such entry lands
+    in one chain, which many bugs need and fewer entries then reach)."""
     key, namespace = values
-    if type(key) is not int or type(namespace) is not int or key < 0 or namespace < 0:
+    kf, nf = family_of(key), family_of(namespace)
+    if kf is None or nf is None:
         return []
-    # Each candidate has a smaller key + namespace, so shrinking cannot go round in circles.
+    # Each candidate is simpler in one component and no worse in the other: no cycles.
     candidates = []
-    if key != namespace:
+    if kf.name == nf.name == "int" and key != namespace and key >= 0 and namespace >= 0:
         candidates.append((min(key, namespace),) * 2)
-    if key > 0:
-        candidates.append((0, namespace))
-    if namespace > 0:
-        candidates.append((key, 0))
+    candidates += [(k, namespace) for k in kf.simpler(key)]
+    candidates += [(key, n) for n in nf.simpler(namespace)]
     return candidates
 
 
-PAIR = Domain("pair", 2, simpler=_simpler_pairs, encode=lambda values, ref: [ref(values[0]), ref(values[1])])
+def _namespace_check(values):
+    return _key_problem(values[0], "namespace")
+
+
+def _simpler_namespace(values):
+    family = family_of(values[0])
+    return [(n,) for n in family.simpler(values[0])] if family is not None else []
+
+
+# Size classes of the maps walks and examples grow (entries at most); bulk steps reach them in one step.
+SIZE_CLASSES = {"tiny": 8, "small": 128, "medium": 4_000, "large": 100_000}
+MAX_COUNT = SIZE_CLASSES["large"]  # entries one bulk step may touch
+MAX_READS = 1 << 16  # reads of one rehash step (a rehash of 10^5 entries needs ~2.5 * 10^4)
+MAX_FIRST = (1 << 31) - 1
+
+
+def _family_check(values):
+    name = values[0]
+    if name not in FAMILIES:
+        return f"expected a key family, one of {', '.join(FAMILIES)}, got {name!r:.40}"
+    return None
+
+
+PAIR = Domain("pair", 2, check=_pair_check, simpler=_simpler_pairs,
+              encode=lambda values, ref: [ref(values[0]), ref(values[1])])
 STATE = Domain("state", check=_state_check, simpler=lambda v: [([],)] if v[0] else [], encode=_state_encode)
 VALUE = Domain("value", check=_int_in(-(1 << 31), (1 << 31) - 1), simpler=lambda v: [(0,)] if v[0] != 0 else [])
-READS = Domain("reads", check=_int_in(1), simpler=lambda v: [(1,)] if v[0] > 1 else [])
-NEW_SNAPSHOT = Domain("new_snapshot", check=_int_in(0))
-LIVE_SNAPSHOT = Domain("live_snapshot", check=_int_in(0))
-RELEASED_SNAPSHOT = Domain("released_snapshot", check=_int_in(0))  # the step releases it
+READS = Domain("reads", check=_int_in(1, MAX_READS), simpler=lambda v: [(1,)] if v[0] > 1 else [])
+MAX_SID = 1 << 20
+NEW_SNAPSHOT = Domain("new_snapshot", check=_int_in(0, MAX_SID))
+LIVE_SNAPSHOT = Domain("live_snapshot", check=_int_in(0, MAX_SID))
+RELEASED_SNAPSHOT = Domain("released_snapshot", check=_int_in(0, MAX_SID))  # the step releases it
 TRANSFORMER = Domain("transformer", check=_choice(TRANSFORMER_NAMES),  # encoded in declaration order
                      encode=lambda values, ref: [list(SNAPSHOT_TRANSFORMERS).index(values[0])])
-POSITION = Domain("position", check=_int_in(0), simpler=lambda v: [(0,)] if v[0] > 0 else [])
+POSITION = Domain("position", check=_int_in(0, MAX_COUNT * 4), simpler=lambda v: [(0,)] if v[0] > 0 else [])
 CHANGE = Domain("change", check=_choice(("put", "remove")),
                 encode=lambda values, ref: [0 if values[0] == "put" else 1])
-NAMESPACE = Domain("namespace", encode=lambda values, ref: [ref(values[0])])
-MAX_EMPTY = Domain("max_empty", check=_int_in(1))
+NAMESPACE = Domain("namespace", check=_namespace_check, simpler=_simpler_namespace,
+                   encode=lambda values, ref: [ref(values[0])])
+MAX_EMPTY = Domain("max_empty", check=_int_in(1, 1 << 20))
+FAMILY = Domain("key_family", check=_family_check, encode=lambda values, ref: [list(FAMILIES).index(values[0])])
+# A bulk step's first index and count: both shrink by halving (and count 1 becomes the single step).
+FIRST = Domain("first", check=_int_in(0, MAX_FIRST), simpler=lambda v: [(0,), (v[0] // 2,)] if v[0] > 1 else
+               [(0,)] if v[0] else [])
+COUNT = Domain("count", check=_int_in(1, MAX_COUNT))
 
 _SNAPSHOT_DOMAINS = (NEW_SNAPSHOT, LIVE_SNAPSHOT, RELEASED_SNAPSHOT)
 
@@ -180,7 +234,10 @@ class MapOperation(Operation):
     regression test through the public API; ``plainer(args)``: plainer steps
     that do part of this one's work (the shrinker tries them in its place,
     before simplifying arguments); ``batch``: whether the Flink
-    bridge's batches (``Batch.java``) run it (parity programs draw only those)."""
+    bridge's batches (``Batch.java``) run it (parity programs draw only those);
+    ``whole_map``: it costs O(entries) on both sides (iteration, snapshot reads), so
+    walks over large maps draw it rarely; ``bulk``: it applies its keyed operation to
+    ``count`` keys of a family's bulk sequence (:func:`~properties.core.keys.nth_key`)."""
 
     domains: tuple = ()
     keyed: bool = False
@@ -188,6 +245,8 @@ class MapOperation(Operation):
     reads_written: bool = False
     needs: str | None = None
     batch: bool = True
+    whole_map: bool = False
+    bulk: bool = False
     plainer: Callable[[tuple], Iterable[Step]] | None = None
     rule: str = ""
     regression: Callable[[tuple, Any], list[str]] | None = None
@@ -250,6 +309,35 @@ def _render_iterate_modify(a: tuple) -> str:
             f"# live iteration across a change")
 
 
+def _render_range(call: str):
+    def render(a: tuple) -> str:
+        family, first, count, namespace = a[:4]
+        extra = "".join(f", {x!r}" for x in a[4:])
+        return (f"for i in range({first!r}, {first + count!r}): "
+                f"m.{call}(nth_key({family!r}, i), {namespace!r}{extra})")
+    return render
+
+
+def _halves(single: str):
+    """Plainer forms of a bulk step: its lower half, its upper half, and for one key the single step."""
+    def plainer(a: tuple) -> list:
+        family, first, count, namespace = a[:4]
+        if count == 1:
+            return [Step(single, (nth_key(family, first), namespace) + tuple(a[4:]))]
+        half = count // 2
+        return [Step(plainer.op, (family, first, half, namespace) + tuple(a[4:])),
+                Step(plainer.op, (family, first + half, count - half, namespace) + tuple(a[4:]))]
+    return plainer
+
+
+def _bulk(name: str, single: str, domains: tuple, args: tuple, **kw) -> MapOperation:
+    plainer = _halves(single)
+    plainer.op = name
+    render = _render_range(single)
+    return _op(name, domains, args=args, render_with=render, plainer=plainer, bulk=True,
+               regression=lambda a, want: [render(a)], **kw)
+
+
 MAP_OPS = OperationTable("map", [
     _op("put", (PAIR, STATE), "m.put({0!r}, {1!r}, {2!r})", args=("key", "namespace", "state"),
         keyed=True, writes=True,
@@ -276,38 +364,45 @@ MAP_OPS = OperationTable("map", [
         args=("key", "namespace", "value"), keyed=True, writes=True, reads_written=True,
         plainer=lambda a: [Step("put", (a[0], a[1], [a[2]]))],
         regression=lambda a, want: [f"m.transform({a[0]!r}, {a[1]!r}, {a[2]!r}, transform_append)"]),
-    _op("rehash", (READS,), "for _ in range({0!r}): m.contains_key(-1, -1)  # drive the incremental rehash",
-        args=("reads",),
-        regression=lambda a, want: [f"for _ in range({a[0]!r}):",
-                                    "    m.contains_key(-1, -1)  # drives the incremental rehash"]),
+    _op("rehash", (PAIR, READS), "for _ in range({2!r}): m.contains_key({0!r}, {1!r})  # drive the incremental "
+                                 "rehash", args=("key", "namespace", "reads"),
+        legacy=lambda raw: [-1, -1, raw[0]] if len(raw) == 1 else None,
+        regression=lambda a, want: [f"for _ in range({a[2]!r}):",
+                                    f"    m.contains_key({a[0]!r}, {a[1]!r})  # drives the incremental rehash"]),
     _op("snapshot", (NEW_SNAPSHOT,), "s{0} = m.snapshot()", args=("sid",),
         regression=lambda a, want: [f"s{a[0]} = m.snapshot()"]),
-    _op("read_snapshot", (LIVE_SNAPSHOT,), "list(s{0})", args=("sid",),
+    _op("read_snapshot", (LIVE_SNAPSHOT,), "list(s{0})", whole_map=True, args=("sid",),
         regression=lambda a, want: [f"assert entries(s{a[0]}) == {want!r}"]),
     _op("read_snapshot_transformed", (RELEASED_SNAPSHOT, TRANSFORMER),
-        "list(s{0}.iterate(SNAPSHOT_TRANSFORMERS[{1!r}])); s{0}.release()", args=("sid", "transformer"),
+        "list(s{0}.iterate(SNAPSHOT_TRANSFORMERS[{1!r}])); s{0}.release()", whole_map=True, args=("sid", "transformer"),
         rule="read_snapshot_transformed_then_release", plainer=lambda a: [Step("release", (a[0],))],
         regression=lambda a, want: [f"assert entries(s{a[0]}.iterate(SNAPSHOT_TRANSFORMERS[{a[1]!r}])) == {want!r}",
                                     f"s{a[0]}.release()"]),
     _op("release", (RELEASED_SNAPSHOT,), "s{0}.release(); s{0}.release()  # idempotent", args=("sid",),
         regression=lambda a, want: [f"s{a[0]}.release()", f"s{a[0]}.release()  # idempotent"]),
-    _op("iterate", (), "list(m)", args=(), regression=lambda a, want: [f"assert entries(m) == {want!r}"]),
-    _op("iterate_modify", (POSITION, PAIR, CHANGE), args=("position", "key", "namespace", "change"),
+    _op("iterate", (), "list(m)", whole_map=True, args=(), regression=lambda a, want: [f"assert entries(m) == {want!r}"]),
+    _op("iterate_modify", (POSITION, PAIR, CHANGE), whole_map=True, args=("position", "key", "namespace", "change"),
         render_with=_render_iterate_modify, rule="iterate_across_change",
         plainer=lambda a: [Step("put", (a[1], a[2], [0])) if a[3] == "put" else Step("remove", (a[1], a[2]))],
         regression=lambda a, want: [
             "it = iter(m)", f"for _ in range(min({a[0]!r}, len(m))):", "    next(it)",
             f"m.put({a[1]!r}, {a[2]!r}, [0])" if a[3] == "put" else f"m.remove({a[1]!r}, {a[2]!r})",
             "drain(it)  # may raise ConcurrentModificationError; the replay below checks which"]),
-    _op("keys", (NAMESPACE,), "sorted(m.keys({0!r}))", args=("namespace",), rule="keys_of_namespace",
+    _op("keys", (NAMESPACE,), "sorted(m.keys({0!r}))", whole_map=True, args=("namespace",), rule="keys_of_namespace",
         regression=lambda a, want: [f"assert sorted(m.keys({a[0]!r}), key=repr) == {want!r}"]),
-    _op("size_of_namespace", (NAMESPACE,), "m.size_of_namespace({0!r})", args=("namespace",),
+    _op("size_of_namespace", (NAMESPACE,), "m.size_of_namespace({0!r})", whole_map=True, args=("namespace",),
         regression=lambda a, want: [f"assert m.size_of_namespace({a[0]!r}) == {want!r}"]),
     _op("visit", (MAX_EMPTY,), "visit_and_prune_even(m, {0!r})  # incremental visitor, TTL-style",
-        args=("max_empty",), needs="incremental_visitor", rule="visit_and_prune",
+        whole_map=True, args=("max_empty",), needs="incremental_visitor", rule="visit_and_prune",
         regression=lambda a, want: [f"visit_and_prune_even(m, {a[0]!r})"]),
+    _bulk("put_range", "put", (FAMILY, FIRST, COUNT, NAMESPACE, STATE),
+          args=("family", "first", "count", "namespace", "state"), writes=True),
+    _bulk("remove_range", "remove", (FAMILY, FIRST, COUNT, NAMESPACE), args=("family", "first", "count", "namespace")),
+    _bulk("get_range", "get", (FAMILY, FIRST, COUNT, NAMESPACE), args=("family", "first", "count", "namespace")),
+    _op("hold_keys", (), "# the caller holds its key objects from here on: equal keys are the same object",
+        args=(), regression=lambda a, want: ["# from here on the caller passes the same key objects (held_keys)"]),
     _op("write_snapshot", (LIVE_SNAPSHOT,), "written_entries(s{0})  # s{0}.write_state(out, *write_serializers())",
-        args=("sid",), batch=False,
+        whole_map=True, args=("sid",), batch=False,
         regression=lambda a, want: [f"assert entries(written_entries(s{a[0]})) == {want!r}"]),
 ])
 

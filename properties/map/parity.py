@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import attrs
 
+from properties.core.keys import nth_key
 from properties.core.program import Step
 from properties.core.states import transform_append
 from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, TRANSFORMER_NAMES, draw_args
@@ -160,9 +161,23 @@ class _Observer:
         self.m.transform(key, namespace, value, fn)
         return seen
 
-    def _rehash(self, reads):
+    def _rehash(self, key, namespace, reads):
         for _ in range(reads):
-            self.m.contains_key(-1, -1)
+            self.m.contains_key(key, namespace)
+
+    def _put_range(self, family, first, count, namespace, state):
+        for i in range(first, first + count):
+            self._put(nth_key(family, i), namespace, state)
+
+    def _remove_range(self, family, first, count, namespace):
+        for i in range(first, first + count):
+            self.m.remove(nth_key(family, i), namespace)
+
+    def _get_range(self, family, first, count, namespace):
+        return [self._get(nth_key(family, i), namespace) for i in range(first, first + count)]
+
+    def _hold_keys(self):
+        """Keys reach the map as the step's own objects here anyway (the parity programs' caller)."""
 
     def _snapshot(self, sid):
         if sid in self.snapshots:
@@ -344,6 +359,15 @@ class ParityContext:
 
     def reads(self):
         return self.r.randint(1, 8)
+
+    def key_family(self):
+        return "int"
+
+    def first(self):
+        return self.r.choice((0, self.r.randrange(1 << 16)))
+
+    def count(self):
+        return self.r.randint(1, 64)
 
     def new_snapshot(self):
         self.live.append(self.next_sid)

@@ -53,7 +53,7 @@ def decode(ops) -> list[Step]:
             if live:
                 steps.append(Step("release", (live.pop(value % len(live)),)))
         elif op == "rehash":
-            steps.append(Step("rehash", (1 + value % 4,)))
+            steps.append(Step("rehash", (-1, -1, 1 + value % 4)))
         elif op in ("put", "put_and_get_old"):
             steps.append(Step(op, (key, namespace, [value])))
         elif op in ("get_mutate", "transform"):

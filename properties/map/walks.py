@@ -2,33 +2,43 @@
 
 ``walk_program(seed, steps)`` is the raw generator of map programs: each seed
 draws its own weights for the operations of
-:data:`~properties.map.ops.MAP_OPS` (some switched off), key and namespace
-space sizes and how often key == namespace (hash 0: one long chain), then
-emits steps one at a time (a generator: a walk costs no memory up front).
-Rare interleavings that uniform generation misses in minutes show up in a
-fraction of a second when whole walks are skewed. Campaigns
-(``spark_fuzz.executor``) and ``cowcheck check``'s walk phase run them
-through the harness.
+:data:`~properties.map.ops.MAP_OPS` (some switched off), then its world: a key
+family and a namespace family (:mod:`properties.core.keys`: ints over the
+whole int32 range, longs, strings of every kind, Tuple2 keys; ints,
+VoidNamespace, TimeWindow namespaces), pools of keys and namespaces, how often
+two keys collide (for ints key == namespace: hash 0, one long chain), a size
+class (tiny <= 8 entries, small <= 128, medium <= 4,000, large <= 100,000,
+reached through bulk steps), and whether the caller holds its key objects
+(``hold_keys``) or hands fresh ones, as Flink does. Then it emits steps one at
+a time (a generator: a walk costs no memory up front). Rare interleavings that
+uniform generation misses in minutes show up in a fraction of a second when
+whole walks are skewed. Campaigns (``spark_fuzz.executor``) and ``cowcheck
+check``'s walk phase run them through the harness.
+
+Operations that cost O(entries) (iteration, snapshot reads: ``whole_map``) are
+drawn rarely once a map is large, so a walk to 10^5 entries stays linear.
 
 Determinism: generation uses ``random.Random(seed)`` only (never ``hash()``,
 never set or dict order of strings), so a seed gives the same program in
 every process, executor and machine.
 
 >>> [s.op for s in walk_program(3, 4)]
-['visit', 'put_and_get_old', 'size_of_namespace', 'snapshot', 'read_snapshot']
+['put_range', 'put_range', 'put_range', 'put_range', 'read_snapshot', 'read_snapshot']
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import random
 from typing import Iterator
 
+from properties.core.keys import FAMILIES
 from properties.core.program import Step
 from properties.map.harness import Harness
-from properties.map.ops import LIVE_SNAPSHOT, MAP_OPS, RELEASED_SNAPSHOT, TRANSFORMER_NAMES, draw_args
+from properties.map.ops import LIVE_SNAPSHOT, MAP_OPS, RELEASED_SNAPSHOT, SIZE_CLASSES, TRANSFORMER_NAMES, draw_args
 
-__all__ = ["walk_program", "WalkContext", "SampledHarness", "WALK_OPS"]
+__all__ = ["walk_program", "WalkContext", "SampledHarness", "WALK_OPS", "SPACES"]
 
 WALK_OPS = tuple(op.name for op in MAP_OPS)  # the walk draws operations in the table's order
 _OPS = tuple(MAP_OPS)
@@ -37,22 +47,63 @@ _WRITES = tuple(i for i, op in enumerate(_OPS) if op.writes)
 _SWARM_OFF = 0.3
 _KEY_SPACES = (2, 3, 4, 6, 8, 12, 16, 32)
 _NAMESPACE_SPACES = (1, 2, 3, 4)
-_CHAIN_BIAS = (0.0, 0.1, 0.3, 0.5, 0.8)  # probability that namespace == key (hash 0)
+_CHAIN_BIAS = (0.0, 0.1, 0.3, 0.5, 0.8)  # probability that two keys collide (int namespace == key: hash 0)
+_KEY_FAMILIES = (("int", 0.5), ("string", 0.2), ("tuple", 0.15), ("long", 0.15))
+_NAMESPACE_FAMILIES = (("int", 0.55), ("void", 0.25), ("window", 0.2))
+_SIZES = (("tiny", 0.3), ("small", 0.35), ("medium", 0.25), ("large", 0.1))
+_HOLD_KEYS = 0.15  # walks whose caller holds its key objects
+_BULK_PER_STEP = {"tiny": 4, "small": 32, "medium": 1_000, "large": 25_000}
+_WHOLE_MAP_CHEAP = 512  # entries below which whole-map operations are drawn as often as any
+_LARGE_LIVE = 3  # snapshots a large map holds at most at once (checkpoints overlap a few at a time)
+# The worlds a walk can draw: "full" (every family, fresh keys, every size class up to
+# the walk's ``sizes``) and "classic" (ints 0..31, namespaces 0..3, small maps, no bulk
+# steps: what walks drew before the families; benchmarks compare the two).
+SPACES = ("full", "classic")
+
+
+def _pick(r: random.Random, weighted: tuple) -> str:
+    x = r.random() * sum(w for _, w in weighted)
+    for name, w in weighted:
+        x -= w
+        if x < 0:
+            return name
+    return weighted[-1][0]
 
 
 class WalkContext:
     """A walk's random draws, one method per argument domain of the map's
-    operations; it tracks the snapshots taken and not yet released."""
+    operations; it tracks the snapshots taken and not yet released, the bulk
+    ranges written and the map's size as far as bulk steps make it."""
 
-    def __init__(self, r: random.Random, keys: int, namespaces: int, chain_bias: float) -> None:
+    def __init__(self, r: random.Random, keys: list, namespaces: list, chain_bias: float, *,
+                 family: str = "int", size_class: str = "small", bulk: bool = True) -> None:
+        self._r = r
         self._randrange, self._random = r.randrange, r.random
         self.keys, self.namespaces, self.chain_bias = keys, namespaces, chain_bias
+        self.family = FAMILIES[family]
+        self.same = family == "int" and all(type(n) is int for n in namespaces)  # key == namespace collides
+        self.size_class = size_class
+        self.bound = SIZE_CLASSES[size_class]
+        self.per_step = _BULK_PER_STEP[size_class] if bulk else 0
+        self.ranges: list = []  # (first, count, namespace) of bulk puts
+        self.bulk_entries = 0  # entries the bulk puts may have added (an upper bound)
         self.live: list[int] = []  # sids of snapshots taken and not yet released, oldest first
         self.taken = 0
 
+    @property
+    def estimate(self) -> int:
+        """An upper bound of the map's size: the pool's pairs and the bulk entries."""
+        return len(self.keys) * len(self.namespaces) + self.bulk_entries
+
     def pair(self):
-        k = self._randrange(self.keys)
-        return (k, k) if self._random() < self.chain_bias else (k, self._randrange(self.namespaces))
+        randrange = self._randrange
+        if self.ranges and self._random() < 0.3:  # a key a bulk step wrote
+            first, count, namespace = self.ranges[randrange(len(self.ranges))]
+            return self.family.nth(first + randrange(count)), namespace
+        k = self.keys[randrange(len(self.keys))]
+        if self.same and self._random() < self.chain_bias:
+            return k, k
+        return k, self.namespaces[randrange(len(self.namespaces))]
 
     def state(self):
         randrange = self._randrange
@@ -85,39 +136,122 @@ class WalkContext:
         return "put" if self._random() < 0.5 else "remove"
 
     def namespace(self):
-        return self._randrange(self.namespaces)
+        return self.namespaces[self._randrange(len(self.namespaces))]
 
     def max_empty(self):
         return self._randrange(1, 5)
 
+    # bulk steps: family, first, count (a range of the family's bulk keys)
 
-def walk_program(seed: int, steps: int, visitor: bool = True) -> Iterator[Step]:
+    def key_family(self):
+        return self.family.name
+
+    def first(self):
+        r = self._random()
+        if self.ranges and r < 0.5:  # inside a range written before: update, read or remove it
+            first, count, _ = self.ranges[self._randrange(len(self.ranges))]
+            self._within = count
+            return first + self._randrange(count)
+        self._within = 0
+        if r < 0.7 and self.ranges:  # right after the last range: one growing block
+            first, count, _ = self.ranges[-1]
+            return first + count
+        return 0 if r < 0.85 else self._randrange(1 << 20)
+
+    def count(self):
+        room = max(1, min(self.per_step, self.bound - self.estimate))
+        if self._within:
+            room = max(1, min(room, self._within))
+        return max(1, int(math.exp(self._random() * math.log(room + 1))))  # log-uniform: small and large
+
+
+def _draw_world(r: random.Random, sizes: str, space: str):
+    """The keys, namespaces and size class of one walk."""
+    if space == "classic":
+        keys = list(range(r.choice(_KEY_SPACES)))
+        namespaces = list(range(r.choice(_NAMESPACE_SPACES)))
+        return WalkContext(r, keys, namespaces, r.choice(_CHAIN_BIAS), size_class="small", bulk=False), False
+    allowed = [(name, w) for name, w in _SIZES if SIZE_CLASSES[name] <= SIZE_CLASSES[sizes]]
+    size_class = _pick(r, tuple(allowed))
+    family = FAMILIES[_pick(r, _KEY_FAMILIES)]
+    namespace_family = FAMILIES[_pick(r, _NAMESPACE_FAMILIES)]
+    pool = r.choice(_KEY_SPACES)
+    n_pool = r.choice(_NAMESPACE_SPACES) if namespace_family.name != "void" else 1
+    while pool * n_pool > SIZE_CLASSES[size_class] and pool > 1:
+        pool //= 2
+    keys = _distinct(r, family, pool)
+    namespaces = (list(range(n_pool)) if namespace_family.name == "int" and r.random() < 0.6
+                  else _distinct(r, namespace_family, n_pool))
+    hold = r.random() < _HOLD_KEYS
+    return WalkContext(r, keys, namespaces, r.choice(_CHAIN_BIAS), family=family.name, size_class=size_class), hold
+
+
+def _distinct(r: random.Random, family, n: int) -> list:
+    out: list = []
+    for _ in range(4 * n):
+        value = family.draw(r)
+        if value not in out:
+            out.append(value)
+            if len(out) == n:
+                break
+    return out
+
+
+def walk_program(seed: int, steps: int, visitor: bool = True, *, sizes: str = "medium",
+                 space: str = "full") -> Iterator[Step]:
     """The swarm walk of ``seed``: ``steps`` steps, then a read of every snapshot
     still live (P2 at the end, as the machines' teardown does).
 
     ``visitor``: whether the implementation offers the incremental visitor
     (the machine's precondition); the random draws are the same either way, so
-    a seed gives the same program on every implementation that offers it."""
+    a seed gives the same program on every implementation that offers it.
+    ``sizes``: the largest size class a walk may draw (``large`` in campaigns and
+    the nightly profile); ``space``: ``full`` or ``classic`` (:data:`SPACES`)."""
+    if sizes not in SIZE_CLASSES:
+        raise ValueError(f"sizes must be one of {', '.join(SIZE_CLASSES)}, got {sizes!r}")
+    if space not in SPACES:
+        raise ValueError(f"space must be one of {', '.join(SPACES)}, got {space!r}")
     r = random.Random(seed)
     weights = [0.0 if r.random() < _SWARM_OFF else r.random() for _ in _OPS]
     if not any(weights[i] for i in _WRITES):
         weights[0] = 1.0  # a walk that never writes tests nothing
-    if not visitor:
-        for i, op in enumerate(_OPS):
-            if op.needs is not None:
-                weights[i] = 0.0
+    for i, op in enumerate(_OPS):
+        if (op.needs is not None and not visitor) or op.name == "hold_keys" or (op.bulk and space == "classic"):
+            weights[i] = 0.0
     cumulative = list(_accumulate(weights))
     total = cumulative[-1]
-    context = WalkContext(r, r.choice(_KEY_SPACES), r.choice(_NAMESPACE_SPACES), r.choice(_CHAIN_BIAS))
-    snapshot = MAP_OPS["snapshot"]
+    context, hold = _draw_world(r, sizes, space)
+    snapshot, release = MAP_OPS["snapshot"], MAP_OPS["release"]
     rand, last = r.random, len(_OPS) - 1
+    if hold:
+        yield Step("hold_keys", ())
     for _ in range(steps):
         op = _OPS[bisect.bisect(cumulative, rand() * total, 0, last)]
+        for _ in range(8):  # O(entries) operations: rarely, once the map is large
+            if not op.whole_map or context.estimate <= _WHOLE_MAP_CHEAP \
+                    or rand() * context.estimate < _WHOLE_MAP_CHEAP:
+                break
+            op = _OPS[bisect.bisect(cumulative, rand() * total, 0, last)]
         if op.snapshot_role in (LIVE_SNAPSHOT, RELEASED_SNAPSHOT) and not context.live:
             op = snapshot
-        yield Step(op.name, draw_args(op, context))
+        elif op is snapshot and len(context.live) >= _LARGE_LIVE and context.estimate > _WHOLE_MAP_CHEAP:
+            op = release  # each live snapshot of a large map is read in full at the end
+        args = draw_args(op, context)
+        if op.bulk:
+            _bulk_written(context, op.name, args)
+        yield Step(op.name, args)
     for sid in context.live:
         yield Step("read_snapshot", (sid,))
+
+
+def _bulk_written(context: WalkContext, name: str, args: tuple) -> None:
+    """Keep the walk's ranges and size bound up to date after a bulk step."""
+    _, first, count, namespace = args[:4]
+    if name == "put_range":
+        context.ranges.append((first, count, namespace))
+        context.bulk_entries += count
+    elif name == "remove_range":
+        context.bulk_entries = max(0, context.bulk_entries - count)
 
 
 def _accumulate(weights):
