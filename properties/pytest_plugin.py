@@ -6,6 +6,11 @@ shrunk by replay and saved as a counterexample (a walk test,
 ``.cowcheck/counterexamples``); the report shows the shrunk program and the
 replay command. Importing the plugin also registers the ``ci``/``dev``/
 ``nightly`` Hypothesis profiles, so ``--hypothesis-profile=ci`` works.
+
+At the end of the session the plugin says what state space each machine test
+explored (largest map, rehash generations, key kinds, what it never reached;
+``properties.map.space``), so a pass says how much it covered
+(``--cowcheck-no-space`` turns it off).
 """
 
 from __future__ import annotations
@@ -29,6 +34,30 @@ register_profiles()
 def pytest_addoption(parser):
     parser.addoption("--cowcheck-dir", default=".cowcheck/counterexamples",
                      help="where cowcheck stores shrunk counterexamples of failing machines")
+    parser.addoption("--cowcheck-no-space", action="store_true",
+                     help="do not print the state space each cowcheck machine test explored")
+
+
+_SPACES = pytest.StashKey[list]()
+
+
+def _space_of(item):
+    """The state-space coverage a machine test or a walk test kept, if any."""
+    obj = getattr(item, "obj", None)
+    machine = getattr(obj, "_hypothesis_state_machine_class", None)
+    record = getattr(machine, "record", None)
+    return getattr(record, "space", None) or getattr(obj, "cowcheck_space", None)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    spaces = config.stash.get(_SPACES, [])
+    if not spaces or config.getoption("--cowcheck-no-space"):
+        return
+    terminalreporter.section("cowcheck: state space explored")
+    for nodeid, lines in spaces:
+        terminalreporter.write_line(nodeid)
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _store_walk_failure(item, report, found: dict) -> None:
@@ -46,6 +75,10 @@ def _store_walk_failure(item, report, found: dict) -> None:
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    if call.when == "call":
+        space = _space_of(item)
+        if space is not None and space.lines():
+            item.config.stash.setdefault(_SPACES, []).append((item.nodeid, space.lines()))
     if call.when != "call" or call.excinfo is None or not isinstance(call.excinfo.value, CheckFailure):
         return
     found = getattr(call.excinfo.value, "cowcheck_found", None)

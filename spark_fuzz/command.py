@@ -22,6 +22,7 @@ from properties.core.errors import UsageError
 from properties.core.impls import probe_isolated, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.core.machine import machine_kind
+from properties.map.ops import SIZE_CLASSES
 from spark_fuzz.driver import run_campaign
 from spark_fuzz.executor import CampaignConfig
 from spark_fuzz.report import replay_command
@@ -65,6 +66,9 @@ def register(sub) -> None:
                    help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
     p.add_argument("--steps", type=positive_int, default=300,
                    help="steps per walk, or per example with --executor hypothesis (default 300)")
+    p.add_argument("--sizes", choices=list(SIZE_CLASSES), default="large",
+                   help="the largest size class walks grow maps to: tiny (8 entries), small (128), medium (4,000), "
+                        "large (100,000; the default)")
     p.add_argument("--examples", type=positive_int, default=5,
                    help="Hypothesis examples per seed (--executor hypothesis; default 5)")
     p.add_argument("--invariants-every", type=positive_int, default=1, metavar="N",
@@ -113,12 +117,13 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                             examples=args.examples, invariants_every=args.invariants_every,
                             white_box=white_box, strict_live_iteration=args.strict_live_iteration,
                             seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit,
-                            batched=not args.call_by_call)
+                            batched=not args.call_by_call, sizes=args.sizes)
     batched = config.batched and config.executor == "raw" and callable(getattr(impl, "walk_harness", None))
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
     stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
-                 f"{_invariants(config, white_box, batched)}, out {args.out}\n")
+                 f"{_invariants(config, white_box, batched)}, maps up to {config.sizes} "
+                 f"({SIZE_CLASSES[config.sizes]:,} entries), out {args.out}\n")
     stdout.flush()
     if probed.notice:
         stderr.write(f"cowcheck: notice: {probed.notice}\n")

@@ -44,7 +44,9 @@ from collections import Counter
 import attrs
 
 from properties.core.limits import limited
+from properties.core.profiles import tune_collector
 from properties.flink.jvm import started as jvm_started  # a JVM a seed starts: reported as start-up cost
+from properties.map.space import SpaceCoverage
 from spark_fuzz.executor import (
     CRASH,
     DIVERGENCE,
@@ -58,6 +60,7 @@ from spark_fuzz.executor import (
     internal_outcome,
     run_seed,
 )
+from spark_fuzz.store import space_columns
 
 __all__ = ["RangeResult", "run_range", "guarded_run_seed", "WORKER_EXIT", "hard_limit"]
 
@@ -105,9 +108,12 @@ class RangeResult:
         """The ``runs`` table row of this range (spark_fuzz.store.RUNS_SCHEMA)."""
         kinds = self.kinds()
         totals = {name: Counter() for name in ("coverage", "op_mix", "findings")}
+        space = SpaceCoverage()
         for outcome in self.outcomes:
             for name, counter in totals.items():
                 counter.update(getattr(outcome, name))
+            if outcome.space:
+                space.update(SpaceCoverage.from_json(outcome.space))
         return {"range_start": self.start, "range_stop": self.stop, "seeds": len(self.outcomes), "ops": self.ops,
                 "seconds": sum(o.seconds for o in self.outcomes), "started": self.started,
                 "finished": self.finished, "host": self.host, "pid": self.pid, "round": round_no,
@@ -115,7 +121,7 @@ class RangeResult:
                 "crash": kinds[CRASH], "timeout": kinds[TIMEOUT], "internal": kinds[INTERNAL],
                 **{name: dict(sorted(counter.items())) for name, counter in totals.items()},
                 "impl": config.impl, "executor": config.executor, "startups": self.startups,
-                "startup_seconds": self.startup_seconds}
+                "startup_seconds": self.startup_seconds, **space_columns(space.to_json())}
 
     def failure_rows(self, config: CampaignConfig) -> list[dict]:
         """The ``failures`` table rows of this range (spark_fuzz.store.FAILURES_SCHEMA):
@@ -200,6 +206,7 @@ class _Worker:
                 os.close(self.to_child)
                 os.close(self.from_child)
                 gc.freeze()  # the collector need not walk (and so copy) the pages inherited from the parent
+                tune_collector()
                 _serve(to_child_r, from_child_w)
             except BaseException:
                 traceback.print_exc()  # cowcheck's own error: the seed it ran becomes worker-exit

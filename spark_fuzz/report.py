@@ -25,6 +25,8 @@ import attrs
 from properties.core.counterexample import replay_command as cx_replay_command
 from properties.core.files import write_atomically
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
+from properties.map.space import SpaceCoverage
+from spark_fuzz.store import space_of_row
 
 __all__ = ["Summary", "summarise", "busy_seconds", "throughput_segments", "totals", "replay_command",
            "render_markdown", "render_html", "write_report", "PLOTS"]
@@ -86,6 +88,14 @@ def totals(runs: list[dict], column: str) -> Counter:
     for row in runs:
         out.update(row[column])
     return out
+
+
+def space_totals(runs: list[dict]) -> SpaceCoverage:
+    """The state-space coverage of every range, summed (``space_*`` columns)."""
+    total = SpaceCoverage()
+    for row in runs:
+        total.update(SpaceCoverage.from_json(space_of_row(row)))
+    return total
 
 
 def summarise(runs: list[dict], failures: list[dict], distinct: list[dict], impl: str, executor: str) -> Summary:
@@ -236,6 +246,9 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
               "| scenario | hits |", "|---|---|"]
     lines += [f"| {description} | {hits:,}{'  **never reached**' if not hits else ''} |"
               for _, description, hits in rows]
+    space = space_totals(runs).lines()
+    if space:
+        lines += ["", "## State space explored", "", "```"] + [line.strip() for line in space] + ["```"]
     findings = totals(runs, "findings")
     if findings:
         lines += ["", "## Findings (reported, not failures)", ""]
@@ -276,6 +289,12 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
     parts += [f"<tr><td>{e(description)}</td><td{' class=never' if not hits else ''}>"
               f"{hits:,}{' never reached' if not hits else ''}</td></tr>" for _, description, hits in rows]
     parts.append("</table>")
+    space = space_totals(runs).lines()
+    if space:
+        parts += ["<h2>State space explored</h2>", "<ul>"]
+        parts += [f"<li{' class=never' if line.strip().startswith('never reached') else ''}>{e(line.strip())}</li>"
+                  for line in space]
+        parts.append("</ul>")
     findings = totals(runs, "findings")
     if findings:
         parts += ["<h2>Findings (reported, not failures)</h2>", "<ul>"]

@@ -32,10 +32,11 @@ import pyarrow.parquet as pq
 from properties.core.counterexample import Counterexample, save
 from properties.core.files import write_atomically
 
-__all__ = ["CampaignStore", "CampaignStoreError", "RUNS_SCHEMA", "FAILURES_SCHEMA", "MANIFEST_FORMAT"]
+__all__ = ["CampaignStore", "CampaignStoreError", "RUNS_SCHEMA", "FAILURES_SCHEMA", "MANIFEST_FORMAT", "space_columns",
+           "space_of_row"]
 
 MANIFEST_FORMAT = "cowcheck-campaign"
-MANIFEST_VERSION = 2  # 2: internal counts and error details (cowcheck's own errors)
+MANIFEST_VERSION = 3  # 2: internal counts and error details (cowcheck's own errors); 3: state-space columns
 
 _COUNTS = pa.map_(pa.string(), pa.int64())
 RUNS_SCHEMA = pa.schema([
@@ -46,6 +47,13 @@ RUNS_SCHEMA = pa.schema([
     ("internal", pa.int64()), ("coverage", _COUNTS), ("op_mix", _COUNTS), ("findings", _COUNTS),
     ("impl", pa.string()), ("executor", pa.string()),
     ("startups", pa.int64()), ("startup_seconds", pa.float64()),  # worker processes started, their start-up (JVM)
+    # State-space coverage of the range's maps (properties.map.space.SpaceCoverage, field by field).
+    ("space_maps", pa.int64()), ("space_largest", pa.int64()), ("space_size_classes", _COUNTS),
+    ("space_generations", pa.int64()), ("space_generations_total", pa.int64()),
+    ("space_under_snapshot", pa.int64()), ("space_snapshots_alive", pa.int64()),
+    ("space_table_lengths", pa.list_(pa.int64())), ("space_longest_chain", pa.int64()),
+    ("space_keys", _COUNTS), ("space_namespaces", _COUNTS), ("space_fresh", pa.int64()), ("space_held", pa.int64()),
+    ("space_white_box", pa.bool_()),
 ])
 FAILURES_SCHEMA = pa.schema([
     ("signature", pa.string()), ("kind", pa.string()), ("code", pa.string()), ("seed", pa.int64()),
@@ -54,7 +62,26 @@ FAILURES_SCHEMA = pa.schema([
     ("shrunk_steps", pa.int64()), ("steps_json", pa.string()), ("counterexample_json", pa.string()),
     ("impl", pa.string()), ("executor", pa.string()), ("details", pa.string()),
 ])
-_MAPS = ("coverage", "op_mix", "findings")
+_MAPS = ("coverage", "op_mix", "findings", "space_size_classes", "space_keys", "space_namespaces")
+
+
+def space_columns(space: dict) -> dict:
+    """A range's state-space coverage (``SpaceCoverage.to_json``) as the runs table's ``space_*`` columns."""
+    return {"space_" + name: space.get(name, _EMPTY_SPACE[name]) for name in _EMPTY_SPACE}
+
+
+def space_of_row(row: dict) -> dict:
+    """The ``SpaceCoverage.to_json`` form of a runs row's ``space_*`` columns (zeros for rows without them)."""
+    out = {}
+    for name, empty in _EMPTY_SPACE.items():
+        value = row.get("space_" + name)
+        out[name] = empty if value is None else (dict(value) if isinstance(empty, dict) else value)
+    return out
+
+
+_EMPTY_SPACE = {"maps": 0, "largest": 0, "size_classes": {}, "generations": 0, "generations_total": 0,
+                "under_snapshot": 0, "snapshots_alive": 0, "table_lengths": [], "longest_chain": 0, "keys": {},
+                "namespaces": {}, "fresh": 0, "held": 0, "white_box": False}
 
 
 class CampaignStoreError(ValueError):

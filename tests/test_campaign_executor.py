@@ -12,7 +12,7 @@ from pathlib import Path
 
 import attrs
 import pytest
-from fault_seeds import lone_trigger, triggering
+from fault_seeds import SIZES, lone_trigger, window
 
 from properties.cli import main
 from properties.core.counterexample import Counterexample, save
@@ -61,14 +61,14 @@ def test_walks_are_swarms_each_seed_has_its_own_op_mix():
 def test_reference_passes_every_seed_and_reaches_every_map_scenario():
     coverage = Counter()
     for seed in range(150):
-        outcome = run_seed(seed, CampaignConfig(impl="reference", steps=200))
+        outcome = run_seed(seed, CampaignConfig(impl="reference", steps=200, sizes="medium"))
         assert (seed, outcome.kind) == (seed, "PASS")
         coverage.update(outcome.coverage)
     assert [name for name in MAP_SCENARIOS if not coverage[name]] == []
 
 
 def test_a_seeded_bug_is_found_shrunk_and_returned_as_a_counterexample():
-    outcome = _first_failure(CampaignConfig(impl="mutant:skip-prefix-copy"))
+    outcome = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy"))
     cx = Counterexample.from_json(outcome.counterexample)
     assert (outcome.kind, outcome.code) == ("INVARIANT", "I9")
     assert cx.signature == outcome.signature == "mutant-skip-prefix-copy--INVARIANT-I9"
@@ -78,7 +78,7 @@ def test_a_seeded_bug_is_found_shrunk_and_returned_as_a_counterexample():
 
 
 def test_the_returned_counterexample_replays_with_cowcheck_replay(tmp_path):
-    outcome = _first_failure(CampaignConfig(impl="mutant:skip-prefix-copy"))
+    outcome = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy"))
     path, _ = save(Counterexample.from_json(outcome.counterexample), tmp_path)
     out = io.StringIO()
     assert main(["replay", str(path)], out, io.StringIO()) == 1
@@ -86,14 +86,14 @@ def test_the_returned_counterexample_replays_with_cowcheck_replay(tmp_path):
 
 
 def test_sampled_invariants_store_the_failure_full_checks_would_store():
-    full = _first_failure(CampaignConfig(impl="mutant:skip-prefix-copy", invariants_every=1))
-    sampled = run_seed(full.seed, CampaignConfig(impl="mutant:skip-prefix-copy", invariants_every=25))
+    full = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy", invariants_every=1))
+    sampled = run_seed(full.seed, CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy", invariants_every=25))
     assert sampled.counterexample["checks"] == {"white_box": True, "strict_live_iteration": False}
     assert (sampled.signature, sampled.counterexample["steps"]) == (full.signature, full.counterexample["steps"])
 
 
 def test_black_box_config_checks_the_model_properties_only():
-    outcome = _first_failure(CampaignConfig(impl="mutant:skip-prefix-copy", white_box=False))
+    outcome = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy", white_box=False))
     assert outcome.kind == "DIVERGENCE"
     assert outcome.counterexample["checks"]["white_box"] is False
     assert outcome.coverage.keys() <= {"release-oldest-of-2", "release-newest-of-2", "release-oldest-of-3",
@@ -111,7 +111,7 @@ def test_the_hypothesis_executor_runs_the_map_machine_from_the_seed():
 
 
 def test_outcomes_round_trip_through_json():
-    outcome = _first_failure(CampaignConfig(impl="mutant:get-versions-lte"))
+    outcome = _first_failure(CampaignConfig(sizes="medium", impl="mutant:get-versions-lte"))
     assert Outcome.from_json(json.loads(json.dumps(outcome.to_json()))) == outcome
 
 
@@ -159,11 +159,10 @@ def test_a_range_runs_each_seed_once_in_order():
 
 
 def test_a_seed_that_kills_its_process_is_a_crash_outcome_and_the_range_goes_on():
-    expected = triggering(range(40))
-    assert len(expected) >= 2  # the range holds several crashing seeds, and passing seeds between them
-    result = run_range(0, 40, CampaignConfig(impl="spark_fuzz.faults:exits_on_77"))
+    start, stop, expected = window()  # several crashing seeds, and passing seeds between them
+    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES))
     crashed = [(o.seed, o.kind, o.code) for o in result.failures]
-    assert [o.seed for o in result.outcomes] == list(range(40))
+    assert [o.seed for o in result.outcomes] == list(range(start, stop))
     assert crashed == [(seed, "CRASH", "worker-exit") for seed in expected]
     assert "exit code 3" in result.failures[0].message
     assert result.kinds()["PASS"] == 40 - len(expected)
@@ -171,14 +170,14 @@ def test_a_seed_that_kills_its_process_is_a_crash_outcome_and_the_range_goes_on(
 
 def test_a_seed_that_hangs_inside_an_operation_is_killed_and_is_a_timeout_outcome():
     start, stop, seed = lone_trigger()
-    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", seed_time_limit=0.3))
+    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", sizes=SIZES, seed_time_limit=0.3))
     assert [(o.seed, o.kind, o.code) for o in result.failures] == [(seed, "TIMEOUT", "time-limit")]
     assert [o.kind for o in result.outcomes] == ["TIMEOUT" if s == seed else "PASS" for s in range(start, stop)]
 
 
 def test_an_introspection_that_raises_is_a_crash_of_its_step_with_a_replayable_counterexample():
     start, stop, seed = lone_trigger(width=2)
-    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77"),
+    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", sizes=SIZES),
                        isolate=False)
     assert [(o.seed, o.kind, o.code) for o in result.outcomes] == [(start, "PASS", ""), (seed, "CRASH", "P7")]
     assert "RuntimeError: white-box view lost" in result.outcomes[1].message

@@ -11,7 +11,7 @@ from spark_fuzz.ranges import run_range
 from spark_fuzz.report import ( busy_seconds, render_html, render_markdown, replay_command, summarise, throughput_segments, totals, write_report, )
 from spark_fuzz.store import CampaignStore, CampaignStoreError
 
-CONFIG = CampaignConfig(impl="mutant:skip-prefix-copy", steps=120)
+CONFIG = CampaignConfig(impl="mutant:skip-prefix-copy", steps=120, sizes="small")
 
 
 def _run(start, stop, host="h", pid=1, started=100.0, finished=110.0, ops=1000, **kinds):
@@ -108,7 +108,7 @@ def test_a_campaign_directory_is_neither_overwritten_nor_resumed_with_other_sett
     with pytest.raises(CampaignStoreError, match="already holds a campaign"):
         store.begin(CONFIG.to_json(), resume=False)
     with pytest.raises(CampaignStoreError, match=r"steps: 120 -> 99"):
-        store.begin(CampaignConfig(impl=CONFIG.impl, steps=99).to_json(), resume=True)
+        store.begin(CampaignConfig(impl=CONFIG.impl, steps=99, sizes="small").to_json(), resume=True)
     store.begin(CONFIG.to_json(), resume=True)
 
 

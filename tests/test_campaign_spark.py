@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from fault_seeds import lone_trigger, triggering
+from fault_seeds import SIZES, lone_trigger, window
 
 from properties.cli import main
 from spark_fuzz.driver import run_campaign
 from spark_fuzz.executor import CampaignConfig
 from spark_fuzz.store import CampaignStore
 
-MUTANT = CampaignConfig(impl="mutant:skip-prefix-copy", steps=150)
+MUTANT = CampaignConfig(impl="mutant:skip-prefix-copy", steps=150, sizes="small")
 SEEDS = (0, 24)
 
 
@@ -87,7 +87,7 @@ def test_the_report_lists_the_failures_with_replay_commands_and_the_coverage(mut
 
 
 def test_the_reference_passes_a_campaign(spark, tmp_path):
-    result = run_campaign(spark, CampaignConfig(steps=150), tmp_path / "ref", seeds=(0, 40), partitions=4)
+    result = run_campaign(spark, CampaignConfig(steps=150, sizes="small"), tmp_path / "ref", seeds=(0, 40), partitions=4)
     assert (result.failures, result.distinct, result.seeds) == ([], [], 40)
     assert list((tmp_path / "ref" / "counterexamples").iterdir()) == []
     assert "None: every seed passed." in (tmp_path / "ref" / "report.md").read_text()
@@ -120,9 +120,9 @@ def test_resume_after_an_interrupted_run_loses_nothing(spark, tmp_path, mutant_c
 
 
 def test_an_implementation_that_raises_is_reported_not_fatal(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", steps=300)
-    expected = triggering(range(40))
-    result = run_campaign(spark, config, tmp_path / "raises", seeds=(0, 40), partitions=4)
+    config = CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", sizes=SIZES, steps=300)
+    start, stop, expected = window()
+    result = run_campaign(spark, config, tmp_path / "raises", seeds=(start, stop), partitions=4)
     assert [(f["seed"], f["kind"], f["code"]) for f in sorted(result.failures, key=lambda f: f["seed"])] == \
         [(seed, "CRASH", "P7") for seed in expected]
     assert result.seeds == 40 and sum(r["passed"] for r in result.runs) == 40 - len(expected)
@@ -131,7 +131,7 @@ def test_an_implementation_that_raises_is_reported_not_fatal(spark, tmp_path):
 
 
 def test_a_seed_that_kills_its_process_is_a_crash_row_and_the_campaign_goes_on(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", steps=300)
+    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES, steps=300)
     start, stop, seed = lone_trigger(width=16)
     result = run_campaign(spark, config, tmp_path / "exits", seeds=(start, stop), partitions=4)
     assert sorted((f["seed"], f["code"]) for f in result.failures) == [(seed, "worker-exit")]
@@ -139,7 +139,7 @@ def test_a_seed_that_kills_its_process_is_a_crash_row_and_the_campaign_goes_on(s
 
 
 def test_without_isolation_a_dying_python_worker_costs_a_retry_not_the_campaign(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", steps=300)
+    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES, steps=300)
     start, stop, seed = lone_trigger()
     result = run_campaign(spark, config, tmp_path / "no-isolation", seeds=(start, stop), partitions=2,
                           isolate=False)
@@ -149,14 +149,14 @@ def test_without_isolation_a_dying_python_worker_costs_a_retry_not_the_campaign(
 
 
 def test_a_seed_that_hangs_is_killed_and_is_a_timeout_row(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", steps=300, seed_time_limit=1.0)
+    config = CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", sizes=SIZES, steps=300, seed_time_limit=1.0)
     start, stop, seed = lone_trigger()
     result = run_campaign(spark, config, tmp_path / "hangs", seeds=(start, stop), partitions=2)
     assert [(f["seed"], f["kind"], f["code"]) for f in result.failures] == [(seed, "TIMEOUT", "time-limit")]
 
 
 def test_a_campaign_by_minutes_runs_rounds_of_consecutive_seeds(spark, tmp_path):
-    result = run_campaign(spark, CampaignConfig(steps=100), tmp_path / "minutes", minutes=0.12, partitions=2)
+    result = run_campaign(spark, CampaignConfig(steps=100, sizes="small"), tmp_path / "minutes", minutes=0.12, partitions=2)
     rounds = {row["round"] for row in result.runs}
     assert len(rounds) >= 2
     assert _seeds_covered(result.runs) == list(range(result.seeds))
@@ -171,8 +171,8 @@ def test_the_hypothesis_executor_runs_on_spark_too(spark, tmp_path):
 
 def test_the_cli_runs_resumes_and_refuses_to_overwrite_a_campaign(spark, tmp_path):
     out = tmp_path / "cli"
-    args = ["campaign", "--impl", "mutant:skip-prefix-copy", "--master", "local[2]", "--seeds", "0:8",
-            "--partitions", "2", "--steps", "150", "--out", str(out)]
+    args = ["campaign", "--impl", "mutant:skip-prefix-copy", "--master", "local[2]", "--seeds", "0:8", "--sizes",
+            "small", "--partitions", "2", "--steps", "150", "--out", str(out)]
     stdout, stderr = io.StringIO(), io.StringIO()
     assert main(args, stdout, stderr) == 1
     assert "cowcheck replay" in stdout.getvalue() and "report:" in stdout.getvalue()

@@ -87,7 +87,7 @@ CAMPAIGN = {name: v for name, v in ZOO.items() if v.exit in (0, 1) and "--capaci
 @pytest.mark.parametrize("name", sorted(CAMPAIGN))
 def test_the_campaign_executor_gives_the_zoo_verdict(name):
     verdict = ZOO[name]
-    config = CampaignConfig(impl=f"adversaries:{verdict.factory}", steps=200, step_time_limit=1.0,
+    config = CampaignConfig(impl=f"adversaries:{verdict.factory}", steps=200, step_time_limit=1.0, sizes="medium",
                             seed_time_limit=20.0)
     result = run_range(0, 12, config, isolate=True)
     kinds = {(o.kind, o.code) for o in result.outcomes}

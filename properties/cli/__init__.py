@@ -31,6 +31,7 @@ from properties.cli import check, checkpoint, mutants, prove, replay, versions
 from properties.cli.common import EXIT_USAGE, one_line, report_internal_error
 from properties.core.errors import UsageError
 from properties.core.impls import UnknownImplementationError
+from properties.core.profiles import tune_collector
 
 __all__ = ["main", "build_parser", "COMMANDS", "ENTRY_POINT_GROUP"]
 
@@ -72,6 +73,7 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     parser = build_parser(commands)
     try:
         args = parser.parse_args(argv)
+        tune_collector()
         return args.handler(args, stdout, stderr)
     except (UsageError, UnknownImplementationError) as exc:
         stderr.write(f"cowcheck: error: {one_line(exc)}\n")

@@ -20,6 +20,7 @@ from properties.core.machine import MACHINES, RunRecord, machine_kind
 from properties.core.profiles import stabilise_generation
 from properties.core.report import format_failure, format_summary
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
+from properties.map.ops import SIZE_CLASSES
 
 __all__ = ["register", "check"]
 
@@ -45,6 +46,9 @@ def register(sub) -> None:
                         f"--examples; 0: Hypothesis only; machines without walks skip the phase)")
     p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="dev",
                    help="Hypothesis settings profile (default: dev)")
+    p.add_argument("--sizes", choices=list(SIZE_CLASSES),
+                   help="map machine: the largest size class walks and examples grow maps to: tiny (8 entries), "
+                        "small (128), medium (4,000; the default), large (100,000; the default of --profile nightly)")
     p.add_argument("--capacity", type=capacity_arg,
                    help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
     p.add_argument("--keys", type=positive_int,
@@ -87,12 +91,15 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     keys = args.keys or (max(12, capacity * 5 // 4) if sized else None)
     if args.epoch_mode is not None and "epoch_mode" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
+    sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (SPEC §17)
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
-                             strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode)
+                             strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
+                             sizes=sizes)
     probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
     white_box = probed.white_box
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=white_box,
-                             strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode)
+                             strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
+                             sizes=sizes)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)
@@ -115,7 +122,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         result = hunt(lambda rec: kind.builder(impl.factory, config, rec), make_impl, base_seed=base_seed,
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
                       harness_options=options, replay_harness=kind.harness_class,
-                      shrink_seconds=args.shrink_seconds, walker=kind.walker, walks=walks,
+                      shrink_seconds=args.shrink_seconds, walker=kind.walker_for(config), walks=walks,
                       walk_with=_batched_walks(impl, kind, config))
     except KeyboardInterrupt:
         progress.finish()

@@ -169,6 +169,12 @@ class HarnessBase:
         return cls.operations.simpler_steps(step) if cls.operations is not None else iter(())
 
     @classmethod
+    def simpler_programs(cls, steps: list[Step]):
+        """Simpler whole programs (for the shrinker), tried after the step-by-step passes:
+        changes one step alone cannot make, e.g. a key replaced by a simpler one everywhere."""
+        return iter(())
+
+    @classmethod
     def valid_program(cls, steps: list[Step]) -> bool:
         """Whether a program (a shrinking candidate) is well formed."""
         return True

@@ -26,7 +26,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from properties.core.errors import InternalError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.limits import BudgetSpent
-from properties.core.machine import RunRecord
+from properties.core.machine import RunRecord, add_space
 from properties.core.profiles import FIND_ONLY
 from properties.core.program import Step
 from properties.core.shrink import confirm_replay, shrink
@@ -88,6 +88,7 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
                                what=f"walk {found_walk.walk}", **options)
         record.coverage.update(walked.coverage)
         record.findings.update(walked.findings)
+        record.space = add_space(record.space, walked.space)
         if walked.finding is not None:
             found = time.monotonic()
             shrink_deadline = found + shrink_seconds if shrink_seconds else None

@@ -17,6 +17,7 @@ failure exactly as the harness raised it.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from typing import Any, Callable
@@ -30,7 +31,18 @@ from properties.core.failures import CheckFailure, Failure
 from properties.core.limits import BudgetSpent
 from properties.core.program import OperationTable, Step
 
-__all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind"]
+__all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind", "add_space"]
+
+
+def add_space(total, space):
+    """``total`` (None at first) with a harness's state-space coverage ``space`` added; harnesses
+    that keep one give it an ``update`` method and a no-argument constructor."""
+    if space is None:
+        return total
+    if total is None:
+        total = type(space)()
+    total.update(space)
+    return total
 
 
 @attrs.define
@@ -137,6 +149,8 @@ class MachineKind:
     - ``walker(seed, steps, instance)`` -> the steps of a seeded swarm walk (the
       walk phase of ``check`` and ``mutants``, ``properties.core.walk_phase``), or
       None for a machine without walks;
+    - ``walker_takes_config``: the walker also takes ``config=`` (the run's config, e.g. the
+      map's largest size class); :meth:`walker_for` passes it;
     - ``recorded_settings``: config fields beyond capacity and checks that a
       counterexample records when they are not the default (the async
       machine's ``epoch_mode``), so a replay builds the same config.
@@ -158,6 +172,7 @@ class MachineKind:
     describe_state: Callable[..., str] = lambda harness, failed=False: ""
     findings: dict = attrs.Factory(dict)
     walker: Callable | None = None
+    walker_takes_config: bool = False
     recorded_settings: tuple = ()
 
     def config(self, **settings):
@@ -174,6 +189,12 @@ class MachineKind:
         merged = dict(getattr(impl, "config_defaults", None) or {})
         merged.update({k: v for k, v in settings.items() if v is not None})
         return self.config(**merged)
+
+    def walker_for(self, config):
+        """The walker of runs with ``config`` (None for a machine without walks)."""
+        if self.walker is None or not self.walker_takes_config:
+            return self.walker
+        return functools.partial(self.walker, config=config)
 
     def settings(self, config) -> dict:
         """The ``recorded_settings`` of ``config`` that differ from the default."""

@@ -6,7 +6,7 @@ from properties.core.failures import Failure
 from properties.core.machine import MachineKind
 from properties.core.program import Step
 
-__all__ = ["format_summary", "format_coverage", "format_failure"]
+__all__ = ["format_summary", "format_coverage", "format_space", "format_failure"]
 
 
 def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
@@ -23,10 +23,19 @@ def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
     return f"Scenario coverage (SPEC §13): {reached}/{len(names)} reached\n" + "\n".join(lines) + "\n"
 
 
+def format_space(space) -> str:
+    """The state space a run explored (sizes, rehash generations, key kinds...), with what it never reached."""
+    lines = space.lines()
+    return ("State space explored:\n" + "\n".join(lines) + "\n") if lines else ""
+
+
 def format_summary(record, elapsed: float, kind: MachineKind, white_box: bool) -> str:
     rate = record.steps / elapsed if elapsed > 0 else 0.0
     out = [f"{record.examples:,} examples, {record.steps:,} steps in {elapsed:.1f} s ({rate:,.0f} steps/s)\n",
            format_coverage(record.coverage, kind, white_box)]
+    space = getattr(record, "space", None)
+    if space is not None:
+        out.append(format_space(space))
     if record.findings:
         out.append("Findings (reported, not failures):\n")
         for key, count in sorted(record.findings.items()):

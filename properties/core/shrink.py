@@ -147,6 +147,12 @@ def _shrink(steps, failure, make_impl, max_replays, deadline, harness_class, har
                     improved = True
                     break
             i += 1
+        for candidate in harness_class.simpler_programs(best):  # e.g. a key simplified in every step
+            found = attempt(candidate)
+            if found:
+                best, best_failure = found
+                improved = True
+                break
     normal = harness_class.normalise(best)
     if normal != best:
         # The failure's message names ids (snapshots...) as the program had them: take it from

@@ -24,6 +24,7 @@ import attrs
 
 from properties.core.errors import InternalError
 from properties.core.failures import CheckFailure, Failure
+from properties.core.machine import add_space
 from properties.core.program import Step
 
 __all__ = ["WalkFinding", "WalkRun", "run_walks", "walk_seeds", "walk_length", "DEFAULT_WALKS", "DEFAULT_WALK_STEPS"]
@@ -52,12 +53,14 @@ class WalkRun:
     finding: WalkFinding | None = None
     coverage: Counter = attrs.Factory(Counter)  # the harnesses' scenario counts (SPEC §13), summed
     findings: Counter = attrs.Factory(Counter)
+    space: object = None  # the harnesses' state-space coverage, summed (if they keep one)
     more: list = attrs.Factory(list)  # later walks failing with the same kind (candidates for a shorter program)
 
 
 def _close(harness, run: "WalkRun") -> None:
     run.coverage.update(getattr(harness, "coverage", None) or {})
     run.findings.update(getattr(harness, "findings", None) or {})
+    run.space = add_space(run.space, getattr(harness, "space", None))
     close = getattr(harness, "close", None)  # the async harness stops its controller's threads
     if close is not None:
         close()
@@ -117,6 +120,10 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                     if run.finding is None:
                         run.steps += 1
                     harness.apply(step)
+                else:  # the walk ran to its end: the checks a large map's last steps skipped (if any)
+                    final_check = getattr(harness, "final_check", None)
+                    if final_check is not None:
+                        final_check()
             except CheckFailure as exc:
                 _close(harness, run)
                 found = WalkFinding(exc.failure, program[: exc.failure.step_index + 1], number, seed)

@@ -393,9 +393,9 @@ class WalkHarness(Harness):
     (still correct, only slower)."""
 
     def __init__(self, impl: WalkMap, *, white_box: bool | None = None, state_copier=copy_state,
-                 strict_live_iteration: bool = False, symbolic: bool = False) -> None:
+                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 128) -> None:
         super().__init__(impl, white_box=False, state_copier=state_copier,
-                         strict_live_iteration=strict_live_iteration, symbolic=symbolic)
+                         strict_live_iteration=strict_live_iteration, symbolic=symbolic, capacity=capacity)
         self.white_box = True if white_box is None else bool(white_box)
         impl.start(self.white_box)
         self._ahead: deque = deque()

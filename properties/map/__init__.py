@@ -129,6 +129,7 @@ def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: i
         make_impl, options = replay_setup(factory, config)
         run = run_walks(walk, make_impl, harness_class=Harness, harness_options=options, base_seed=seed,
                         walks=walks)
+        test_walks.cowcheck_space = run.space  # the pytest plugin reports what the walks explored
         if run.finding is None:
             return
         original = list(run.finding.program)
@@ -146,10 +147,12 @@ def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: i
     return test_walks
 
 
-def walk(seed: int, steps: int, instance):
+def walk(seed: int, steps: int, instance, config: MachineConfig | None = None):
     """The swarm walk of ``seed`` (the campaign's raw walk), with the incremental
-    visitor's operation only on maps that offer it."""
-    return walk_program(seed, steps, callable(getattr(instance, "incremental_visitor", None)))
+    visitor's operation only on maps that offer it, growing maps up to ``config``'s size class."""
+    config = config or MachineConfig()
+    return walk_program(seed, steps, callable(getattr(instance, "incremental_visitor", None)), sizes=config.sizes,
+                        space=config.space)
 
 
 def setup_lines(impl_spec: str, config) -> list[str]:
@@ -228,4 +231,5 @@ MAP = register_machine(MachineKind(
     describe_state=describe_state,
     findings=FINDINGS,
     walker=walk,
+    walker_takes_config=True,
 ))

@@ -33,12 +33,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, precondition, rule
 
 from model import ModelMap
-from properties.core.machine import HarnessMachine, RunRecord
+from properties.core.machine import HarnessMachine, RunRecord, add_space
 from properties.map.harness import Harness
 from properties.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
 from properties.map.ops import (COUNT, FAMILY, LIVE_SNAPSHOT, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, RELEASED_SNAPSHOT,
                                 SIZE_CLASSES, TRANSFORMER_NAMES)
-from properties.map.space import SpaceCoverage
 from properties.map.walks import SPACES
 from reference import CopyOnWriteStateMap
 
@@ -101,7 +100,9 @@ class Strategies:
         if config.space == "classic":
             return st.builds(World, st.just("int"), st.just(tuple(range(config.keys))),
                              st.just(tuple(range(config.namespaces))))
-        sizes = [name for name in SIZE_CLASSES if SIZE_CLASSES[name] <= SIZE_CLASSES[config.sizes]]
+        # Small maps twice as often: most interleavings need few entries, large maps cost per step.
+        sizes = [name for name in ("tiny", "small", "small", "medium", "large")
+                 if SIZE_CLASSES[name] <= SIZE_CLASSES[config.sizes]]
         return st.tuples(st.sampled_from(KEY_FAMILIES), st.sampled_from(NAMESPACE_FAMILIES),
                          st.booleans(), st.integers(0, 4), st.sampled_from(sizes)).flatmap(self._world_of)
 
@@ -205,10 +206,6 @@ def _rule_for(op, strategies: Strategies, snapshots: Bundle, written: Bundle):
     decorated = rule(**target, **arguments)(apply)
     if op.needs is not None:
         decorated = precondition(lambda self, needs=op.needs: hasattr(self.harness.impl, needs))(decorated)
-    if op.bulk and not strategies.per_step:
-        decorated = precondition(lambda self: False)(decorated)  # the classic world has no bulk steps
-    if op.name == "hold_keys":
-        decorated = precondition(lambda self: False)(decorated)  # chosen once per example, with the world
     return decorated
 
 
@@ -260,16 +257,17 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
         for sid, (_, model_snapshot) in list(self.harness.snapshots.items()):
             if not model_snapshot.released:
                 self.apply("read_snapshot", sid)
+        self.harness.final_check()
         record.coverage.update(self.harness.coverage)
         record.findings.update(self.harness.findings)
-        if record.space is None:
-            record.space = SpaceCoverage()
-        record.space.update(self.harness.space)
+        record.space = add_space(record.space, self.harness.space)
 
     namespace = {"snapshots": snapshots, "written": written, "__init__": __init__, "choose_world": choose_world,
                  "room": room,
                  "burst_of_colliding_puts": burst_of_colliding_puts, "teardown": teardown}
     for op in MAP_OPS:
+        if op.name == "hold_keys" or (op.bulk and not strategies.per_step):
+            continue  # chosen once per example with its world; the classic world has no bulk steps
         namespace[op.rule_name] = _rule_for(op, strategies, snapshots, written)
     name = f"MapMachine[{getattr(factory, '__name__', 'impl')}]"
     machine = type(name, (HarnessMachine,), namespace)

@@ -272,9 +272,11 @@ class SampledHarness(Harness):
 
     def check_after_step(self, step: Step) -> None:
         self.check_size(step)
-        if self.white_box and len(self.steps) % self.every == 0:
+        if not self.white_box:
+            return
+        self._unchecked += 1
+        if len(self.steps) % self.every == 0:
             self.check_invariants(step)
+        else:
+            self._check_rehash_step(step)
 
-    def final_check(self) -> None:
-        if self.white_box and self.steps and len(self.steps) % self.every:
-            self.check_invariants(self.steps[-1])
