@@ -9,13 +9,18 @@ hits every variant alike:
 
 1. **Raw executor, checked ops/s per core** on the reference: ``run_seed``
    in this process over the same seeds, CPU time of this process
-   (``time.process_time``). A checked op is one step applied to the map and
-   the model with P1–P7 checked after it; the variants differ in the
-   structural invariants I1–I9: after every step (what the Hypothesis machines
-   and the default campaign do), after every 8th step (``--invariants-every
-   8``), never (``--black-box``, which also skips scenario classification);
-   and, for scale, walk generation alone (no checks at all). Variants run
-   interleaved, ``--repeat`` times; the table shows the median.
+   (``time.process_time``). A checked op is one keyed operation applied to
+   the map and the model (a bulk step of 1,000 keys counts 1,000), with P1–P7
+   checked after its step; the variants differ in the structural invariants
+   I1–I9: after every step (what the Hypothesis machines and the default
+   campaign do; past 512 entries every ceil(entries/512)-th step), after every
+   8th step (``--invariants-every 8``), never (``--black-box``, which also
+   skips scenario classification); black-box on the classic space (int keys
+   0..31, namespaces 0..3, maps of at most 128 entries, no bulk steps: what
+   walks drew before the key families and size classes) beside the full space
+   campaigns draw (every key family, fresh key objects, maps up to 100,000
+   entries); and, for scale, walk generation alone (no checks at all).
+   Variants run interleaved, ``--repeat`` times; the table shows the median.
 2. **Hypothesis executor steps/s** (``--executor hypothesis``: the map state
    machine, invariants after every step), and its ratio to the raw executor
    with the same checks.
@@ -27,6 +32,11 @@ hits every variant alike:
    processes; overhead = local[2] time / pool time - 1. Seeds are calibrated
    so the pool takes about ``--seconds`` (default 120: the 2-minute campaign
    of the target).
+6. **Checking at scale**: large walks (to 50,000–100,000 entries) through the
+   harness on the reference, black-box and white-box: the CPU seconds of
+   checking (harness, model, invariants) per 10^5 operations, apart from the
+   reference's own calls (the CPU time inside the harness's calls into it).
+   Printed right after 1–2; ``--scale-only`` stops there.
 5. **Spark start to first task**: from before ``import pyspark`` to the first
    task's result, in each of the processes of 3.
 
@@ -60,6 +70,8 @@ TARGET_SCALING = 1.7
 TARGET_OVERHEAD = 0.10
 TARGET_START = 15.0
 STEPS = 300
+CLASSIC = "raw, black-box, classic space"  # ints 0..31, namespaces 0..3, small maps, no bulk steps: the old world
+TARGET_NEW_SPACE = 0.8  # black-box checked ops/s on the full space, at least this much of the classic space's
 
 
 def _config(**changes):
@@ -92,7 +104,8 @@ def per_core(repeat: int, seeds_per_round: int) -> dict[str, list[float]]:
         "raw, I1-I9 every step": checked(_config()),
         "raw, I1-I9 every 8th step": checked(_config(invariants_every=8)),
         "raw, black-box (P1-P7 only)": checked(_config(white_box=False)),
-        "walk generation only (no checks)": lambda seed: sum(1 for _ in walk_program(seed, STEPS)),
+        CLASSIC: checked(_config(white_box=False, space="classic")),
+        "walk generation only (no checks)": lambda seed: sum(1 for _ in walk_program(seed, STEPS, sizes="large")),
         "hypothesis, I1-I9 every step": checked(_config(executor="hypothesis", examples=1)),
     }
     rates: dict[str, list[float]] = {name: [] for name in variants}
@@ -105,6 +118,70 @@ def per_core(repeat: int, seeds_per_round: int) -> dict[str, list[float]]:
                 seeds = range(r * seeds_per_round // 4, (r + 1) * seeds_per_round // 4)
             rates[name].append(_cpu_rate(variants[name], seeds))
     return rates
+
+
+# ------------------------------------------------------------ 6: at scale
+
+
+def checking_at_scale(seeds: int = 6) -> list[tuple[str, int, int, float, float]]:
+    """Seconds of checking (the harness and the model) and of the implementation (the reference's
+    calls) for large walks, black-box and white-box: ``(mode, walks, operations, implementation
+    seconds, checking seconds)``. The implementation's share is the time inside the harness's calls
+    into it, less what timing a call costs (measured on an empty call); ``perf_counter`` (a cheap
+    clock: a dearer one would count itself as the implementation's)."""
+    from properties.core.profiles import tune_collector
+    from properties.map.harness import Harness
+    from properties.map.walks import walk_program
+    from reference import CopyOnWriteStateMap
+    from spark_fuzz.executor import operations
+
+    tune_collector()
+    clock = time.perf_counter
+
+    class Timed(Harness):
+        inside = 0.0
+        calls = 0
+
+        def _call(self, step, fn, *args, **kwargs):
+            began = clock()
+            try:
+                return super()._call(step, fn, *args, **kwargs)
+            finally:
+                Timed.inside += clock() - began
+                Timed.calls += 1
+
+    plain = Harness(CopyOnWriteStateMap(capacity=4), white_box=False)
+    probe = Timed(CopyOnWriteStateMap(capacity=4), white_box=False)
+    empty = []
+    for harness in (plain, probe, plain, probe):
+        began = clock()
+        for _ in range(200_000):
+            harness._call(None, int)
+        empty.append(clock() - began)
+    timing = max(0.0, (empty[1] + empty[3] - empty[0] - empty[2]) / 400_000)  # what timing adds to a call
+    chosen = [seed for seed in range(400) if _reaches(seed, 50_000)][:seeds]
+    out = []
+    for white_box in (False, True):
+        Timed.inside, Timed.calls, ops = 0.0, 0, 0
+        began = clock()
+        for seed in chosen:
+            harness = Timed(CopyOnWriteStateMap(capacity=4), white_box=white_box)
+            steps = list(walk_program(seed, STEPS, sizes="large"))
+            for step in steps:
+                harness.apply(step)
+            harness.final_check()
+            ops += operations(steps)
+        total = clock() - began - Timed.calls * timing
+        inside = Timed.inside - Timed.calls * timing
+        out.append(("white-box" if white_box else "black-box", len(chosen), ops, inside, total - inside))
+    return out
+
+
+def _reaches(seed: int, entries: int) -> bool:
+    """Whether the large walk of ``seed`` puts at least ``entries`` bulk keys (a walk to that size)."""
+    from properties.map.walks import walk_program
+
+    return sum(s.args[2] for s in walk_program(seed, STEPS, sizes="large") if s.op == "put_range") >= entries
 
 
 # ------------------------------------------------------- 3, 4, 5: Spark and pool
@@ -205,6 +282,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds-per-round", type=int, default=100, help="seeds per per-core measurement (default 100)")
     parser.add_argument("--campaign-repeat", type=int, default=2,
                         help="rounds of the three campaigns (pool, local[2], local[1]; default 2)")
+    parser.add_argument("--scale-only", action="store_true",
+                        help="sections 1, 2 and 6 only (no campaigns): the executors and the cost at scale")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--child-seeds", help=argparse.SUPPRESS)
     parser.add_argument("--child-partitions", type=int, help=argparse.SUPPRESS)
@@ -227,6 +306,16 @@ def main(argv=None) -> int:
         print(_row(name, f"{value:,.0f}", target, _verdict(value >= TARGET_OPS_PER_CORE) if checked else ""))
     raw_full, hyp = median["raw, I1-I9 every step"], median["hypothesis, I1-I9 every step"]
     print(_row("raw / hypothesis (same checks)", f"{raw_full / hyp:.2f}x"))
+    space = median["raw, black-box (P1-P7 only)"] / median[CLASSIC]
+    print(_row("black-box: full space / classic space", f"{space:.2f}x", f">= {TARGET_NEW_SPACE}x",
+               _verdict(space >= TARGET_NEW_SPACE)))
+
+    print("\n6. Large walks (to 50,000-100,000 entries), CPU seconds of checking vs the implementation:")
+    for mode, walks, ops, inside, checking in checking_at_scale():
+        print(_row(f"{mode}: {walks} walks, {ops:,} operations", f"{checking / ops * 100_000:.2f} s",
+                   "per 10^5 ops", f"(the reference's own calls: {inside / ops * 100_000:.2f} s per 10^5 ops)"))
+    if args.scale_only:
+        return 0
 
     # Seeds for a pool campaign of about --seconds, from a short pilot pool run (wall clock: the load counts).
     pilot_seeds = 16

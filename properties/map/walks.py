@@ -16,7 +16,9 @@ whole walks are skewed. Campaigns (``spark_fuzz.executor``) and ``cowcheck
 check``'s walk phase run them through the harness.
 
 Operations that cost O(entries) (iteration, snapshot reads: ``whole_map``) are
-drawn rarely once a map is large, so a walk to 10^5 entries stays linear.
+drawn as often as any while a map is small; past 512 entries only while what
+they read stays within twice the operations the walk has run (plus 20,000), so a
+walk to 10^5 entries costs O(operations) to check.
 
 Determinism: generation uses ``random.Random(seed)`` only (never ``hash()``,
 never set or dict order of strings), so a seed gives the same program in
@@ -54,6 +56,8 @@ _SIZES = (("tiny", 0.3), ("small", 0.35), ("medium", 0.25), ("large", 0.1))
 _HOLD_KEYS = 0.15  # walks whose caller holds its key objects
 _BULK_PER_STEP = {"tiny": 4, "small": 32, "medium": 1_000, "large": 25_000}
 _WHOLE_MAP_CHEAP = 512  # entries below which whole-map operations are drawn as often as any
+_READ_PER_OP = 0.25  # past that, whole-map operations read at most this many entries per operation run
+_READ_ALLOWANCE = 20_000  # ... plus this
 _LARGE_LIVE = 3  # snapshots a large map holds at most at once (checkpoints overlap a few at a time)
 # The worlds a walk can draw: "full" (every family, fresh keys, every size class up to
 # the walk's ``sizes``) and "classic" (ints 0..31, namespaces 0..3, small maps, no bulk
@@ -89,6 +93,16 @@ class WalkContext:
         self.bulk_entries = 0  # entries the bulk puts may have added (an upper bound)
         self.live: list[int] = []  # sids of snapshots taken and not yet released, oldest first
         self.taken = 0
+        self.ops = 0  # keyed operations drawn so far (a bulk step counts its keys)
+        self.read = 0  # entries the O(entries) operations drawn so far read (as far as the estimate knows)
+
+    def affords(self, op) -> bool:
+        """Whether the walk may draw ``op``: any operation while the map is small; past that an
+        O(entries) one only while the entries such operations read stay within a quarter of the
+        operations the walk has run (and a start-up allowance), so checking stays linear."""
+        if not op.whole_map or self.estimate <= _WHOLE_MAP_CHEAP:
+            return True
+        return self.read + self.estimate <= _READ_PER_OP * self.ops + _READ_ALLOWANCE
 
     @property
     def estimate(self) -> int:
@@ -227,10 +241,7 @@ def walk_program(seed: int, steps: int, visitor: bool = True, *, sizes: str = "m
         yield Step("hold_keys", ())
     for _ in range(steps):
         op = _OPS[bisect.bisect(cumulative, rand() * total, 0, last)]
-        for _ in range(8):  # O(entries) operations: rarely, once the map is large
-            if not op.whole_map or context.estimate <= _WHOLE_MAP_CHEAP \
-                    or rand() * context.estimate < _WHOLE_MAP_CHEAP:
-                break
+        while op.whole_map and not context.affords(op):  # O(entries) operations: within the walk's budget
             op = _OPS[bisect.bisect(cumulative, rand() * total, 0, last)]
         if op.snapshot_role in (LIVE_SNAPSHOT, RELEASED_SNAPSHOT) and not context.live:
             op = snapshot
@@ -239,6 +250,9 @@ def walk_program(seed: int, steps: int, visitor: bool = True, *, sizes: str = "m
         args = draw_args(op, context)
         if op.bulk:
             _bulk_written(context, op.name, args)
+        context.ops += args[2] if op.bulk else 1
+        if op.whole_map:
+            context.read += context.estimate
         yield Step(op.name, args)
     for sid in context.live:
         yield Step("read_snapshot", (sid,))
