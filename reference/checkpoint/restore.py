@@ -261,15 +261,19 @@ class CheckpointData:
 
 
 
-# The largest data file read without a handle that records its size.
-MAX_DATA_BYTES = 1 << 30
+# The largest data file read without a handle that records its size (a million entries take 19 MB).
+MAX_DATA_BYTES = 256 << 20
 
 
 def load_handle_or_file(path: str, read=None) -> CheckpointHandle | "CheckpointData":
-    """A handle file as a CheckpointHandle, or a data file as its parsed data (read once,
-    at most MAX_DATA_BYTES). ``read(path, limit)``: how to read it (default: a plain bounded read)."""
-    raw = (read or read_file)(path, MAX_DATA_BYTES + 1)
+    """A handle file as a CheckpointHandle, or a data file as its parsed data (at most
+    MAX_DATA_BYTES). ``read(path, limit)``: at most ``limit`` bytes of a file, the first
+    ones of a longer file (default: a plain bounded read)."""
+    read = read or read_file
+    raw = read(path, MAX_HANDLE_BYTES + 1)
     if raw[:len(MAGIC)] == MAGIC:
+        if len(raw) > MAX_HANDLE_BYTES:
+            raw = read(path, MAX_DATA_BYTES + 1)
         if len(raw) > MAX_DATA_BYTES:
             raise CheckpointFormatError(path, MAX_DATA_BYTES, f"larger than {MAX_DATA_BYTES} bytes, more than "
                                                               f"this reader reads without a handle")
