@@ -353,13 +353,19 @@ def serializer_from_id(serializer_id: str):
     """
     if not isinstance(serializer_id, str):
         raise UnknownSerializerError(repr(serializer_id), "a serializer id is a string")
-    serializer, end = _parse_id(serializer_id, 0)
+    serializer, end = _parse_id(serializer_id, 0, 0)
     if end != len(serializer_id):
         raise UnknownSerializerError(serializer_id, f"unexpected {serializer_id[end]!r} at position {end}")
     return serializer
 
 
-def _parse_id(text: str, pos: int):
+# Serializers nest no deeper than this (map<string,list<long>> is 3): ids come from files.
+MAX_SERIALIZER_DEPTH = 32
+
+
+def _parse_id(text: str, pos: int, depth: int):
+    if depth >= MAX_SERIALIZER_DEPTH:
+        raise UnknownSerializerError(text, f"nested deeper than {MAX_SERIALIZER_DEPTH} levels")
     start = pos
     while pos < len(text) and text[pos] not in "<>,":
         pos += 1
@@ -372,7 +378,7 @@ def _parse_id(text: str, pos: int):
     if pos < len(text) and text[pos] == "<":
         pos += 1
         while True:
-            arg, pos = _parse_id(text, pos)
+            arg, pos = _parse_id(text, pos, depth + 1)
             args.append(arg)
             if pos < len(text) and text[pos] == ",":
                 pos += 1

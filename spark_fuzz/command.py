@@ -17,7 +17,9 @@ import argparse
 from pathlib import Path
 from typing import TextIO
 
-from properties.cli.common import EXIT_INTERNAL, capacity_arg, positive_float, positive_int
+from properties.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
+                                   one_line, seconds_arg)
+from properties.core import bounds
 from properties.core.errors import UsageError
 from properties.core.impls import probe_isolated, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
@@ -27,21 +29,25 @@ from spark_fuzz.driver import run_campaign
 from spark_fuzz.executor import CampaignConfig
 from spark_fuzz.report import replay_command
 from spark_fuzz.session import start
-from spark_fuzz.store import CampaignStoreError
+from spark_fuzz.store import CampaignStore, CampaignStoreError
 
 __all__ = ["register", "campaign", "seed_range"]
 
 
 def seed_range(text: str) -> tuple[int, int]:
-    """``A:B`` -> (A, B) with 0 <= A < B."""
+    """``A:B`` -> (A, B) with 0 <= A < B, B at most MAX_SEED, at most MAX_SEEDS seeds."""
     first, sep, stop = text.partition(":")
     try:
-        bounds = (int(first), int(stop))
+        pair = (int(first), int(stop))
     except ValueError:
-        bounds = None
-    if not sep or bounds is None or not 0 <= bounds[0] < bounds[1]:
-        raise argparse.ArgumentTypeError(f"expected A:B with 0 <= A < B (seeds A to B-1), got {text!r}")
-    return bounds
+        pair = None
+    if not sep or pair is None or not 0 <= pair[0] < pair[1]:
+        raise argparse.ArgumentTypeError(f"expected A:B with 0 <= A < B (seeds A to B-1), got {one_line(text)[:60]!r}")
+    if pair[1] > bounds.MAX_SEED.limit:
+        raise argparse.ArgumentTypeError(f"seeds go up to {bounds.MAX_SEED.limit:,}: {bounds.MAX_SEED.reason}")
+    if pair[1] - pair[0] > bounds.MAX_SEEDS.limit:
+        raise argparse.ArgumentTypeError(f"at most {bounds.MAX_SEEDS.limit:,} seeds: {bounds.MAX_SEEDS.reason}")
+    return pair
 
 
 def register(sub) -> None:
@@ -53,34 +59,34 @@ def register(sub) -> None:
                     "passed, 1: failures found, 2: bad usage, 130: interrupted (resume with --resume).")
     p.add_argument("--impl", default="reference", help="reference | model | mutant:NAME | MODULE:FACTORY")
     p.add_argument("--master", help="Spark master (default local[*]; ignored under spark-submit, which sets its own)")
-    p.add_argument("--partitions", type=positive_int,
+    p.add_argument("--partitions", type=count_arg(bounds.MAX_PARTITIONS),
                    help="seed ranges per Spark job (default: 4 per core; --seeds ranges hold at most 250 seeds)")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--seeds", type=seed_range, metavar="A:B", help="run seeds A to B-1 (default 0:1000)")
-    budget.add_argument("--minutes", type=positive_float, help="run rounds of new seeds until the time is up")
+    budget.add_argument("--minutes", type=minutes_arg, help="run rounds of new seeds until the time is up")
     p.add_argument("--executor", choices=["raw", "hypothesis"], default="raw",
                    help="raw: seeded swarm walks (fast); hypothesis: the map state machine (default raw)")
     p.add_argument("--out", default=".cowcheck/campaign", help="campaign directory (default .cowcheck/campaign)")
     p.add_argument("--resume", action="store_true", help="continue the campaign in --out, skipping finished ranges")
     p.add_argument("--capacity", type=capacity_arg,
                    help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
-    p.add_argument("--steps", type=positive_int, default=300,
+    p.add_argument("--steps", type=count_arg(bounds.MAX_STEPS), default=300,
                    help="steps per walk, or per example with --executor hypothesis (default 300)")
     p.add_argument("--sizes", choices=list(SIZE_CLASSES), default="large",
                    help="the largest size class walks grow maps to: tiny (8 entries), small (128), medium (4,000), "
                         "large (100,000; the default)")
-    p.add_argument("--examples", type=positive_int, default=5,
+    p.add_argument("--examples", type=count_arg(bounds.MAX_EXAMPLES), default=5,
                    help="Hypothesis examples per seed (--executor hypothesis; default 5)")
-    p.add_argument("--invariants-every", type=positive_int, default=1, metavar="N",
+    p.add_argument("--invariants-every", type=count_arg(bounds.MAX_EVERY), default=1, metavar="N",
                    help="check the structural invariants I1-I9 after every N-th step and at the end of each "
                         "walk (default 1: every step); P1-P7 are checked after every step regardless")
     p.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
-    p.add_argument("--seed-time-limit", type=positive_float, default=60.0, metavar="SECONDS",
+    p.add_argument("--seed-time-limit", type=seconds_arg(), default=60.0, metavar="SECONDS",
                    help="a walk longer than this is a TIMEOUT; a seed is killed at twice this plus slack "
                         "(default 60)")
-    p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT failure, shrunk and replayable (default "
                         f"{DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--call-by-call", action="store_true",
@@ -107,6 +113,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     if args.executor == "hypothesis" and args.invariants_every != 1:
         raise UsageError("--invariants-every applies to --executor raw only (the Hypothesis machine checks "
                          "I1-I9 after every step)")
+    check_output_directory(args.out, "--out")
     impl = resolve(args.impl, "map")
     capacity = args.capacity or impl.default_capacity
     kind = machine_kind("map")
@@ -120,6 +127,11 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                             batched=not args.call_by_call, sizes=args.sizes)
     batched = config.batched and config.executor == "raw" and callable(getattr(impl, "walk_harness", None))
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
+    store = CampaignStore(args.out)
+    try:  # one run of a campaign at a time, known before Spark starts
+        store.acquire(config.to_json(), args.resume)
+    except CampaignStoreError as exc:
+        raise UsageError(str(exc)) from None
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
     stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
                  f"{_invariants(config, white_box, batched)}, maps up to {config.sizes} "
@@ -127,6 +139,13 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     stdout.flush()
     if probed.notice:
         stderr.write(f"cowcheck: notice: {probed.notice}\n")
+    try:
+        return _run(args, stdout, stderr, impl, config, white_box, batched, seeds, store)
+    finally:
+        store.close()
+
+
+def _run(args, stdout: TextIO, stderr: TextIO, impl, config, white_box: bool, batched: bool, seeds, store) -> int:
     sc, took = start(args.master)
     stdout.write(f"spark: {sc.master}, {sc.defaultParallelism} cores, started in {took:.1f} s\n")
     stdout.flush()
@@ -134,7 +153,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     try:
         result = run_campaign(sc, config, Path(args.out), seeds=seeds, minutes=args.minutes,
                               partitions=args.partitions, resume=args.resume, isolate=not args.no_isolation,
-                              progress=stderr, meta=meta)
+                              progress=stderr, meta=meta, store=store)
     except CampaignStoreError as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:

@@ -393,18 +393,27 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
                  minutes: float | None = None, partitions: int | None = None, resume: bool = False,
                  isolate: bool = True, progress: TextIO | None = None,
                  on_batch: Callable[[object], None] | None = None, report: bool = True,
-                 meta: dict | None = None) -> CampaignResult:
+                 meta: dict | None = None, store: CampaignStore | None = None) -> CampaignResult:
     """Run a campaign into directory ``out``; see the module docstring.
 
     ``seeds``: ``(first, stop)``; ``minutes``: run rounds until the time is up
     (from ``first`` = 0 or where a resumed campaign stopped); ``partitions``:
     ranges per job (default: 4 per core of the cluster). ``on_batch(state)``
-    runs whenever results arrive (tests use it to interrupt a campaign).
+    runs whenever results arrive (tests use it to interrupt a campaign);
+    ``store``: the campaign's store if the caller took its lock already
+    (``CampaignStore.acquire``). The lock is held until the function returns.
     Raises KeyboardInterrupt after saving what arrived if interrupted."""
     if (seeds is None) == (minutes is None):
         raise ValueError("run_campaign needs seeds=(first, stop) or minutes=M, not both")
-    store = CampaignStore(out)
-    store.begin(config.to_json(), resume)
+    store = store if store is not None else CampaignStore(out)
+    try:
+        store.begin(config.to_json(), resume)
+        return _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_batch, report, meta)
+    finally:
+        store.close()
+
+
+def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_batch, report, meta) -> CampaignResult:
     partitions = partitions or 4 * sc.defaultParallelism
     campaign = _Campaign(sc, config, store, isolate, ProgressLine(progress), on_batch)
     began = time.monotonic()

@@ -14,6 +14,11 @@ What :func:`start` sets, before the JVM starts (it cannot change afterwards):
   incubator module Spark 4 adds (``WARNING: Using incubator modules:
   jdk.incubator.vector``), which is not for the user;
 - no web UI and no console progress bars (the campaign draws its own line);
+- the Python workers run with ``PYTHONSAFEPATH=1`` (``spark.executorEnv``): Spark
+  starts them as ``python -m pyspark.daemon`` in its working directory, which
+  ``-m`` puts first on ``sys.path``, so an ``attrs.py`` lying in the campaign's
+  directory would be imported by every worker (Python 3.11 and later honour it;
+  under spark-submit it is set unless the submitter set it);
 - for ``local[...]`` masters only: ``SPARK_LOCAL_IP=127.0.0.1`` (no network
   lookups, no "resolves to a loopback address" warning), the workers run this
   interpreter (``PYSPARK_PYTHON``), and the driver JVM runs with the C1 JIT and
@@ -38,6 +43,8 @@ import threading
 import time
 import warnings
 from pathlib import Path
+
+from properties.core.processes import SAFE_PATH_ENV
 
 __all__ = ["LOG4J2_PROPERTIES", "DEFAULT_MASTER", "campaign_conf", "start", "started_under_spark_submit"]
 
@@ -77,6 +84,7 @@ def campaign_conf(master: str | None, app_name: str = "cowcheck campaign") -> di
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": java_options,
         "spark.python.worker.reuse": "true",
+        **{f"spark.executorEnv.{name}": value for name, value in SAFE_PATH_ENV.items()},
     }
     if master is not None:
         conf["spark.master"] = master
@@ -110,6 +118,8 @@ def start(master: str | None = None, app_name: str = "cowcheck campaign"):
                          daemon=True).start()
         context = SparkContext(conf=conf, gateway=gateway)
     else:
+        for name, value in SAFE_PATH_ENV.items():
+            conf.setIfMissing(f"spark.executorEnv.{name}", value)
         context = SparkContext.getOrCreate(conf)
     context.setLogLevel("WARN")
     return context, time.perf_counter() - began

@@ -16,12 +16,21 @@ failure row counts only if its seed range has a ``runs`` row: a campaign
 killed between the two renames re-runs that range on ``--resume`` and loses
 nothing. Both tables read with Spark (``spark.read.parquet("DIR/runs")``),
 pandas or pyarrow.
+
+One run at a time: a run holds an OS lock on ``DIR/.campaign.lock``
+(``flock``; the lock goes when the process does, however it ends), so a
+second run of the same campaign (two ``--resume`` at once) is refused with
+one line instead of running the same seeds twice. Everything read back from
+``DIR`` (manifest, Parquet parts, counterexamples) is read as a user's file:
+regular files only, size-capped (``properties.core.files``); a damaged part
+is bad input (exit 2), not cowcheck's error.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import uuid
 from pathlib import Path
 from typing import Iterable
@@ -30,12 +39,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from properties.core.counterexample import Counterexample, save
-from properties.core.files import write_atomically
+from properties.core.files import MIB, UserFileError, read_json, read_user_file, write_atomically
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no lock
+    fcntl = None
 
 __all__ = ["CampaignStore", "CampaignStoreError", "RUNS_SCHEMA", "FAILURES_SCHEMA", "MANIFEST_FORMAT", "space_columns",
            "space_of_row"]
 
 MANIFEST_FORMAT = "cowcheck-campaign"
+LOCK_NAME = ".campaign.lock"
+MAX_MANIFEST_BYTES = MIB
+MAX_PART_BYTES = 256 * MIB  # a part holds a few seconds of results
 MANIFEST_VERSION = 3  # 2: internal counts and error details (cowcheck's own errors); 3: state-space columns
 
 _COUNTS = pa.map_(pa.string(), pa.int64())
@@ -109,31 +126,58 @@ class CampaignStore:
         self.counterexamples_dir = self.root / "counterexamples"
         self.manifest_path = self.root / "campaign.json"
         self._parts = 0
+        self._lock_fd: int | None = None
 
     # ------------------------------------------------------------ manifest
 
     def manifest(self) -> dict | None:
-        if not self.manifest_path.exists():
+        if not os.path.lexists(self.manifest_path):
             return None
         try:
-            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError) as exc:
-            raise CampaignStoreError(self.manifest_path, f"unreadable campaign manifest ({exc})") from None
+            data = read_json(self.manifest_path, what="a campaign manifest", limit=MAX_MANIFEST_BYTES)
+        except UserFileError as exc:
+            raise CampaignStoreError(self.manifest_path, f"unreadable campaign manifest ({exc.problem})") from None
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
             raise CampaignStoreError(self.manifest_path, "not a cowcheck campaign manifest")
         if data.get("format_version") != MANIFEST_VERSION:
             raise CampaignStoreError(self.manifest_path, f"unknown manifest version {data.get('format_version')!r}")
         return data
 
-    def begin(self, config: dict, resume: bool) -> None:
-        """Create the campaign, or check that ``--resume`` continues the same one."""
+    def acquire(self, config: dict, resume: bool) -> None:
+        """Check that this run may start (``begin``'s checks, nothing written but the
+        directory and its lock) and take the campaign's lock; CampaignStoreError if
+        another run holds it. Idempotent; ``close`` releases it."""
+        self._check(config, resume)
+        if self._lock_fd is not None:
+            return
+        if self.root.exists() and not self.root.is_dir():
+            raise CampaignStoreError(self.root, "is a file, not a campaign directory")
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                holder = os.read(fd, 200).decode("utf-8", "replace").strip() or "unknown"
+                os.close(fd)
+                raise CampaignStoreError(self.root, f"is in use by another run of this campaign ({holder}); wait "
+                                                    f"for it to end, or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        self._lock_fd = fd
+        self._check(config, resume)  # again under the lock: a run that just ended may have started it
+
+    def close(self) -> None:
+        """Release the campaign's lock (the end of the process does too)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _check(self, config: dict, resume: bool) -> None:
         existing = self.manifest()
         if existing is None:
-            if resume and self.root.exists() and any(self.root.iterdir()):
+            if resume and self.root.is_dir() and any(p.name != LOCK_NAME for p in self.root.iterdir()):
                 raise CampaignStoreError(self.root, "has no campaign.json; nothing to resume")
-            self.root.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.manifest_path, json.dumps(
-                {"format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, "config": config}, indent=2) + "\n")
         elif not resume:
             raise CampaignStoreError(self.root, "already holds a campaign; add --resume to continue it, "
                                                 "or choose another --out")
@@ -143,6 +187,13 @@ class CampaignStore:
             detail = ", ".join(f"{k}: {existing['config'].get(k)!r} -> {config.get(k)!r}" for k in changed)
             raise CampaignStoreError(self.root, f"--resume with other settings than the campaign was started "
                                                 f"with ({detail})")
+
+    def begin(self, config: dict, resume: bool) -> None:
+        """Create the campaign, or check that ``--resume`` continues the same one; takes the lock."""
+        self.acquire(config, resume)
+        if self.manifest() is None:
+            write_atomically(self.manifest_path, json.dumps(
+                {"format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, "config": config}, indent=2) + "\n")
         for directory in (self.runs_dir, self.failures_dir, self.counterexamples_dir):
             directory.mkdir(parents=True, exist_ok=True)
 
@@ -202,7 +253,11 @@ class CampaignStore:
         """Store exactly this counterexample under its signature (the campaign's chosen one)."""
         path = self.counterexamples_dir / f"{data['signature']}.json"
         text = json.dumps(data, indent=2) + "\n"
-        if not path.exists() or path.read_text(encoding="utf-8") != text:
+        try:
+            same = read_user_file(path, what="a counterexample", limit=4 * len(text) + 1) == text.encode("utf-8")
+        except UserFileError:
+            same = False
+        if not same:
             write_atomically(path, text)
         return path
 
@@ -221,4 +276,16 @@ def _read(directory: Path, schema: pa.Schema) -> Iterable[dict]:
     parts = sorted(p for p in directory.glob("part-*.parquet"))
     if not parts:
         return []
-    return pa.concat_tables([pq.read_table(p, schema=schema) for p in parts]).to_pylist()
+    return pa.concat_tables([_read_part(p, schema) for p in parts]).to_pylist()
+
+
+def _read_part(path: Path, schema: pa.Schema) -> pa.Table:
+    """One Parquet part, read as a user's file; CampaignStoreError if it is not one of ours."""
+    try:
+        data = read_user_file(path, what="a Parquet part of a campaign", limit=MAX_PART_BYTES)
+        return pq.read_table(pa.BufferReader(data), schema=schema)
+    except UserFileError as exc:
+        raise CampaignStoreError(path, exc.problem) from None
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise CampaignStoreError(path, f"not a Parquet part of this campaign ({type(exc).__name__}: "
+                                       f"{str(exc)[:200]})") from None

@@ -7,7 +7,10 @@ restores of completed checkpoints (same range, smaller ranges, rescaled round
 trips, and recovery that continues on the restored state). Checkpoints are
 named by ``cid`` (the program's n-th checkpoint), steps are JSON-able data.
 A step on a checkpoint that is not running (or not completed, for restores)
-does nothing, so deleting steps while shrinking keeps programs meaningful.
+does nothing, so deleting steps while shrinking keeps programs meaningful;
+a step naming a checkpoint no earlier step started, or a checkpoint id
+started twice, makes a program ill-formed (:meth:`CheckpointHarness.valid_program`):
+skipped while shrinking, bad input in a file.
 
 Codes (``Failure.code``) beyond the map harness's P1 (reads), P4 (sizes),
 P6 (identity: a state is a fresh copy iff a running checkpoint that has not
@@ -44,7 +47,7 @@ import tempfile
 from typing import Any
 
 from model.checkpoint_model import CheckpointModel
-from properties.checkpoint.ops import CHECKPOINT_OPS
+from properties.checkpoint.ops import CHECKPOINT_OPS, KEYED
 from properties.core.failures import CRASH, DIVERGENCE, CheckFailure
 from properties.core.harness import HarnessBase
 from properties.core.program import Step
@@ -189,6 +192,22 @@ class CheckpointHarness(HarnessBase):
 
     def key_group_of(self, key) -> int:
         return key_group(key, self.max_parallelism)
+
+    @classmethod
+    def valid_program(cls, steps: list[Step]) -> bool:
+        """Every checkpoint a step names was started by an earlier step, and no id is started twice."""
+        started: set = set()
+        for step in steps:
+            if step.op in KEYED or step.op not in CHECKPOINT_OPS:
+                continue
+            cid = step.args[0]
+            if step.op == "checkpoint":
+                if cid in started:
+                    return False
+                started.add(cid)
+            elif cid not in started:
+                return False
+        return True
 
     def close(self) -> None:
         """Cancel what still runs and delete the checkpoint directory."""

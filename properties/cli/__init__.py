@@ -28,7 +28,7 @@ from typing import TextIO
 import properties.flink  # noqa: F401  (registers --impl flink)
 import properties.machines  # noqa: F401  (registers every machine)
 from properties.cli import check, checkpoint, mutants, prove, replay, versions
-from properties.cli.common import EXIT_USAGE, one_line, report_internal_error
+from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error
 from properties.core.errors import UsageError
 from properties.core.impls import UnknownImplementationError
 from properties.core.profiles import tune_collector
@@ -70,17 +70,26 @@ def build_parser(commands: tuple = ()) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
          commands: tuple = ()) -> int:
+    # Output that fails (a closed pipe, a full disk) never changes the exit code: what a run
+    # found is stored whatever happens to its report (GuardedOutput).
+    stdout, stderr = GuardedOutput(stdout), GuardedOutput(stderr)
     parser = build_parser(commands)
     try:
         args = parser.parse_args(argv)
         tune_collector()
-        return args.handler(args, stdout, stderr)
+        code = args.handler(args, stdout, stderr)
     except (UsageError, UnknownImplementationError) as exc:
         stderr.write(f"cowcheck: error: {one_line(exc)}\n")
-        return EXIT_USAGE
+        code = EXIT_USAGE
     except KeyboardInterrupt:
         stderr.write("cowcheck: interrupted\n")
-        return 130
+        code = 130
     except Exception as exc:  # cowcheck's own error: never blamed on the implementation
-        return report_internal_error(exc, stderr, argv)
+        code = report_internal_error(exc, stderr, argv)
+    stdout.flush()
+    note = stdout.note()
+    if note:
+        stderr.write(note + "\n")
+    stderr.flush()
+    return code
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import random
+import sys
 import time
 from typing import TextIO
 
 import attrs
 from hypothesis import settings
 
-from properties.cli.common import Progress, capacity_arg, non_negative_int, positive_float, positive_int
+from properties.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
+                                   seed_arg, store_found)
+from properties.core import bounds
 from properties.core.counterexample import replay_command
 from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
@@ -25,6 +28,7 @@ from properties.map.ops import SIZE_CLASSES
 __all__ = ["register", "check"]
 
 DEFAULT_SHRINK_SECONDS = 60.0
+DEFAULT_SAVE_DIR = ".cowcheck/counterexamples"
 
 
 def register(sub) -> None:
@@ -37,10 +41,11 @@ def register(sub) -> None:
     p.add_argument("--impl", default="reference",
                    help="reference | model | mutant:NAME | flink | MODULE:FACTORY (default: reference)")
     budget = p.add_mutually_exclusive_group()
-    budget.add_argument("--examples", type=positive_int, help="number of examples (default: the profile's)")
-    budget.add_argument("--minutes", type=positive_float, help="run for this long instead of a fixed count")
-    p.add_argument("--seed", type=int, help="seed for generation (default: random, printed)")
-    p.add_argument("--walks", type=non_negative_int, metavar="N",
+    budget.add_argument("--examples", type=count_arg(bounds.MAX_EXAMPLES),
+                        help="number of examples (default: the profile's)")
+    budget.add_argument("--minutes", type=minutes_arg, help="run for this long instead of a fixed count")
+    p.add_argument("--seed", type=seed_arg, help="seed for generation (default: random, printed)")
+    p.add_argument("--walks", type=count_arg(bounds.MAX_WALKS, zero=True), metavar="N",
                    help=f"seeded swarm walks of {DEFAULT_WALK_STEPS} steps run through the same harness before "
                         f"Hypothesis, the fast path to a first failure (default {DEFAULT_WALKS}, at most "
                         f"--examples; 0: Hypothesis only; machines without walks skip the phase)")
@@ -51,7 +56,7 @@ def register(sub) -> None:
                         "small (128), medium (4,000; the default), large (100,000; the default of --profile nightly)")
     p.add_argument("--capacity", type=capacity_arg,
                    help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
-    p.add_argument("--keys", type=positive_int,
+    p.add_argument("--keys", type=count_arg(bounds.MAX_KEYS),
                    help="distinct keys the map machine uses (default: 12, or 5/4 of the capacity if larger, "
                         "so the map fills up and rehashes)")
     mode = p.add_mutually_exclusive_group()
@@ -64,11 +69,12 @@ def register(sub) -> None:
                         "default; parallel: PARALLEL_BETWEEN_EPOCH)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
-    p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT,
+                   metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT failure (default {DEFAULT_STEP_TIME_LIMIT:g})")
-    p.add_argument("--shrink-seconds", type=positive_float, default=DEFAULT_SHRINK_SECONDS, metavar="SECONDS",
+    p.add_argument("--shrink-seconds", type=seconds_arg(), default=DEFAULT_SHRINK_SECONDS, metavar="SECONDS",
                    help=f"time budget for shrinking a failure (default {DEFAULT_SHRINK_SECONDS:g})")
-    p.add_argument("--save-dir", default=".cowcheck/counterexamples",
+    p.add_argument("--save-dir", default=DEFAULT_SAVE_DIR,
                    help="where shrunk failures are stored (default .cowcheck/counterexamples)")
     p.add_argument("--no-save", action="store_true", help="do not store the counterexample")
     p.set_defaults(handler=check)
@@ -83,6 +89,8 @@ _RUN: dict = {}  # what on_stuck needs: the run's record and settings
 
 
 def _check(args, stdout: TextIO, stderr: TextIO) -> int:
+    if not args.no_save and args.save_dir != DEFAULT_SAVE_DIR:  # the default falls back to a temp dir if need be
+        check_output_directory(args.save_dir, "--save-dir")
     kind = machine_kind(args.machine)
     impl = resolve(args.impl, args.machine)
     stabilise_generation()
@@ -116,7 +124,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     progress = Progress(stderr, total, deadline)
     record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
     make_impl, options = kind.replay_setup(impl.factory, config)
-    _RUN.update(record=record, impl=impl, config=config, options=options, kind=kind, seed=base_seed)
+    _RUN.update(record=record, impl=impl, config=config, options=options, kind=kind, seed=base_seed, stderr=stderr)
     walks = default_walks(args.walks, args.examples) if kind.walker is not None else 0
     try:
         result = hunt(lambda rec: kind.builder(impl.factory, config, rec), make_impl, base_seed=base_seed,
@@ -132,6 +140,15 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     progress.update(record.examples, record.steps, force=True)
     progress.finish()
     walked = result.walks
+    if result.phase == "walks":
+        found_by = {"tool": "cowcheck check", "generator": "walk", "seed": base_seed, "walk": walked.walks,
+                    "walk_seed": walked.finding.seed, "steps": walked.steps}
+    elif result.failure is not None:
+        found_examples, found_steps = result.found_at or (result.examples, result.steps)
+        found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
+                    "profile": args.profile, "examples": found_examples, "steps": found_steps}
+    if result.failure is not None:  # stored before anything is printed: the failure survives its report
+        saved = _save(args, stderr, result, kind, impl, config, options, found_by)
     if walks:
         outcome = (f"failure in walk {walked.walks} (seed {walked.finding.seed})" if result.phase == "walks"
                    else "no failure")
@@ -142,20 +159,15 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
                      f"{result.original_length} -> {len(result.program)} steps in "
                      f"{result.seconds_to_shrink * 1000:.0f} ms\n")
         stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
-        found_by = {"tool": "cowcheck check", "generator": "walk", "seed": base_seed, "walk": walked.walks,
-                    "walk_seed": walked.finding.seed, "steps": walked.steps}
-        return _store(args, stdout, result, kind, impl, config, options, found_by)
+        return _report_saved(stdout, saved, impl)
     stdout.write(format_summary(record, result.seconds_to_find, kind, white_box))
     if result.failure is None:
         return 0
-    found_examples, found_steps = result.found_at or (result.examples, result.steps)
     stdout.write(f"first failure found by Hypothesis after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
     stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
-    found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
-                "profile": args.profile, "examples": found_examples, "steps": found_steps}
-    return _store(args, stdout, result, kind, impl, config, options, found_by)
+    return _report_saved(stdout, saved, impl)
 
 
 def _batched_walks(impl, kind, config):
@@ -173,10 +185,18 @@ def default_walks(walks: int | None, examples: int | None) -> int:
     return min(DEFAULT_WALKS, examples) if examples else DEFAULT_WALKS
 
 
-def _store(args, stdout: TextIO, result: HuntResult, kind, impl, config, options, found_by: dict) -> int:
-    if not args.no_save:
-        path, written = store(result, kind=kind, impl_spec=impl.spec, config=config, found_by=found_by,
-                              directory=args.save_dir, harness_options=options)
+def _save(args, stderr: TextIO, result: HuntResult, kind, impl, config, options, found_by: dict):
+    """``(path, written)`` of the stored counterexample (None with --no-save or if it could not be stored)."""
+    if args.no_save:
+        return None
+    return store_found(lambda directory: store(result, kind=kind, impl_spec=impl.spec, config=config,
+                                               found_by=found_by, directory=directory, harness_options=options),
+                       args.save_dir, stderr)
+
+
+def _report_saved(stdout: TextIO, saved, impl) -> int:
+    if saved is not None:
+        path, written = saved
         verb = "saved" if written else "already stored (same signature, no longer)"
         stdout.write(f"{verb}: {path}\nreplay:  {replay_command(path, impl.spec)}\n")
     return 1
@@ -202,7 +222,10 @@ def _stuck(args, stdout: TextIO, seconds: float) -> None:
         impl = _RUN["impl"]
         found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": _RUN["seed"],
                     "profile": args.profile}
-        path, _ = store(result, kind=kind, impl_spec=impl.spec, config=_RUN["config"], found_by=found_by,
-                        directory=args.save_dir, harness_options=_RUN["options"])
-        stdout.write(f"saved: {path}\nreplay:  {replay_command(path, impl.spec)}\n")
+        saved = store_found(lambda directory: store(result, kind=kind, impl_spec=impl.spec, config=_RUN["config"],
+                                                    found_by=found_by, directory=directory,
+                                                    harness_options=_RUN["options"]), args.save_dir,
+                            _RUN.get("stderr", sys.stderr))
+        if saved is not None:
+            stdout.write(f"saved: {saved[0]}\nreplay:  {replay_command(saved[0], impl.spec)}\n")
     stdout.flush()

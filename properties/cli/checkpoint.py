@@ -3,15 +3,23 @@
 Takes a handle file (``*.handle.json``, see docs/checkpoint-format.md) or a
 checkpoint data file (``*.cwck``, recognised by its magic). Exit 0 and a
 report on stdout; bad input is one line on stderr naming the file, the
-offset and the problem, exit 2.
+offset and the problem, exit 2. Every check restore runs when reading a
+checkpoint runs here too (``reference.checkpoint.inspect``). Files are read
+as a user's files (``properties.core.files``: regular files only, at most the
+size the handle records, or 1 GiB for a data file without one), and what the
+report shows from them (state names) is printed with unprintable characters
+escaped.
 """
 
 from __future__ import annotations
 
 from typing import TextIO
 
+from properties.cli.common import PrintableOutput
 from properties.core.errors import UsageError
+from properties.core.files import UserFileError, read_user_file
 from reference.checkpoint import inspect_checkpoint
+from reference.checkpoint.restore import MAX_DATA_BYTES
 from reference.errors import CheckpointFormatError
 
 __all__ = ["register", "inspect", "format_info"]
@@ -28,12 +36,17 @@ def register(sub) -> None:
     i.set_defaults(handler=inspect)
 
 
+def _read(path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes (and never more than a data file may hold) of the regular file ``path``."""
+    return read_user_file(path, what="a checkpoint file", limit=min(limit, MAX_DATA_BYTES + 1), truncate=True)
+
+
 def inspect(args, stdout: TextIO, stderr: TextIO) -> int:
     try:
-        info = inspect_checkpoint(args.path)
-    except CheckpointFormatError as exc:
+        info = inspect_checkpoint(args.path, read=_read)
+    except (CheckpointFormatError, UserFileError) as exc:
         raise UsageError(str(exc)) from None
-    stdout.write(format_info(info))
+    PrintableOutput(stdout).write(format_info(info))
     return 0
 
 

@@ -6,7 +6,8 @@ from typing import TextIO
 
 from hypothesis import settings
 
-from properties.cli.common import non_negative_int, positive_float, positive_int
+from properties.cli.common import count_arg, seconds_arg, seed_arg
+from properties.core import bounds
 from properties.core.errors import UsageError
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.mutants import catalogue, format_table, run_mutant
@@ -22,17 +23,17 @@ def register(sub) -> None:
                                    "a kill table. Exit 0: all killed, 1: a mutant survived, 2: bad usage, 3: internal error.")
     p.add_argument("--only", action="append", metavar="NAME", help="run only this mutant (repeatable)")
     p.add_argument("--black-box", action="store_true", help="no introspection: the model properties alone")
-    p.add_argument("--seed", type=int, default=0, help="seed for every mutant (default: 0)")
-    p.add_argument("--examples", type=positive_int, default=2000, help="example budget per mutant (default 2000)")
-    p.add_argument("--max-seconds", type=positive_float, default=60.0,
+    p.add_argument("--seed", type=seed_arg, default=0, help="seed for every mutant (default: 0)")
+    p.add_argument("--examples", type=count_arg(bounds.MAX_EXAMPLES), default=2000, help="example budget per mutant (default 2000)")
+    p.add_argument("--max-seconds", type=seconds_arg(), default=60.0,
                    help="time budget per mutant (default 60)")
     p.add_argument("--profile", choices=["ci", "dev", "nightly"], default="ci",
                    help="Hypothesis settings profile for step counts (default: ci)")
-    p.add_argument("--walks", type=non_negative_int, default=DEFAULT_WALKS, metavar="N",
+    p.add_argument("--walks", type=count_arg(bounds.MAX_WALKS, zero=True), default=DEFAULT_WALKS, metavar="N",
                    help=f"seeded swarm walks before Hypothesis, per mutant (default {DEFAULT_WALKS}; "
                         f"0: Hypothesis only)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
-    p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")
     p.set_defaults(handler=mutants)
 

@@ -12,7 +12,8 @@ import os
 import time
 from typing import TextIO
 
-from properties.cli.common import one_line, positive_float, positive_int
+from properties.cli.common import count_arg, one_line, seconds_arg
+from properties.core import bounds
 from properties.core.contracts import (
     CONFIRMED,
     DEFAULT_PER_CONDITION_TIMEOUT,
@@ -45,10 +46,10 @@ def register(sub) -> None:
     p.add_argument("targets", nargs="*", metavar="MODULE_OR_FILE",
                    help=f"modules or .py files (default: {' '.join(DEFAULT_TARGETS)})")
     p.add_argument("--only", action="append", metavar="FUNCTION", help="check only this function (repeatable)")
-    p.add_argument("--per-condition-timeout", type=positive_float, default=DEFAULT_PER_CONDITION_TIMEOUT,
+    p.add_argument("--per-condition-timeout", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_PER_CONDITION_TIMEOUT,
                    metavar="SECONDS",
                    help=f"CPU seconds CrossHair may spend per condition (default {DEFAULT_PER_CONDITION_TIMEOUT:g})")
-    p.add_argument("--workers", type=positive_int, default=min(4, os.cpu_count() or 1),
+    p.add_argument("--workers", type=count_arg(bounds.MAX_WORKERS), default=min(4, os.cpu_count() or 1),
                    help="CrossHair processes at a time (default: CPUs, at most 4)")
     p.add_argument("-v", "--verbose", action="store_true", help="print CrossHair's line for every condition")
     p.add_argument("--list", action="store_true", help="list the contracts and exit")

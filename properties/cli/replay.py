@@ -8,7 +8,14 @@ A counterexample file is data: it may name any implementation, but only the
 built-in ones (``reference``, ``model``, ``mutant:NAME``, ``flink``...) are
 resolved from it. Any other must be named on the command line with
 ``--impl``, so replaying a file received from elsewhere never imports a
-module the file chose (:func:`properties.core.replay.implementation_for`).
+module the file chose, nor fetches a release it names
+(:func:`properties.core.replay.implementation_for`). What replay prints from a
+file is shown with unprintable characters escaped (``PrintableOutput``).
+
+shrink never changes which failure a file holds: a file is rewritten only
+with a shorter program of the same failure on the same implementation; a
+program that now fails differently (or on another ``--impl``) is saved as a
+new counterexample beside it and the file is left as it was.
 """
 
 from __future__ import annotations
@@ -20,8 +27,9 @@ from typing import TextIO
 
 import attrs
 
-from properties.cli.common import positive_float
-from properties.core.counterexample import CounterexampleError, load
+from properties.cli.common import PrintableOutput, check_output_directory, seconds_arg, store_found
+from properties.core import bounds
+from properties.core.counterexample import Counterexample, CounterexampleError, load, save
 from properties.core.errors import UsageError
 from properties.core.files import write_atomically
 from properties.core.impls import UnknownImplementationError, resolve
@@ -50,8 +58,10 @@ def register(sub) -> None:
     p.set_defaults(handler=replay_files)
 
     s = sub.add_parser("shrink", help="re-shrink stored counterexamples; rewrite a file only if shorter",
-                       description="Shrink counterexample files again (e.g. after a change). Exit 0: done, "
-                                   "1: a file no longer fails, 2: bad input, 3: internal error.")
+                       description="Shrink counterexample files again (e.g. after a change); a file is rewritten "
+                                   "only with a shorter program of its own failure, another failure is saved as a "
+                                   "new file beside it. Exit 0: done, 1: a file no longer fails as stored, 2: bad "
+                                   "input, 3: internal error.")
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("--impl", help="the implementation to shrink on, if the file names one that is not built in")
     _add_step_time_limit(s)
@@ -59,7 +69,7 @@ def register(sub) -> None:
 
 
 def _add_step_time_limit(p) -> None:
-    p.add_argument("--step-time-limit", type=positive_float, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")
 
 
@@ -79,6 +89,8 @@ def _load_all(paths: list[str], impl_override: str | None = None):
 
 
 def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
+    stdout = PrintableOutput(stdout)
+
     def stuck(seconds: float) -> None:
         stdout.write(f"   reproduces: TIMEOUT time-limit: a step has not returned after {seconds:.0f} s and cannot "
                      f"be interrupted (native code)\n")
@@ -88,6 +100,8 @@ def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
+    if args.to_pytest:
+        check_output_directory(args.out_dir, "--out-dir")
     loaded = _load_all(args.files, args.impl)
     if args.to_pytest:
         out_dir = Path(args.out_dir)
@@ -119,7 +133,7 @@ def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
 
 def shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
     with StepTimeLimit(args.step_time_limit):
-        return _shrink_files(args, stdout, stderr)
+        return _shrink_files(args, PrintableOutput(stdout), stderr)
 
 
 def _shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
@@ -132,6 +146,20 @@ def _shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
             status = 1
             continue
         steps, failure = shrink(list(cx.steps), failure, make, harness_class=kind.harness_class, **options)
+        if impl.spec != cx.implementation or signature_of(failure) != signature_of(cx.failure):
+            # Another failure (or another implementation's): stored apart, the file keeps its own.
+            other = Counterexample.build(steps, failure, impl=impl.spec, capacity=cx.capacity,
+                                         found_by={"tool": "cowcheck shrink", "from": Path(path).name},
+                                         expected=kind.expected_results(steps), machine=cx.machine,
+                                         white_box=cx.white_box, strict_live_iteration=cx.strict_live_iteration,
+                                         settings=cx.settings)
+            saved = store_found(lambda directory: save(other, directory), Path(path).parent, stderr)
+            where = f"saved as {saved[0]}" if saved else "not stored"
+            stdout.write(f"{path}: on {impl.spec} it fails with {failure.kind} {failure.code} in {len(steps)} steps, "
+                         f"not the stored {cx.failure.kind} {cx.failure.code} on {cx.implementation}: left "
+                         f"unchanged; that failure is {where}\n")
+            status = 1
+            continue
         if len(steps) >= len(cx.steps):
             stdout.write(f"{path}: already minimal at {len(cx.steps)} steps; left unchanged\n")
             continue

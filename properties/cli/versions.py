@@ -4,6 +4,12 @@ Each release runs in its own process (one JVM per process); a release not
 cached yet is fetched first (``properties.flink.releases``). Prints, per
 counterexample and release: reproduces / fails differently / passes / not
 applicable, and the regression range of each counterexample.
+
+Every file is read and checked here first (``properties.core.counterexample.load``):
+a bad file is a row of its own ("bad file", and exit 2 with one line naming it
+once the matrix is printed), never passed to a release's process, so it
+cannot take the others' results down with it. The releases' processes run
+without the working directory on ``sys.path`` (``properties.core.processes``).
 """
 
 from __future__ import annotations
@@ -11,17 +17,20 @@ from __future__ import annotations
 import glob
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import TextIO
 
+from properties.cli.common import EXIT_USAGE, PrintableOutput, one_line
+from properties.core.counterexample import CounterexampleError, load
 from properties.core.errors import UsageError
+from properties.core.processes import module_command
 from properties.flink.releases import DEFAULT_VERSION, OLDEST_VERSION, check_version, parse_version
 from properties.flink.versions import regression_range, run_release
 
 __all__ = ["register", "versions"]
 
 FINDINGS = Path("docs") / "findings"
+BAD_FILE = "bad file"
 
 
 def register(sub) -> None:
@@ -29,7 +38,8 @@ def register(sub) -> None:
                        description="Replay stored counterexamples on Flink releases (one process per release; a "
                                    "release is fetched on first use) and print, for each, whether it reproduces, "
                                    "fails differently, passes or does not apply, with its regression range. "
-                                   "Exit 0: the matrix was made, 2: bad usage, 3: internal error of cowcheck.")
+                                   "Exit 0: the matrix was made, 2: bad usage or a bad file (shown as such in the "
+                                   "matrix), 3: internal error of cowcheck.")
     p.add_argument("files", nargs="*", metavar="FILE", help="counterexample files (JSON)")
     p.add_argument("--findings", action="store_true", help=f"also the findings in {FINDINGS}/*.json")
     which = p.add_mutually_exclusive_group()
@@ -55,7 +65,7 @@ def _releases(args) -> list[str]:
 
 def all_releases() -> list[str]:
     """Releases of apache-flink-libraries on the index, 1.13.6 to 2.3.0."""
-    run = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "apache-flink-libraries"],
+    run = subprocess.run(module_command("pip", "index", "versions", "apache-flink-libraries"),
                          capture_output=True, text=True)
     line = next((l for l in run.stdout.splitlines() if l.startswith("Available versions:")), None)
     if run.returncode != 0 or line is None:
@@ -81,18 +91,33 @@ def versions(args, stdout: TextIO, stderr: TextIO) -> int:
         files += found
     if not files:
         raise UsageError("versions: name counterexample files, or --findings")
-    for f in files:
-        if not Path(f).is_file():
-            raise UsageError(f"versions: {f}: no such file")
     releases = _releases(args)
+    bad: dict[str, str] = {}
+    for f in files:
+        try:
+            load(f)
+        except CounterexampleError as exc:
+            bad[f] = exc.problem
+    good = [f for f in files if f not in bad]
+    if not good:
+        first = next(iter(bad))
+        raise UsageError(f"versions: {first}: {bad[first]}" + (f" (and {len(bad) - 1} more bad files)"
+                                                               if len(bad) > 1 else ""))
     matrix: dict[str, dict[str, dict]] = {f: {} for f in files}
     for i, version in enumerate(releases, 1):
-        stderr.write(f"[{i}/{len(releases)}] Flink {version}: replaying {len(files)} file(s) ...\n")
+        stderr.write(f"[{i}/{len(releases)}] Flink {version}: replaying {len(good)} file(s) ...\n")
         stderr.flush()
-        for f, record in run_release(version, files).items():
+        for f, record in run_release(version, good).items():
             matrix[f][version] = record
+        for f, problem in bad.items():
+            matrix[f][version] = {"outcome": BAD_FILE, "detail": problem}
     ranges = {f: regression_range({v: r["outcome"] for v, r in row.items()}) for f, row in matrix.items()}
-    stdout.write(render(matrix, releases, ranges, args.format))
+    PrintableOutput(stdout).write(render(matrix, releases, ranges, args.format))
+    if bad:
+        first = next(iter(bad))
+        stderr.write(f"cowcheck: error: versions: {one_line(first)}: {one_line(bad[first])}"
+                     + (f" (and {len(bad) - 1} more bad files)" if len(bad) > 1 else "") + "\n")
+        return EXIT_USAGE
     return 0
 
 
@@ -111,7 +136,7 @@ def render(matrix: dict, releases: list[str], ranges: dict, fmt: str) -> str:
         lines = ["  ".join(c.ljust(w) for c, w in zip(header, widths))]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     details = [f"{Path(f).name} on {v}: {row[v]['detail']}" for f, row in matrix.items() for v in releases
-               if row[v]["outcome"] in ("not applicable", "fails differently")]
+               if row[v]["outcome"] in ("not applicable", "fails differently", BAD_FILE)]
     out = "\n".join(lines) + "\n"
     if details and fmt == "text":
         out += "\n" + "\n".join(details) + "\n"

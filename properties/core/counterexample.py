@@ -25,8 +25,9 @@ from typing import Any
 
 import attrs
 
+from properties.core.bounds import MAX_CAPACITY
 from properties.core.failures import Failure, json_data
-from properties.core.files import write_atomically
+from properties.core.files import MIB, UserFileError, read_json, write_atomically
 from properties.core.impls import is_builtin
 from properties.core.machine import MACHINES
 from properties.core.program import Step, step_to_json
@@ -37,6 +38,9 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "Counterexample", "CounterexampleError", 
 FORMAT = "cowcheck-counterexample"
 FORMAT_VERSION = 1
 DEFAULT_DIR = Path(".cowcheck") / "counterexamples"
+# The largest counterexample file read: a shrunk program is a few kB, an unshrunk walk of the longest
+# allowed --steps about 10 MB (docs/counterexample-format.md, "Limits").
+MAX_BYTES = 16 * MIB
 KINDS = ("DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT")
 
 
@@ -144,8 +148,16 @@ class Counterexample:
         impl = need(data, "implementation", dict)
         spec = need(impl, "spec", str, "implementation")
         capacity = need(impl, "capacity", int, "implementation")
+        if isinstance(capacity, bool) or not (capacity == 0 or 4 <= capacity <= MAX_CAPACITY.limit
+                                              and not capacity & (capacity - 1)):
+            raise CounterexampleError(path, f"capacity {capacity!r:.40} is not 0 or a power of two from 4 to "
+                                            f"{MAX_CAPACITY.limit} ({MAX_CAPACITY.reason})")
+        copier = impl.get("copier", "deepcopy")
+        if not isinstance(copier, str):
+            raise CounterexampleError(path, f"field 'copier' at implementation should be str, got "
+                                            f"{type(copier).__name__}")
         machine = data.get("machine", "map")
-        kind = MACHINES.get(machine)
+        kind = MACHINES.get(machine) if isinstance(machine, str) else None
         if kind is None:
             raise CounterexampleError(path, f"unknown machine {machine!r} (known: {', '.join(MACHINES)})")
         raw_steps = need(data, "steps", list)
@@ -160,7 +172,7 @@ class Counterexample:
             raise CounterexampleError(path, "the steps refer to something they never create (e.g. a snapshot "
                                             "never taken, or one taken twice)")
         failing = need(data, "failing_step", int)
-        if not 0 <= failing < max(len(steps), 1):
+        if isinstance(failing, bool) or not 0 <= failing < max(len(steps), 1):
             raise CounterexampleError(path, f"failing_step {failing} outside the {len(steps)} steps")
         raw_failure = need(data, "failure", dict)
         kind = need(raw_failure, "kind", str, "failure")
@@ -169,6 +181,13 @@ class Counterexample:
         failure = Failure(kind, need(raw_failure, "code", str, "failure"), need(raw_failure, "message", str, "failure"),
                           failing, raw_failure.get("expected"), raw_failure.get("actual"))
         checks = data.get("checks", {})
+        if not isinstance(checks, dict) or any(not isinstance(checks.get(name), (bool, type(None)))
+                                               for name in ("white_box", "strict_live_iteration")):
+            raise CounterexampleError(path, f"checks {checks!r:.80} should be an object of true/false/null values")
+        for optional in ("found_by", "versions"):
+            if not isinstance(data.get(optional, {}), dict):
+                raise CounterexampleError(path, f"field {optional!r} at top level should be an object, got "
+                                                f"{type(data[optional]).__name__}")
         settings = data.get("settings", {})
         machine_kind = MACHINES[machine]
         if not isinstance(settings, dict) or set(settings) - set(machine_kind.recorded_settings):
@@ -179,7 +198,7 @@ class Counterexample:
         except (TypeError, ValueError) as exc:
             raise CounterexampleError(path, f"settings {settings!r:.80}: {exc}") from None
         return cls(spec, capacity, machine, tuple(steps), tuple(expected), failing, failure,
-                   data.get("found_by", {}), copier=impl.get("copier", "deepcopy"),
+                   data.get("found_by", {}), copier=copier,
                    white_box=bool(checks.get("white_box", True)),
                    strict_live_iteration=bool(checks.get("strict_live_iteration", False)),
                    versions=data.get("versions", {}), settings=settings)
@@ -199,29 +218,34 @@ def replay_command(path, impl_spec: str) -> str:
 def load(path) -> Counterexample:
     """Read and validate a counterexample file; CounterexampleError naming the problem otherwise."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CounterexampleError(path, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CounterexampleError(path, f"cannot read ({exc.__class__.__name__}: {exc})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        problem = "truncated JSON" if exc.pos >= len(text.rstrip()) else "malformed JSON"
-        raise CounterexampleError(path, f"{problem} at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    try:  # a regular file of at most MAX_BYTES, plain JSON data (files.read_json)
+        data = read_json(path, what="a counterexample", limit=MAX_BYTES)
+    except UserFileError as exc:
+        raise CounterexampleError(path, exc.problem) from None
     return Counterexample.from_json(data, str(path))
 
 
 def save(cx: Counterexample, directory=DEFAULT_DIR) -> tuple[Path, bool]:
-    """Store ``cx`` under its signature; keeps an existing file unless ``cx`` is
-    shorter. Returns the path and whether it was written."""
-    path = Path(directory) / f"{cx.signature}.json"
-    if path.exists():
+    """Store ``cx`` under its signature; keeps an existing file of the same
+    signature unless ``cx`` is shorter. A file under that name holding anything
+    else (another failure, or no readable counterexample) is never replaced:
+    ``cx`` goes to ``SIGNATURE.2.json`` (or the next free number) beside it.
+    Returns the path and whether it was written."""
+    directory = Path(directory)
+    for n in range(1, 1000):
+        path = directory / (f"{cx.signature}.json" if n == 1 else f"{cx.signature}.{n}.json")
+        if not path.exists() and not path.is_symlink():
+            break
         try:
-            if len(load(path).steps) <= len(cx.steps):
-                return path, False
+            held = load(path)
         except CounterexampleError:
-            pass  # an unreadable file under our name is replaced
+            continue  # not ours to replace
+        if held.signature != cx.signature:
+            continue
+        if len(held.steps) <= len(cx.steps):
+            return path, False
+        break
+    else:
+        raise OSError(f"{directory}: 999 files named {cx.signature}.*.json hold other things")
     write_atomically(path, json.dumps(cx.to_json(), indent=2, sort_keys=False) + "\n")
     return path, True

@@ -22,7 +22,7 @@ from typing import Any
 import attrs
 
 __all__ = ["Failure", "CheckFailure", "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT", "KINDS", "TIME_LIMIT",
-           "safe_repr", "safe_equal", "json_data", "COMPARISON_RAISED"]
+           "safe_repr", "safe_equal", "json_data", "COMPARISON_RAISED", "printable"]
 
 DIVERGENCE = "DIVERGENCE"
 INVARIANT = "INVARIANT"
@@ -69,8 +69,8 @@ def json_data(value: Any) -> Any:
     import json
 
     try:
-        return json.loads(json.dumps(value, default=safe_repr))
-    except (TypeError, ValueError, RecursionError):  # keys that are not strings, cycles, ...
+        return json.loads(json.dumps(value, default=safe_repr, allow_nan=False))
+    except (TypeError, ValueError, RecursionError):  # keys that are not strings, cycles, NaN, ...
         return safe_repr(value)
 
 
@@ -102,3 +102,18 @@ def safe_equal(expected: Any, actual: Any):
         return bool(expected == actual)
     except Exception:
         return COMPARISON_RAISED
+
+
+def printable(text: str, keep: str = "") -> str:
+    r"""``text`` with every character that is not printable (control characters such as
+    the ESC of terminal escape sequences and carriage returns, line separators, lone
+    surrogates...) shown as its Python escape, except those in ``keep``: text from a
+    file, on a terminal or in a generated comment, cannot move the cursor, end a
+    line or forge output.
+
+    >>> print(printable("ok\x1b[2K\r passes"))
+    ok\x1b[2K\r passes
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch in keep else ascii(ch)[1:-1] for ch in text)

@@ -1,26 +1,181 @@
-"""Files that readers see whole or not at all.
+"""Files: written whole or not at all, read within bounds.
 
-:func:`write_atomically` writes a sibling temporary file, flushes it to disk
-and renames it over the target (``os.replace``, atomic on one file system),
-so a reader — another process, a resumed campaign, a crash in the middle —
-sees the old file or the new one, never half of one. Every file cowcheck
-writes for others to read goes through it: counterexamples, regression
-tests, campaign manifests, Parquet parts, reports and plots.
+Writing: :func:`write_atomically` writes a sibling temporary file, flushes
+it to disk and renames it over the target (``os.replace``, atomic on one file
+system), so a reader — another process, a resumed campaign, a crash in the
+middle — sees the old file or the new one, never half of one. Every file
+cowcheck writes for others to read goes through it: counterexamples,
+regression tests, campaign manifests, Parquet parts, reports and plots. The
+file gets the mode the user's umask gives a new file (a campaign directory
+shared by a team stays readable by the team), not the 0600 of a temporary file.
+
+Reading: every file a user hands to cowcheck (counterexamples, checkpoint
+handles and data files, campaign manifests and tables, the inputs of
+``versions``) is read by :func:`read_user_file` or :func:`read_json`: a
+regular file only (a FIFO, a device such as ``/dev/zero`` behind a symlink,
+a directory are refused without blocking or reading them), at most a stated
+number of bytes, and for JSON at most :data:`MAX_JSON_DEPTH` levels of
+nesting, no ``NaN``/``Infinity`` and no integer longer than Python converts.
+A refusal is :class:`UserFileError`, a usage error (exit 2) naming the file
+and the problem.
 
 >>> import tempfile, pathlib
 >>> target = pathlib.Path(tempfile.mkdtemp()) / "a" / "b.txt"
->>> write_atomically(target, "hello"); target.read_text()
-'hello'
+>>> write_atomically(target, "hello"); read_user_file(target, what="a note", limit=10)
+b'hello'
+>>> read_user_file(Path("/dev/zero"), what="a note", limit=3)  # doctest: +IGNORE_EXCEPTION_DETAIL
+Traceback (most recent call last):
+...
+properties.core.files.UserFileError: /dev/zero: is a character device, not a note (only regular files are read)
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-__all__ = ["write_atomically"]
+from properties.core.errors import UsageError
+
+__all__ = ["write_atomically", "read_user_file", "read_json", "UserFileError", "MAX_JSON_DEPTH", "MIB",
+           "file_mode", "writable_directory_problem"]
+
+MIB = 1 << 20
+# Deeper JSON is no file cowcheck writes (a counterexample nests about six levels); json.loads
+# would recurse into it and the generated regression tests could not be compiled.
+MAX_JSON_DEPTH = 100
+
+
+class UserFileError(UsageError):
+    """A file given to cowcheck that it will not read (not a regular file, too large,
+    not the JSON it should be); ``.path`` and ``.problem`` say why. Exit 2."""
+
+    def __init__(self, path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = str(path)
+        self.problem = problem
+
+
+# ------------------------------------------------------------------- reading
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_user_file(path, *, what: str, limit: int, truncate: bool = False) -> bytes:
+    """The bytes of the regular file ``path`` (symlinks followed), at most ``limit`` of
+    them; :class:`UserFileError` for anything else (with ``truncate``, a longer file
+    gives its first ``limit`` bytes instead, for readers that say what is too long
+    themselves). Never blocks on a FIFO and never reads more than ``limit + 1``
+    bytes, whatever the file claims or grows to."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise UserFileError(path, "cannot read: no such file") from None
+    except IsADirectoryError:
+        raise UserFileError(path, f"is a directory, not {what}") from None
+    except OSError as exc:
+        raise UserFileError(path, f"cannot read ({exc.strerror or exc})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserFileError(path, f"is {_kind_of(info.st_mode)}, not {what} (only regular files are read)")
+        if info.st_size > limit and not truncate:
+            raise UserFileError(path, f"larger than {limit:,} bytes, the limit for {what}")
+        if truncate:
+            limit -= 1  # read at most the limit: the loop reads one byte past it
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(limit + 1 - size, MIB))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit and not truncate:
+            raise UserFileError(path, f"larger than {limit:,} bytes, the limit for {what}")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UserFileError(path, f"cannot read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+
+
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def json_depth(text: str) -> int:
+    """How deeply ``text``'s arrays and objects nest (brackets inside strings do not count),
+    without recursion."""
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(_STRINGS.sub("", text)):
+        if match.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_json(text: str, path, *, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``text`` as JSON data, within the bounds of :func:`read_json`."""
+    if json_depth(text) > max_depth:
+        raise UserFileError(path, f"nested deeper than {max_depth} levels, more than {what} holds")
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        problem = "truncated JSON" if exc.pos >= len(text.rstrip()) else "malformed JSON"
+        raise UserFileError(path, f"{problem} at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # NaN/Infinity, an integer longer than Python converts
+        raise UserFileError(path, f"not {what}: {str(exc).split(';')[0]}") from None
+
+
+def read_json(path, *, what: str, limit: int, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """The JSON data in the regular file ``path`` (UTF-8, at most ``limit`` bytes, nested at
+    most ``max_depth`` levels, no NaN/Infinity, integers Python can read); UserFileError otherwise."""
+    raw = read_user_file(path, what=what, limit=limit)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserFileError(path, f"not UTF-8 (byte {exc.start}), so not {what}") from None
+    return parse_json(text, path, what=what, max_depth=max_depth)
+
+
+# ------------------------------------------------------------------- writing
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system tells (Linux),
+    else by setting it and back."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a new file gets from the user's umask (0644 under the usual 022)."""
+    return 0o666 & ~_umask()
 
 
 def write_atomically(path, content: str | bytes | Callable[[Path], None]) -> None:
@@ -33,6 +188,7 @@ def write_atomically(path, content: str | bytes | Callable[[Path], None]) -> Non
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
     try:
+        os.fchmod(fd, file_mode())  # mkstemp makes 0600: give the file what the umask gives
         if callable(content):
             os.close(fd)
             content(tmp)
@@ -49,3 +205,23 @@ def write_atomically(path, content: str | bytes | Callable[[Path], None]) -> Non
         if tmp.exists():
             tmp.unlink()
         raise
+
+
+def writable_directory_problem(path) -> str | None:
+    """Why files cannot be written into directory ``path`` (it, or the nearest
+    existing directory above it if it does not exist yet), or None. Known up
+    front: a file in the way, or a directory the process may not write."""
+    path = Path(path)
+    probe = path
+    while not os.path.lexists(probe):
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        return (f"{probe} is a file, not a directory" if probe == path
+                else f"{probe} is a file, so the directory {path} cannot be made")
+    if probe.is_dir() and not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    if not probe.exists():
+        return f"{probe} is a broken link"
+    return None

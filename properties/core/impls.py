@@ -15,7 +15,10 @@ black-box checks.
 
 Only built-in specs (:func:`is_builtin`) are resolved from a stored
 counterexample: a file is data, and a module it names is imported only when
-the user names it on the command line (SPEC §16).
+the user names it on the command line (SPEC §16). Likewise a spec whose
+resolution would fetch something (``flink@VERSION`` of a release not cached
+yet: :func:`fetch_needed`) is resolved from a file only once the user has
+fetched it by naming it.
 """
 
 from __future__ import annotations
@@ -34,10 +37,12 @@ from properties.core.limits import StepTimeout, limited, step_begins, step_ends
 from properties.core.machine import MachineKind, machine_kind
 
 __all__ = ["Implementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
-           "construct", "probe_by_harness", "probe_isolated"]
+           "construct", "probe_by_harness", "probe_isolated", "fetch_needed"]
 
 # Prefixes other layers register: "mutant" (properties.core.mutants), "flink" (properties.flink).
 _RESOLVERS: dict[str, Callable[[str, MachineKind], "Implementation"]] = {}
+# prefix -> fetches(rest): what resolving would fetch over the network (and write to a cache), or None.
+_FETCHES: dict[str, Callable[[str], "str | None"]] = {}
 
 
 class UnknownImplementationError(ValueError):
@@ -78,9 +83,20 @@ class Probed:
     notice: str | None = None
 
 
-def register_resolver(prefix: str, resolver: Callable[[str, MachineKind], Implementation]) -> None:
-    """``resolver(rest, kind)`` resolves specs ``PREFIX``, ``PREFIX:REST`` and ``PREFIX@REST``."""
+def register_resolver(prefix: str, resolver: Callable[[str, MachineKind], Implementation],
+                      fetches: Callable[[str], str | None] | None = None) -> None:
+    """``resolver(rest, kind)`` resolves specs ``PREFIX``, ``PREFIX:REST`` and ``PREFIX@REST``;
+    ``fetches(rest)`` says what resolving one would fetch (None: nothing, it is here)."""
     _RESOLVERS[prefix] = resolver
+    if fetches is not None:
+        _FETCHES[prefix] = fetches
+
+
+def fetch_needed(spec: str) -> str | None:
+    """What resolving ``spec`` would fetch over the network (e.g. "Flink 2.0.0, about 200 MB"), or None."""
+    base, rest = _prefix(spec)
+    fetches = _FETCHES.get(base)
+    return fetches(rest) if fetches is not None else None
 
 
 def _prefix(spec: str) -> tuple[str, str]:

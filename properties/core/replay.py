@@ -7,7 +7,8 @@ trace byte for byte whatever ``PYTHONHASHSEED`` is.
 A counterexample file is data: it may name any implementation, but only the
 built-in ones are resolved from it (:func:`implementation_for`); any other
 must be named by the user (``--impl``), so replaying a file received from
-elsewhere never imports a module the file chose.
+elsewhere never imports a module the file chose, and never fetches (or
+writes into a cache) a release the file names.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import attrs
 from properties.core.counterexample import Counterexample, load
 from properties.core.errors import UsageError
 from properties.core.failures import CheckFailure, Failure, safe_repr
-from properties.core.impls import Implementation, is_builtin, resolve
+from properties.core.impls import Implementation, fetch_needed, is_builtin, resolve
 from properties.core.machine import MachineKind, machine_kind
 from properties.core.program import Step
 
@@ -76,13 +77,19 @@ def replay_traced(steps: list[Step], make_impl: Callable[[], object], out: TextI
 
 def implementation_for(cx: Counterexample, impl_override: str | None, path) -> str:
     """The implementation spec to run ``cx`` on: ``--impl`` if given, else the
-    file's own, which must be built in (a file never chooses code to import)."""
+    file's own, which must be built in (a file never chooses code to import) and
+    here already (a file never makes cowcheck fetch anything)."""
     if impl_override:
         return impl_override
     if not is_builtin(cx.implementation, cx.machine):
         raise UsageError(f"{path}: names the implementation {cx.implementation!r}, which is not built into "
                          f"cowcheck; a counterexample file does not choose code to import: name it on the "
                          f"command line with --impl {cx.implementation}")
+    fetch = fetch_needed(cx.implementation)
+    if fetch is not None:
+        raise UsageError(f"{path}: names {cx.implementation}, which is not here yet ({fetch}); a counterexample "
+                         f"file does not make cowcheck fetch anything: to fetch it, pass --impl "
+                         f"{cx.implementation}")
     return cx.implementation
 
 

@@ -22,7 +22,8 @@ from properties.core.machine import MachineKind
 from properties.flink.batch import BATCH_OPS, DETAILS, run_batch
 from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, jvm
 from properties.flink.async_controller import FLINK_ASYNC_SINCE, FlinkAsyncController
-from properties.flink.releases import DEFAULT_VERSION, check_version, parse_version, release_lib, select_release
+from properties.flink.releases import (DEFAULT_VERSION, check_version, fetch_needed, parse_version, release_lib,
+                                       select_release)
 from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
                                   FlinkView)
 from properties.flink.serializers import flink_deserialize, flink_serialize
@@ -122,4 +123,4 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
                                f"{described}", default_capacity=FLINK_CAPACITY, corruption=corruption)
 
 
-register_resolver("flink", resolve_flink)
+register_resolver("flink", resolve_flink, fetches=fetch_needed)

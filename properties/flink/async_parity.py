@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from properties.core.processes import module_command
+
 __all__ = ["run_programs", "main"]
 
 
@@ -85,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"async parity: reference vs Flink's AsyncExecutionController, {args.programs} programs of {args.steps} "
           f"steps per release, epoch mode {args.mode}")
     for version in args.versions.split(","):
-        run = subprocess.run([sys.executable, "-m", "properties.flink.async_parity", "--one", version,
-                              "--programs", str(args.programs), "--steps", str(args.steps), "--mode", args.mode],
+        run = subprocess.run(module_command("properties.flink.async_parity", "--one", version, "--programs",
+                                            str(args.programs), "--steps", str(args.steps), "--mode", args.mode),
                              capture_output=True, text=True)
         if run.returncode != 0:
             print(f"  {version}: could not run: {run.stderr.strip().splitlines()[-1] if run.stderr else run.returncode}")

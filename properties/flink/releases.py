@@ -28,8 +28,10 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
+from properties.core.processes import module_command
+
 __all__ = ["DEFAULT_VERSION", "OLDEST_VERSION", "select_release", "selected_release", "release_lib", "dist_jar",
-           "parse_version", "cache_root"]
+           "parse_version", "cache_root", "is_cached", "fetch_needed"]
 
 DEFAULT_VERSION = "2.3.0"
 OLDEST_VERSION = "1.13.6"
@@ -81,6 +83,29 @@ def dist_jar(lib: Path) -> Path | None:
     return found[0] if found else None
 
 
+def is_cached(version: str) -> bool:
+    """Whether ``version``'s jars are in the cache (nothing to fetch)."""
+    target = cache_root() / "flink" / version
+    return (target / "COMPLETE").is_file() and dist_jar(target) is not None
+
+
+def fetch_needed(rest: str) -> str | None:
+    """What resolving ``flink`` + ``rest`` (``@VERSION``, ``@VERSION:corrupt=NAME``...) would
+    fetch: a release that is neither the installed one nor cached; None otherwise (also for a
+    spec that names no valid release: resolving it fails before fetching)."""
+    if not rest.startswith("@"):
+        return None
+    version = rest[1:].partition(":")[0]
+    try:
+        check_version(version)
+    except ValueError:
+        return None
+    if version == DEFAULT_VERSION or is_cached(version):
+        return None
+    return (f"Flink {version} is not in the cache {cache_root() / 'flink'}; fetching it downloads about 200 MB "
+            f"with pip")
+
+
 def release_lib(version: str, progress: TextIO | None = None) -> Path:
     """The directory holding ``version``'s flink-dist and log4j jars, fetched into the
     cache on first use (a progress line on ``progress``, stderr by default).
@@ -88,7 +113,7 @@ def release_lib(version: str, progress: TextIO | None = None) -> Path:
     such release."""
     check_version(version)
     target = cache_root() / "flink" / version
-    if (target / "COMPLETE").is_file() and dist_jar(target) is not None:
+    if is_cached(version):
         return target
     out = progress if progress is not None else sys.stderr
     out.write(f"cowcheck: fetching Flink {version} (apache-flink-libraries {version}, about 200 MB, pip download; "
@@ -98,9 +123,9 @@ def release_lib(version: str, progress: TextIO | None = None) -> Path:
     scratch = Path(tempfile.mkdtemp(prefix=f"fetch-{version}-", dir=target.parent))
     try:
         download = scratch / "download"
-        run = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-                              "--disable-pip-version-check", "-q", f"apache-flink-libraries=={version}",
-                              "-d", str(download)], capture_output=True, text=True)
+        run = subprocess.run(module_command("pip", "download", "--no-deps", "--no-binary", ":all:",
+                                            "--disable-pip-version-check", "-q", f"apache-flink-libraries=={version}",
+                                            "-d", str(download)), capture_output=True, text=True)
         if run.returncode != 0:
             lines = [line for line in (run.stderr or run.stdout).splitlines()
                      if line.strip() and not line.startswith("WARNING: Location")]

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 
+from properties.core.processes import module_command
 from properties.flink.releases import DEFAULT_VERSION, parse_version
 
 __all__ = ["REPRODUCES", "FAILS_DIFFERENTLY", "PASSES", "NOT_APPLICABLE", "run_release", "regression_range",
@@ -89,7 +90,7 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
 def run_release(version: str, files: list[str], timeout: float = 1800.0) -> dict:
     """Replay ``files`` on ``version`` in a fresh process; file -> outcome record
     (every file ``not applicable`` with the reason if the process itself failed)."""
-    command = [sys.executable, "-m", "properties.flink.versions", version, *files]
+    command = module_command("properties.flink.versions", version, *files)  # no working directory on sys.path
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

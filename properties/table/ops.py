@@ -15,6 +15,7 @@ that contract), snapshots, reads of snapshots, releases.
 
 from __future__ import annotations
 
+from properties.core.checks import INT32, arguments, int_in, list_of
 from properties.core.program import Operation, OperationTable
 
 __all__ = ["TABLE_OPS", "key_groups_written"]
@@ -55,18 +56,26 @@ def _simpler_pair(args: tuple):
         yield (key, 0, *rest)
 
 
+# What a file's arguments may be: ints the serializers write (keys, namespaces and states' elements
+# are Java ints), short states, snapshot ids a program can use (valid_program checks their order).
+_INT = int_in(*INT32)
+_STATE = list_of(_INT, 1000)
+_SID = arguments(int_in(0, 1_000_000))
+
 TABLE_OPS = OperationTable("table", [
     Operation(name="put", args=("key", "namespace", "state"), template="t.put({0!r}, {1!r}, {2!r})",
-              simplify=_simpler_state),
-    Operation(name="get", args=("key", "namespace"), template="t.get({0!r}, {1!r})", simplify=_simpler_pair),
+              simplify=_simpler_state, check=arguments(_INT, _INT, _STATE)),
+    Operation(name="get", args=("key", "namespace"), template="t.get({0!r}, {1!r})", simplify=_simpler_pair,
+              check=arguments(_INT, _INT)),
     Operation(name="get_mutate", args=("key", "namespace", "value"),
               template="v = t.get({0!r}, {1!r}); v is not None and v.append({2!r})  # mutate in place",
-              simplify=_simpler_pair),
+              simplify=_simpler_pair, check=arguments(_INT, _INT, _INT)),
     Operation(name="set_meta_info", args=(), template="t.set_meta_info()  # re-register the state with a copying "
                                                       "serializer"),
-    Operation(name="snapshot", args=("sid",), template="s{0} = t.snapshot()"),
-    Operation(name="read_snapshot", args=("sid",), template="list(s{0})"),
-    Operation(name="release", args=("sid",), template="s{0}.release()"),
+    Operation(name="snapshot", args=("sid",), template="s{0} = t.snapshot()", check=_SID),
+    Operation(name="read_snapshot", args=("sid",), template="list(s{0})", check=_SID),
+    Operation(name="release", args=("sid",), template="s{0}.release()", check=_SID),
     Operation(name="write_snapshot", args=("sid",),
-              template="key_groups_written(s{0})  # writeStateInKeyGroup for key groups 0-127, as a checkpoint does"),
+              template="key_groups_written(s{0})  # writeStateInKeyGroup for key groups 0-127, as a checkpoint does",
+              check=_SID),
 ])

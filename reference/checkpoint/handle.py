@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import attrs
 
@@ -14,7 +14,19 @@ from reference.checkpoint.streams import atomic_write
 from reference.errors import CheckpointFormatError
 from reference.state_table import KeyGroupRange
 
-__all__ = ["CheckpointHandle"]
+__all__ = ["CheckpointHandle", "read_file"]
+
+# A handle file holds at most MAX_MEMORY_THRESHOLD (1 MiB) of inline data, as base64.
+MAX_HANDLE_BYTES = 4 << 20
+
+
+def read_file(path: str, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``path``; CheckpointFormatError if it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(limit)
+    except OSError as exc:
+        raise CheckpointFormatError(path, 0, f"cannot read: {exc.strerror or exc}") from None
 
 
 def _offsets(value) -> tuple:
@@ -61,16 +73,15 @@ class CheckpointHandle:
         part = self.key_group_range.intersection(key_group_range)
         return attrs.evolve(self, key_group_range=part, offsets=[(g, o) for g, o in self.offsets if g in part])
 
-    def read_bytes(self) -> bytes:
+    def read_bytes(self, read: Optional[Callable[[str, int], bytes]] = None) -> bytes:
+        """The checkpoint's bytes, never more than one past the ``size`` the handle records
+        (so a data file that grew, or a path to a device, cannot be read without end).
+        ``read(path, limit)``: how to read the data file (default: a plain bounded read)."""
         if self.path is None:
             if self.inline is None:
                 raise CheckpointFormatError(self.source_name, 0, "the handle has neither a path nor inline data")
             return self.inline
-        try:
-            with open(self.path, "rb") as f:
-                return f.read()
-        except OSError as exc:
-            raise CheckpointFormatError(self.path, 0, f"cannot read: {exc.strerror or exc}") from None
+        return (read or read_file)(self.path, self.size + 1)
 
     # ----------------------------------------------------------- JSON
 
@@ -104,19 +115,26 @@ class CheckpointHandle:
         return path
 
     @classmethod
-    def load(cls, path: str) -> "CheckpointHandle":
-        """Read a handle file; CheckpointFormatError (file, offset, problem) if it is not one."""
-        try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except OSError as exc:
-            raise CheckpointFormatError(path, 0, f"cannot read: {exc.strerror or exc}") from None
+    def load(cls, path: str, read: Optional[Callable[[str, int], bytes]] = None) -> "CheckpointHandle":
+        """Read a handle file; CheckpointFormatError (file, offset, problem) if it is not one.
+        ``read(path, limit)``: how to read it (default: a plain bounded read)."""
+        raw = (read or read_file)(path, MAX_HANDLE_BYTES + 1)
+        if len(raw) > MAX_HANDLE_BYTES:
+            raise CheckpointFormatError(path, MAX_HANDLE_BYTES, f"not a handle file (larger than "
+                                                                f"{MAX_HANDLE_BYTES} bytes)")
+        return cls.from_bytes(raw, path)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, path: str) -> "CheckpointHandle":
+        """A handle from the bytes of its file."""
         try:
             doc = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             raise CheckpointFormatError(path, exc.start, "not a handle file (not UTF-8 JSON)") from None
         except json.JSONDecodeError as exc:
             raise CheckpointFormatError(path, exc.pos, f"not a handle file (bad JSON: {exc.msg})") from None
+        except (ValueError, RecursionError) as exc:  # an integer too long to read, nesting too deep
+            raise CheckpointFormatError(path, 0, f"not a handle file ({str(exc).split(';')[0]})") from None
         return cls.from_json(doc, path)
 
     @classmethod

@@ -36,15 +36,18 @@ class CheckpointInfo:
     key_groups: tuple[KeyGroupInfo, ...]
 
 
-def inspect_checkpoint(source) -> CheckpointInfo:
+def inspect_checkpoint(source, read=None) -> CheckpointInfo:
     """Read and fully check a checkpoint given as a handle, a handle file or a
-    data file; CheckpointFormatError (file, offset, problem) if anything is off."""
+    data file, with every check restore runs when reading it; CheckpointFormatError
+    (file, offset, problem) if anything is off. ``read(path, limit)`` reads at most
+    ``limit`` bytes of a file (default: a plain bounded read; the command line
+    passes its own, which reads regular files only)."""
     if isinstance(source, CheckpointHandle):
-        handle, data = source, CheckpointData(source.read_bytes(), source.source_name, source)
+        handle, data = source, CheckpointData(source.read_bytes(read), source.source_name, source)
     else:
-        loaded = load_handle_or_file(os.fspath(source))
+        loaded = load_handle_or_file(os.fspath(source), read)
         if isinstance(loaded, CheckpointHandle):
-            handle, data = loaded, CheckpointData(loaded.read_bytes(), loaded.source_name, loaded)
+            handle, data = loaded, CheckpointData(loaded.read_bytes(read), loaded.source_name, loaded)
         else:
             handle, data = None, loaded
     groups = [g for g, _ in handle.offsets] if handle is not None else list(data.metadata.key_group_range)

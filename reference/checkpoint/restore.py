@@ -31,8 +31,9 @@ from reference.checkpoint.format import (
     Cursor,
     StateMetadata,
 )
-from reference.checkpoint.handle import CheckpointHandle
+from reference.checkpoint.handle import MAX_HANDLE_BYTES, CheckpointHandle, read_file
 from reference.errors import CheckpointFormatError
+from reference.cow_state_map import CopyOnWriteStateMap
 from reference.hashing import key_group
 from reference.serializers import SerializationError, UnknownSerializerError, serializer_from_id
 from reference.state_table import CopyOnWriteStateTable, KeyGroupRange
@@ -205,8 +206,11 @@ class CheckpointData:
             self._fail(start, f"checksum mismatch in key group {group} (stored {stored:08x}, "
                               f"computed {computed:08x})")
 
-    def key_group_entries(self, group: int) -> list[list[tuple]]:
-        """Per state (in state-id order), the ``(key, namespace, state)`` entries of ``group``."""
+    def key_group_entries(self, group: int, tables: Optional[list[CopyOnWriteStateTable]] = None) -> list[list[tuple]]:
+        """Per state (in state-id order), the ``(key, namespace, state)`` entries of ``group``,
+        checked as restore reads them: each state's entries go into a map (the group's map
+        of ``tables`` when restoring, else a throwaway one), and a (key, namespace) held
+        twice is a format error, so ``checkpoint inspect`` passes only what restore accepts."""
         start, end = self.extents[group]
         self._check_block(group, start, end)
         inp = io.BytesIO(self.data[start:end - 4])
@@ -239,6 +243,12 @@ class CheckpointData:
                     self._fail(at, f"state {state.name!r}: key {key!r} belongs to key group "
                                    f"{key_group(key, mp)}, found in key group {group}")
                 entries.append((key, namespace, value))
+            target = tables[state_id].map_for_key_group(group) if tables is not None else CopyOnWriteStateMap()
+            before = len(target)
+            for key, namespace, value in entries:
+                target.put(key, namespace, value)
+            if len(target) - before != len(entries):
+                self._fail(start, f"state {state.name!r}: key group {group} holds the same (key, namespace) twice")
             result.append(entries)
         left = end - 4 - start - inp.tell()
         if left:
@@ -246,28 +256,32 @@ class CheckpointData:
         return result
 
     def load_key_group(self, group: int, tables: list[CopyOnWriteStateTable]) -> None:
-        for state, table, entries in zip(self.metadata.states, tables, self.key_group_entries(group)):
-            target = table.map_for_key_group(group)
-            before = len(target)
-            for key, namespace, value in entries:
-                target.put(key, namespace, value)
-            if len(target) - before != len(entries):
-                self._fail(self.extents[group][0], f"state {state.name!r}: key group {group} holds the same "
-                                                   f"(key, namespace) twice")
+        """Put ``group``'s entries into ``tables`` (one per state, in state-id order)."""
+        self.key_group_entries(group, tables)
 
 
 
-def load_handle_or_file(path: str) -> CheckpointHandle | "CheckpointData":
-    """A handle file as a CheckpointHandle, or a data file as its parsed data."""
-    try:
-        with open(path, "rb") as f:
-            start = f.read(len(MAGIC))
-    except OSError as exc:
-        raise CheckpointFormatError(path, 0, f"cannot read: {exc.strerror or exc}") from None
-    if start == MAGIC:
-        with open(path, "rb") as f:
-            return CheckpointData(f.read(), path)
-    return CheckpointHandle.load(path)
+# The largest data file read without a handle that records its size (a million entries take 19 MB).
+MAX_DATA_BYTES = 256 << 20
+
+
+def load_handle_or_file(path: str, read=None) -> CheckpointHandle | "CheckpointData":
+    """A handle file as a CheckpointHandle, or a data file as its parsed data (at most
+    MAX_DATA_BYTES). ``read(path, limit)``: at most ``limit`` bytes of a file, the first
+    ones of a longer file (default: a plain bounded read)."""
+    read = read or read_file
+    raw = read(path, MAX_HANDLE_BYTES + 1)
+    if raw[:len(MAGIC)] == MAGIC:
+        if len(raw) > MAX_HANDLE_BYTES:
+            raw = read(path, MAX_DATA_BYTES + 1)
+        if len(raw) > MAX_DATA_BYTES:
+            raise CheckpointFormatError(path, MAX_DATA_BYTES, f"larger than {MAX_DATA_BYTES} bytes, more than "
+                                                              f"this reader reads without a handle")
+        return CheckpointData(raw, path)
+    if len(raw) > MAX_HANDLE_BYTES:
+        raise CheckpointFormatError(path, MAX_HANDLE_BYTES, f"not a handle file (larger than {MAX_HANDLE_BYTES} "
+                                                            f"bytes)")
+    return CheckpointHandle.from_bytes(raw, path)
 
 
 

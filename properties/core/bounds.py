@@ -1,0 +1,43 @@
+"""Upper bounds on the numbers a user or a file gives cowcheck, each with its reason.
+
+A number past its bound is bad usage (exit 2, one line with the reason), so
+an absurd argument (``--seeds 0:2**70``, ``--minutes inf``) or file
+(``"capacity": 2**40``) never turns into memory, time or work lists
+proportional to it. The command line's argument types
+(``properties.cli.common``) and the counterexample reader use these.
+
+>>> MAX_CAPACITY.limit, MAX_CAPACITY.reason
+(65536, 'a larger table only slows the checks: programs hold a few dozen keys')
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = ["Bound", "MAX_CAPACITY", "MAX_KEYS", "MAX_EXAMPLES", "MAX_WALKS", "MAX_MINUTES", "MAX_STEP_SECONDS",
+           "MAX_SECONDS", "MAX_SEEDS", "MAX_SEED", "MAX_STEPS", "MAX_PARTITIONS", "MAX_WORKERS", "MAX_EVERY",
+           "MAX_HYPOTHESIS_SEED"]
+
+
+@attrs.frozen
+class Bound:
+    """The largest accepted value and why nothing larger makes sense."""
+
+    limit: int | float
+    reason: str
+
+
+MAX_CAPACITY = Bound(1 << 16, "a larger table only slows the checks: programs hold a few dozen keys")
+MAX_KEYS = Bound(100_000, "the machines draw keys from a pool built up front")
+MAX_EXAMPLES = Bound(10_000_000, "more than a run of days gets through; use --minutes for long runs")
+MAX_WALKS = Bound(100_000, "the walk phase is the quick first look; Hypothesis and campaigns do the long runs")
+MAX_MINUTES = Bound(7 * 24 * 60, "a week; longer runs are campaigns continued with --resume")
+MAX_STEP_SECONDS = Bound(3600, "a step that has not returned in an hour is a hang")
+MAX_SECONDS = Bound(24 * 3600, "a day")
+MAX_SEEDS = Bound(10_000_000, "one Spark job of this many seeds; longer campaigns run --minutes, or --resume")
+MAX_SEED = Bound((1 << 63) - 1, "seeds are stored as 64-bit integers (Parquet int64)")
+MAX_HYPOTHESIS_SEED = Bound((1 << 64) - 1, "seeds are 64-bit")
+MAX_STEPS = Bound(100_000, "a program longer than this shrinks for hours; failures show in far fewer steps")
+MAX_PARTITIONS = Bound(100_000, "Spark schedules a task per partition")
+MAX_WORKERS = Bound(256, "one process each")
+MAX_EVERY = Bound(100_000, "at most --steps steps per walk")
