@@ -92,6 +92,10 @@ def register(sub) -> None:
     p.add_argument("--call-by-call", action="store_true",
                    help="run Flink's map one Java call per operation instead of a walk segment per call (slower; "
                         "batched walks confirm every failure this way before storing it)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run a MODULE:FACTORY map in the process that checks it (default: in a process of its own, "
+                        "so that what its module does, a patch of cowcheck at import included, cannot change "
+                        "the verdict)")
     p.add_argument("--no-isolation", action="store_true",
                    help="run seeds in the Spark worker itself, not a forked child (no hard time limit; a "
                         "crashing seed costs a task retry)")
@@ -114,7 +118,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
         raise UsageError("--invariants-every applies to --executor raw only (the Hypothesis machine checks "
                          "I1-I9 after every step)")
     check_output_directory(args.out, "--out")
-    impl = resolve(args.impl, "map")
+    impl = resolve(args.impl, "map", isolated=not args.in_process)
     capacity = args.capacity or impl.default_capacity
     kind = machine_kind("map")
     probed = probe_isolated(kind, impl, kind.config(capacity=capacity), black_box=args.black_box,
@@ -124,7 +128,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                             examples=args.examples, invariants_every=args.invariants_every,
                             white_box=white_box, strict_live_iteration=args.strict_live_iteration,
                             seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit,
-                            batched=not args.call_by_call, sizes=args.sizes)
+                            batched=not args.call_by_call, sizes=args.sizes, in_process=args.in_process)
     batched = config.batched and config.executor == "raw" and callable(getattr(impl, "walk_harness", None))
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
     store = CampaignStore(args.out)

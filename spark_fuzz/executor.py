@@ -37,6 +37,7 @@ from collections import Counter
 import attrs
 from hypothesis import settings
 
+from properties.core.boundary import build
 from properties.core.counterexample import Counterexample, signature
 from properties.core.errors import InternalError
 from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
@@ -100,6 +101,10 @@ class CampaignConfig:
     ``sizes``: the largest size class raw walks grow maps to (``large``: up to
     100,000 entries); ``space``: ``full`` (every key family) or ``classic``
     (:data:`properties.map.walks.SPACES`).
+
+    ``in_process``: a ``MODULE:FACTORY`` map runs in the process that checks it;
+    by default it runs in a process of its own (:mod:`properties.core.remote`),
+    its walks run ahead there and are checked here (:mod:`properties.core.ahead`).
     """
 
     impl: str = "reference"
@@ -116,6 +121,7 @@ class CampaignConfig:
     batched: bool = True
     sizes: str = attrs.field(default="large", validator=attrs.validators.in_(tuple(SIZE_CLASSES)))
     space: str = attrs.field(default="full", validator=attrs.validators.in_(SPACES))
+    in_process: bool = False
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -190,8 +196,8 @@ class Outcome:
 
 
 @functools.lru_cache(maxsize=16)
-def _implementation(spec: str):
-    return resolve(spec, "map")
+def _implementation(spec: str, in_process: bool = False):
+    return resolve(spec, "map", isolated=not in_process)
 
 
 def _white_box(config: CampaignConfig, impl) -> bool | None:
@@ -207,7 +213,7 @@ def run_seed(seed: int, config: CampaignConfig) -> Outcome:
     implementation does (a harness failure, an exception escaping the harness,
     a walk over the time limit all become outcomes)."""
     started = time.perf_counter()
-    impl = _implementation(config.impl)
+    impl = _implementation(config.impl, config.in_process)
     if config.executor == "hypothesis":
         outcome = _run_hypothesis(seed, config, impl)
     else:
@@ -231,7 +237,10 @@ def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcom
     base = dict(seed=seed, impl_spec=config.impl)
     try:
         harness = _walk_harness(config, impl, options)
-        instance = impl.new(capacity=config.capacity) if harness is None else harness.impl
+        instance = build(lambda: impl.new(capacity=config.capacity)) if harness is None else harness.impl
+    except CheckFailure as exc:  # building it crashed (SystemExit, its process ended...): an empty program fails
+        return _with_counterexample(seed, config, [], exc.failure, functools.partial(impl.new, capacity=config.capacity),
+                                    options, "walk", 0, dict(ops=0, coverage={}, findings={}, op_mix={}, space={}))
     except Exception as exc:  # the probe built one before the campaign: this one is the implementation's
         return Outcome(kind=CRASH, code=RAISED, **base,
                        message=f"building the map raised {type(exc).__name__}: {exc}")
@@ -335,7 +344,7 @@ def _with_counterexample(seed, config, program, failure, make, options, generato
     cx = Counterexample.build(program, failure, impl=config.impl, capacity=config.capacity, found_by=found_by,
                               expected=expected_results(program), **options)
     return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
-                   failing_op=program[failure.step_index].op, original_steps=original,
+                   failing_op=program[failure.step_index].op if program else "", original_steps=original,
                    counterexample=cx.to_json(), impl_spec=config.impl, **counts)
 
 

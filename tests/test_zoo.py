@@ -1,8 +1,8 @@
 """The adversary zoo (tests/zoo/adversaries.py) gets the verdict it must get.
 
 Each map is run as a user runs it — ``cowcheck check --impl
-adversaries:NAME`` in a fresh process, outside the checkout, tests/zoo on
-PYTHONPATH — and must give its exit code and, for a failure, the kind and
+adversaries:NAME`` (the map in a process of its own) in a fresh process,
+outside the checkout, tests/zoo on PYTHONPATH — and must give its exit code and, for a failure, the kind and
 code stored in the counterexample. Stored failures replay to the same
 verdict (naming the map with --impl: a file alone does not import it), and
 the campaign executor reaches the same verdicts seed by seed.
@@ -45,7 +45,7 @@ def _stored(directory: Path) -> dict:
 def test_check_gives_the_zoo_verdict(name, tmp_path):
     verdict = ZOO[name]
     budget = ("--examples", "40") if verdict.exit == 0 else ()
-    run = cowcheck("check", "--impl", f"adversaries:{verdict.factory}", "--seed", "1", "--save-dir", "saved",
+    run = cowcheck("check", "--impl", verdict.spec, "--seed", "1", "--save-dir", "saved",
                    *budget, *verdict.args, cwd=tmp_path)
     assert run.returncode == verdict.exit, run.stdout[-2000:] + run.stderr[-2000:]
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
@@ -55,9 +55,12 @@ def test_check_gives_the_zoo_verdict(name, tmp_path):
         assert len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert not (tmp_path / "saved").exists()
     if verdict.exit == 1:
-        failure = _stored(tmp_path / "saved")["failure"]
+        stored = _stored(tmp_path / "saved")
+        failure = stored["failure"]
         assert (failure["kind"], failure["code"]) == (verdict.kind, verdict.code), failure["message"]
-        assert f"--impl adversaries:{verdict.factory}" in run.stdout  # the printed replay command
+        if verdict.steps is not None:
+            assert len(stored["steps"]) == verdict.steps
+        assert f"--impl {verdict.spec}" in run.stdout  # the printed replay command
 
 
 FAILING = sorted(name for name, v in ZOO.items() if v.exit == 1)
@@ -66,14 +69,13 @@ FAILING = sorted(name for name, v in ZOO.items() if v.exit == 1)
 @pytest.mark.parametrize("name", FAILING)
 def test_a_stored_zoo_failure_replays_to_the_same_verdict_only_when_named_on_the_command_line(name, tmp_path):
     verdict = ZOO[name]
-    found = cowcheck("check", "--impl", f"adversaries:{verdict.factory}", "--seed", "1", "--save-dir", ".",
-                     *verdict.args, cwd=tmp_path)
+    found = cowcheck("check", "--impl", verdict.spec, "--seed", "1", "--save-dir", ".", *verdict.args, cwd=tmp_path)
     assert found.returncode == 1, found.stdout[-2000:] + found.stderr[-2000:]
     path = next(tmp_path.glob("*.json"))
     alone = cowcheck("replay", path.name, cwd=tmp_path)
-    assert alone.returncode == 2 and "--impl adversaries:" in alone.stderr, alone.stderr
+    assert alone.returncode == 2 and f"--impl {verdict.spec}" in alone.stderr, alone.stderr
     limit = [a for a in verdict.args if a != "--capacity"][:2] if "--step-time-limit" in verdict.args else []
-    replayed = cowcheck("replay", path.name, "--impl", f"adversaries:{verdict.factory}", *limit, cwd=tmp_path)
+    replayed = cowcheck("replay", path.name, "--impl", verdict.spec, *limit, cwd=tmp_path)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert "reproduces at step" in replayed.stdout
     assert f"{verdict.kind} {verdict.code}" in replayed.stdout
@@ -87,8 +89,7 @@ CAMPAIGN = {name: v for name, v in ZOO.items() if v.exit in (0, 1) and "--capaci
 @pytest.mark.parametrize("name", sorted(CAMPAIGN))
 def test_the_campaign_executor_gives_the_zoo_verdict(name):
     verdict = ZOO[name]
-    config = CampaignConfig(impl=f"adversaries:{verdict.factory}", steps=200, step_time_limit=1.0, sizes="medium",
-                            seed_time_limit=20.0)
+    config = CampaignConfig(impl=verdict.spec, steps=200, step_time_limit=1.0, sizes="medium", seed_time_limit=20.0)
     result = run_range(0, 12, config, isolate=True)
     kinds = {(o.kind, o.code) for o in result.outcomes}
     if verdict.exit == 0:

@@ -15,7 +15,8 @@ every command:
 - 3: an internal error of cowcheck (one line on stderr; the traceback goes
   to a file under ``.cowcheck/internal-errors/``; nothing is blamed on the
   implementation and no counterexample is stored);
-- 130: interrupted.
+- 130: interrupted by the user (Ctrl-C: cowcheck's SIGINT handler tells it from a
+  KeyboardInterrupt an implementation raises, which is that implementation's failure).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import properties.flink  # noqa: F401  (registers --impl flink)
 import properties.machines  # noqa: F401  (registers every machine)
 from properties.cli import check, checkpoint, mutants, prove, replay, versions
 from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error
+from properties.core.boundary import catching_interrupts
 from properties.core.errors import UsageError
 from properties.core.impls import UnknownImplementationError
 from properties.core.profiles import tune_collector
@@ -77,7 +79,8 @@ def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: Tex
     try:
         args = parser.parse_args(argv)
         tune_collector()
-        code = args.handler(args, stdout, stderr)
+        with catching_interrupts():
+            code = args.handler(args, stdout, stderr)
     except (UsageError, UnknownImplementationError) as exc:
         stderr.write(f"cowcheck: error: {one_line(exc)}\n")
         code = EXIT_USAGE

@@ -15,7 +15,7 @@ from properties.cli.common import (Progress, capacity_arg, check_output_director
 from properties.core import bounds
 from properties.core.counterexample import replay_command
 from properties.core.errors import UsageError
-from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
+from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
 from properties.core.hunt import HuntResult, hunt, store
 from properties.core.impls import resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
@@ -40,6 +40,10 @@ def register(sub) -> None:
                    help="which state machine: the map (default), the async controller, checkpoints")
     p.add_argument("--impl", default="reference",
                    help="reference | model | mutant:NAME | flink | MODULE:FACTORY (default: reference)")
+    p.add_argument("--in-process", action="store_true",
+                   help="run a MODULE:FACTORY map in cowcheck's own process (faster, and white-box if it offers "
+                        "introspect(); but what its module or its code does, an os._exit or a patch of cowcheck "
+                        "at import, then happens to the checker too). Default: the map runs in a process of its own")
     budget = p.add_mutually_exclusive_group()
     budget.add_argument("--examples", type=count_arg(bounds.MAX_EXAMPLES),
                         help="number of examples (default: the profile's)")
@@ -92,7 +96,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     if not args.no_save and args.save_dir != DEFAULT_SAVE_DIR:  # the default falls back to a temp dir if need be
         check_output_directory(args.save_dir, "--save-dir")
     kind = machine_kind(args.machine)
-    impl = resolve(args.impl, args.machine)
+    impl = resolve(args.impl, args.machine, isolated=not args.in_process)
     stabilise_generation()
     sized = "capacity" in attrs.fields_dict(kind.config_class)  # the map machine's configs have a capacity
     capacity = (args.capacity or impl.default_capacity) if sized else None
@@ -103,7 +107,10 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
                              sizes=sizes)
-    probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
+    try:
+        probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
+    except CheckFailure as exc:  # building one crashed (ended its process, raised SystemExit...)
+        return _failed_at_construction(args, stdout, stderr, exc.failure, kind, impl, config)
     white_box = probed.white_box
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=white_box,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
@@ -159,7 +166,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
                      f"{result.original_length} -> {len(result.program)} steps in "
                      f"{result.seconds_to_shrink * 1000:.0f} ms\n")
         stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
-        return _report_saved(stdout, saved, impl)
+        return _report_saved(stdout, saved, impl, args)
     stdout.write(format_summary(record, result.seconds_to_find, kind, white_box))
     if result.failure is None:
         return 0
@@ -167,7 +174,19 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
     stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
-    return _report_saved(stdout, saved, impl)
+    return _report_saved(stdout, saved, impl, args)
+
+
+def _failed_at_construction(args, stdout: TextIO, stderr: TextIO, failure: Failure, kind, impl, config) -> int:
+    """The implementation could not be built at all: a failure of the empty program, stored and reported."""
+    stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description})\n")
+    _, options = kind.replay_setup(impl.factory, config)
+    result = HuntResult(failure, [], 0, (0, 0), 0.0, 0.0, 0, 0, 0.0)
+    found_by = {"tool": "cowcheck check", "generator": "probe", "seed": args.seed}
+    saved = _save(args, stderr, result, kind, impl, config, dict(options, white_box=False), found_by)
+    stdout.write("building the implementation failed before any step\n")
+    stdout.write(format_failure(failure, [], impl.spec, kind, config))
+    return _report_saved(stdout, saved, impl, args)
 
 
 def _batched_walks(impl, kind, config):
@@ -194,11 +213,11 @@ def _save(args, stderr: TextIO, result: HuntResult, kind, impl, config, options,
                        args.save_dir, stderr)
 
 
-def _report_saved(stdout: TextIO, saved, impl) -> int:
+def _report_saved(stdout: TextIO, saved, impl, args) -> int:
     if saved is not None:
         path, written = saved
         verb = "saved" if written else "already stored (same signature, no longer)"
-        stdout.write(f"{verb}: {path}\nreplay:  {replay_command(path, impl.spec)}\n")
+        stdout.write(f"{verb}: {path}\nreplay:  {replay_command(path, impl.spec, args.in_process)}\n")
     return 1
 
 
@@ -227,5 +246,5 @@ def _stuck(args, stdout: TextIO, seconds: float) -> None:
                                                     harness_options=_RUN["options"]), args.save_dir,
                             _RUN.get("stderr", sys.stderr))
         if saved is not None:
-            stdout.write(f"saved: {saved[0]}\nreplay:  {replay_command(saved[0], impl.spec)}\n")
+            stdout.write(f"saved: {saved[0]}\nreplay:  {replay_command(saved[0], impl.spec, args.in_process)}\n")
     stdout.flush()

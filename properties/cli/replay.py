@@ -35,7 +35,8 @@ from properties.core.files import write_atomically
 from properties.core.impls import UnknownImplementationError, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.regression import test_name_for, to_pytest
-from properties.core.replay import implementation_for, replay_setup, replay_traced
+from properties.core.failures import CheckFailure
+from properties.core.replay import ReplayOutcome, implementation_for, replay_setup, replay_traced
 from properties.core.shrink import replay, shrink, signature_of
 
 __all__ = ["register", "replay_files", "shrink_files"]
@@ -55,6 +56,7 @@ def register(sub) -> None:
                    help="write a regression test into tests/regressions/ instead of replaying")
     p.add_argument("--out-dir", default="tests/regressions", help="where --to-pytest writes (default tests/regressions)")
     _add_step_time_limit(p)
+    _add_in_process(p)
     p.set_defaults(handler=replay_files)
 
     s = sub.add_parser("shrink", help="re-shrink stored counterexamples; rewrite a file only if shorter",
@@ -65,6 +67,7 @@ def register(sub) -> None:
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("--impl", help="the implementation to shrink on, if the file names one that is not built in")
     _add_step_time_limit(s)
+    _add_in_process(s)
     s.set_defaults(handler=shrink_files)
 
 
@@ -73,13 +76,19 @@ def _add_step_time_limit(p) -> None:
                    help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")
 
 
-def _load_all(paths: list[str], impl_override: str | None = None):
+def _add_in_process(p) -> None:
+    p.add_argument("--in-process", action="store_true",
+                   help="run a MODULE:FACTORY implementation in cowcheck's own process (default: in a process of "
+                        "its own, as check runs it)")
+
+
+def _load_all(paths: list[str], impl_override: str | None = None, isolated: bool = False):
     """Validate every file (and the implementation each names) before anything runs."""
     loaded = []
     for path in paths:
         try:
             cx = load(path)
-            resolve(implementation_for(cx, impl_override, path), cx.machine)
+            resolve(implementation_for(cx, impl_override, path), cx.machine, isolated=isolated)
         except CounterexampleError as exc:
             raise UsageError(str(exc)) from None
         except UnknownImplementationError as exc:
@@ -102,7 +111,7 @@ def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
 def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
     if args.to_pytest:
         check_output_directory(args.out_dir, "--out-dir")
-    loaded = _load_all(args.files, args.impl)
+    loaded = _load_all(args.files, args.impl, not args.in_process)
     if args.to_pytest:
         out_dir = Path(args.out_dir)
         for path, cx in loaded:
@@ -113,12 +122,20 @@ def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
         return 0
     reproduced = False
     for path, cx in loaded:
-        impl, make_impl, options, kind = replay_setup(cx, implementation_for(cx, args.impl, path))
-        stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "
-                     f"{len(cx.steps)} steps; replaying on {impl.spec}\n")
+        spec = implementation_for(cx, args.impl, path)
         started = time.perf_counter()
-        outcome = replay_traced(list(cx.steps), make_impl, stdout if (args.trace or args.diagram) else None,
-                                kind=kind, impl_name=impl.spec, diagrams=args.diagram, **options)
+        try:
+            impl, make_impl, options, kind = replay_setup(cx, spec, isolated=not args.in_process)
+        except CheckFailure as exc:  # building it crashed: the program fails before its first step
+            stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "
+                         f"{len(cx.steps)} steps; replaying on {spec}\n")
+            outcome = ReplayOutcome(exc.failure, 0)
+        else:
+            stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "
+                         f"{len(cx.steps)} steps; replaying on {impl.spec}\n")
+            started = time.perf_counter()
+            outcome = replay_traced(list(cx.steps), make_impl, stdout if (args.trace or args.diagram) else None,
+                                    kind=kind, impl_name=impl.spec, diagrams=args.diagram, **options)
         took = (time.perf_counter() - started) * 1000
         if outcome.failure is None:
             stdout.write(f"   passes: the failure no longer reproduces ({len(cx.steps)} steps, {took:.1f} ms)\n")
@@ -138,8 +155,20 @@ def shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
 
 def _shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
     status = 0
-    for path, cx in _load_all(args.files, args.impl):
-        impl, make, options, kind = replay_setup(cx, implementation_for(cx, args.impl, path))
+    for path, cx in _load_all(args.files, args.impl, not args.in_process):
+        spec = implementation_for(cx, args.impl, path)
+        try:
+            impl, make, options, kind = replay_setup(cx, spec, isolated=not args.in_process)
+        except CheckFailure as exc:  # building it crashed: nothing to shrink
+            same = spec == cx.implementation and signature_of(exc.failure) == signature_of(cx.failure)
+            stdout.write(f"{path}: building {spec} fails ({exc.failure.kind} {exc.failure.code}) before any step"
+                         + ("; left unchanged\n" if same and not cx.steps else "\n"))
+            if same and cx.steps:
+                shorter = attrs.evolve(cx, steps=(), failing_step=0, failure=exc.failure, expected=())
+                write_atomically(Path(path), json.dumps(shorter.to_json(), indent=2) + "\n")
+                stdout.write(f"{path}: shrunk {len(cx.steps)} -> 0 steps\n")
+            status = status if same else 1
+            continue
         failure = replay(list(cx.steps), make, harness_class=kind.harness_class, **options)
         if failure is None:
             stdout.write(f"{path}: no longer fails on {impl.spec}; left unchanged\n")

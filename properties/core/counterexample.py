@@ -204,14 +204,15 @@ class Counterexample:
                    versions=data.get("versions", {}), settings=settings)
 
 
-def replay_command(path, impl_spec: str) -> str:
+def replay_command(path, impl_spec: str, in_process: bool = False) -> str:
     """The command that replays a stored counterexample. A file names only
-    built-in implementations by itself, so another one is named with --impl.
+    built-in implementations by itself, so another one is named with --impl
+    (and ``--in-process`` if it was found running in cowcheck's process).
 
     >>> replay_command("x.json", "mypkg.maps:make_map")
     'cowcheck replay x.json --impl mypkg.maps:make_map --trace'
     """
-    impl = "" if is_builtin(impl_spec) else f" --impl {impl_spec}"
+    impl = "" if is_builtin(impl_spec) else f" --impl {impl_spec}" + (" --in-process" if in_process else "")
     return f"cowcheck replay {path}{impl} --trace"
 
 

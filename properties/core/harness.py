@@ -9,7 +9,10 @@ owns what does not depend on the structure:
 - :meth:`~HarnessBase._fail`, which records a
   :class:`~properties.failures.Failure` and raises ``CheckFailure``;
 - :meth:`~HarnessBase._call`, the only way into the implementation: an
-  exception it raises becomes a CRASH failure of the step;
+  exception it raises becomes a CRASH failure of the step, BaseExceptions
+  included (``SystemExit``, ``GeneratorExit``, a ``KeyboardInterrupt`` it
+  raises itself; :mod:`properties.core.boundary`); an implementation in
+  another process whose process ends is a CRASH ``worker-exit`` of the step;
 - time limits (:mod:`properties.limits`): a step past the active limit is a
   TIMEOUT failure (code ``time-limit``) naming the step;
 - the boundary between the implementation's failures and the suite's own
@@ -34,6 +37,8 @@ import traceback
 from collections import Counter
 from typing import NoReturn
 
+from properties.core.boundary import (WORKER_EXIT, ImplementationError, LateError, WorkerFailure, is_interruption,
+                                      is_ours)
 from properties.core.errors import InternalError
 from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
 from properties.core.limits import StepTimeout, current_limit, step_begins, step_ends
@@ -92,12 +97,24 @@ class HarnessBase:
             raise
         except StepTimeout:
             self._timed_out(step)
+        except LateError as exc:  # a call sent ahead raised: the step's CRASH, as if it had raised at once
+            self._crashed(step, exc.error)
+        except WorkerFailure as exc:
+            self._worker_failed(step, exc)
         except InternalError:
             raise
         except Exception as exc:
+            if isinstance(exc, ImplementationError):  # raised in the implementation's process, e.g. by the
+                self._crashed(step, exc)  # __eq__ of a value it handed out, while the harness compared it
             raise InternalError(
                 f"{type(exc).__name__} in cowcheck's {self.machine} harness at step {len(self.steps) - 1} "
                 f"({self._render(step)}): {exc}", traceback.format_exc()) from exc
+        except (SystemExit, GeneratorExit, KeyboardInterrupt) as exc:
+            # cowcheck's code raises none of these: the implementation's code did (a value's __eq__
+            # the harness called), unless it is the user's Ctrl-C
+            if is_interruption(exc):
+                raise
+            self._crashed(step, exc)
         finally:
             step_ends()
 
@@ -150,8 +167,21 @@ class HarnessBase:
             raise
         except Exception as exc:  # the implementation raised where the model did not
             self._crashed(step, exc)
+        except LateError as exc:
+            self._crashed(step, exc.error)
+        except WorkerFailure as exc:
+            self._worker_failed(step, exc)
+        except BaseException as exc:  # SystemExit, GeneratorExit, its own KeyboardInterrupt...: a CRASH too
+            if is_ours(exc):
+                raise
+            self._crashed(step, exc)
 
-    def _crashed(self, step: Step, exc: Exception) -> NoReturn:
+    def _worker_failed(self, step: Step, exc: WorkerFailure) -> NoReturn:
+        ended = "its process ended" if exc.code == WORKER_EXIT else "its process broke the protocol"
+        self._fail(CRASH, exc.code, f"{self._render(step)}: {ended} ({exc.description})", "returns",
+                   exc.description)
+
+    def _crashed(self, step: Step, exc: BaseException) -> NoReturn:
         self._fail(CRASH, self.crash_code, f"{self._render(step)}: raised {type(exc).__name__}: {_text(exc)}",
                    expected="no error", actual=f"{type(exc).__name__}: {_text(exc)}")
 

@@ -82,7 +82,8 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
         walked = run_walks(walker, walk_make, harness_class=walk_harness, harness_options=options,
                            base_seed=base_seed, walks=walks, steps=walk_steps, deadline=deadline,
                            spares=_SPARES)
-        if walk_with is not None and walked.finding is not None:
+        if walk_with is not None and walked.finding is not None and not getattr(walk_harness, "confirmed_on_replay",
+                                                                                 False):
             for found_walk in [walked.finding, *walked.more]:
                 confirm_replay(found_walk.program, found_walk.failure, make_impl, harness_class=replay_harness,
                                what=f"walk {found_walk.walk}", **options)

@@ -24,6 +24,7 @@ fetched it by naming it.
 from __future__ import annotations
 
 import copy
+import functools
 import importlib
 import json
 import os
@@ -32,11 +33,15 @@ from typing import Callable
 
 import attrs
 
+from properties.core.boundary import build, construction_failure, is_crash_at_construction, is_ours
 from properties.core.errors import ConstructionError, InternalError, UsageError
+from properties.core.failures import CheckFailure
 from properties.core.limits import StepTimeout, limited, step_begins, step_ends
 from properties.core.machine import MachineKind, machine_kind
+from properties.core.ahead import ahead_harness
+from properties.core.remote import ImportFailed, remote_factory
 
-__all__ = ["Implementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
+__all__ = ["Implementation", "RemoteImplementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
            "construct", "probe_by_harness", "probe_isolated", "fetch_needed"]
 
 # Prefixes other layers register: "mutant" (properties.core.mutants), "flink" (properties.flink).
@@ -72,6 +77,27 @@ class Implementation:
 
     def new(self, capacity: int = 4, state_copier=copy.deepcopy):
         return self.factory(capacity=capacity, state_copier=state_copier)
+
+
+@attrs.frozen
+class RemoteImplementation(Implementation):
+    """A ``MODULE:FACTORY`` implementation running in a process of its own
+    (:mod:`properties.core.remote`): its factory returns proxies; its walks run
+    ahead there and are checked here (:mod:`properties.core.ahead`)."""
+
+    harness_class: type = None
+    machine: str = ""
+
+    def walk_factory(self, capacity: int = 4):
+        """``(make, harness_class)`` of walks run ahead in the implementation's process."""
+        make = functools.partial(self.factory, capacity=capacity, state_copier=copy.deepcopy)
+        return make, ahead_harness(self.harness_class, self.machine, make)
+
+    def walk_harness(self, capacity: int = 4, **options):
+        """A harness for one walk run ahead (its ``expect(steps)`` first); the implementation
+        is built now (CheckFailure if that fails)."""
+        make, harness_class = self.walk_factory(capacity)
+        return harness_class(build(make), capacity=capacity, **options)
 
 
 @attrs.frozen
@@ -127,9 +153,14 @@ def import_factory(spec: str, module_name: str, attribute: str) -> Callable:
     return factory
 
 
-def resolve(spec: str, machine: str = "map") -> Implementation:
+def resolve(spec: str, machine: str = "map", isolated: bool = False) -> Implementation:
     """The implementation of ``machine`` named by ``spec`` (nothing is built);
-    UnknownImplementationError otherwise."""
+    UnknownImplementationError otherwise.
+
+    ``isolated``: a ``MODULE:FACTORY`` of a machine that supports it
+    (``MachineKind.isolation``) runs in a process of its own
+    (:mod:`properties.core.remote`): the module is imported there, never here,
+    and the factory returns proxies. Built-in implementations always run here."""
     kind = machine_kind(machine)
     if spec in kind.builtins:
         return kind.builtins[spec]()
@@ -140,19 +171,33 @@ def resolve(spec: str, machine: str = "map") -> Implementation:
     if not sep or not module or not attribute:
         names = ", ".join(sorted(kind.builtins) + [p + (":NAME" if p == "mutant" else "") for p in sorted(_RESOLVERS)])
         raise UnknownImplementationError(spec, f"expected {names} or MODULE:FACTORY (e.g. mypkg.maps:make_map)")
+    if isolated and kind.isolation is not None:
+        try:
+            factory = remote_factory(module, attribute, kind.isolation)
+        except ImportFailed as exc:
+            raise UnknownImplementationError(spec, str(exc)) from None
+        return RemoteImplementation(spec, factory, None, f"{module}.{attribute}, in a process of its own",
+                                    harness_class=kind.harness_class, machine=kind.name)
     return Implementation(spec, import_factory(spec, module, attribute), None, f"{module}.{attribute}")
 
 
 def construct(impl: Implementation, build: Callable[[], object], arguments: dict, option: str):
     """``build()`` under the active step time limit; ConstructionError (naming
-    ``arguments`` and the ``option`` that changes them) if it raises or hangs."""
+    ``arguments`` and the ``option`` that changes them) if it raises or hangs.
+    A factory that crashes instead (ends its process, raises SystemExit or another
+    BaseException: :func:`~properties.core.boundary.is_crash_at_construction`) is
+    the implementation's failure: CheckFailure of a program with no steps."""
     step_begins()
     try:
         return build()
     except StepTimeout:
         raise ConstructionError(impl.spec, arguments, TimeoutError("did not return within the step time limit"),
                                 option) from None
-    except Exception as exc:
+    except BaseException as exc:
+        if not isinstance(exc, Exception) and is_ours(exc):  # Ctrl-C, the run's budget
+            raise
+        if is_crash_at_construction(exc):
+            raise CheckFailure(construction_failure(exc)) from None
         raise ConstructionError(impl.spec, arguments, exc, option) from None
     finally:
         step_ends()
@@ -189,6 +234,8 @@ def probe_isolated(kind: MachineKind, impl: Implementation, config, *, black_box
                 with limited(step_time_limit):
                     probed = kind.probe_implementation(impl, config, black_box=black_box)
                 message = {"white_box": probed.white_box, "notice": probed.notice}
+            except CheckFailure:  # building one crashed: every seed will report it (black-box)
+                message = {"white_box": False, "notice": None}
             except (UsageError, UnknownImplementationError) as exc:
                 message = {"error": str(exc)}
             except Exception as exc:

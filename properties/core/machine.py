@@ -26,6 +26,7 @@ import attrs
 from hypothesis import event
 from hypothesis.stateful import RuleBasedStateMachine
 
+from properties.core.boundary import build
 from properties.core.errors import InternalError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.limits import BudgetSpent
@@ -88,6 +89,20 @@ class HarnessMachine(RuleBasedStateMachine):
                     self._finishing = False
 
             cls.teardown = teardown
+
+    def construct(self, make: Callable[[], Any]):
+        """``make()``, the implementation of this example (``properties.core.boundary.build``):
+        if building it fails, the example fails before its first step and the record keeps
+        that failure with its empty program."""
+        try:
+            return build(make)
+        except CheckFailure as exc:
+            record = self.record
+            if record.first_failure is None:
+                record.first_failure = exc.failure
+                record.first_failure_steps = []
+                record.first_failure_at = (record.examples, record.steps)
+            raise
 
     def attach(self, harness) -> None:
         self.harness = harness
@@ -153,7 +168,10 @@ class MachineKind:
       map's largest size class); :meth:`walker_for` passes it;
     - ``recorded_settings``: config fields beyond capacity and checks that a
       counterexample records when they are not the default (the async
-      machine's ``epoch_mode``), so a replay builds the same config.
+      machine's ``epoch_mode``), so a replay builds the same config;
+    - ``isolation``: how a user's ``MODULE:FACTORY`` implementation runs in a
+      process of its own (:class:`~properties.core.remote.Isolation`), or None
+      for a machine whose user implementations run in the checker's process.
     """
 
     name: str
@@ -174,6 +192,7 @@ class MachineKind:
     walker: Callable | None = None
     walker_takes_config: bool = False
     recorded_settings: tuple = ()
+    isolation: Any = None
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""

@@ -19,6 +19,7 @@ from typing import Callable, TextIO
 
 import attrs
 
+from properties.core.boundary import build
 from properties.core.counterexample import Counterexample, load
 from properties.core.errors import UsageError
 from properties.core.failures import CheckFailure, Failure, safe_repr
@@ -49,7 +50,12 @@ def replay_traced(steps: list[Step], make_impl: Callable[[], object], out: TextI
     """Replay ``steps``; with ``out``, print each step as Python with the model's
     and the implementation's results, the divergence at the failing step and,
     with ``diagrams``, the structure after each step (``kind.describe_state``)."""
-    harness = (harness_class or kind.harness_class)(make_impl(), **harness_options)
+    try:
+        harness = (harness_class or kind.harness_class)(build(make_impl), **harness_options)
+    except CheckFailure as exc:
+        if out is not None:
+            out.write(f"    FAILS before its first step: {exc.failure.kind} {exc.failure.code}: {exc.failure.message}\n")
+        return ReplayOutcome(exc.failure, 0)
     for i, step in enumerate(steps):
         try:
             harness.apply(step)
@@ -93,12 +99,15 @@ def implementation_for(cx: Counterexample, impl_override: str | None, path) -> s
     return cx.implementation
 
 
-def replay_setup(cx: Counterexample, impl_spec: str) -> tuple[Implementation, Callable, dict, MachineKind]:
+def replay_setup(cx: Counterexample, impl_spec: str,
+                 isolated: bool = False) -> tuple[Implementation, Callable, dict, MachineKind]:
     """``(implementation, make_impl, harness options, machine kind)`` to replay
     ``cx`` on ``impl_spec``; the implementation is built once with the file's
-    arguments first (a factory rejecting them is a ConstructionError)."""
+    arguments first (a factory rejecting them is a ConstructionError; one that
+    crashes, a CheckFailure). ``isolated``: a ``MODULE:FACTORY`` runs in a process
+    of its own (:func:`~properties.core.impls.resolve`)."""
     kind = machine_kind(cx.machine)
-    impl = resolve(impl_spec, cx.machine)
+    impl = resolve(impl_spec, cx.machine, isolated=isolated)
     config = kind.config_for(impl, capacity=cx.capacity or None, white_box=cx.white_box,
                              strict_live_iteration=cx.strict_live_iteration, **cx.settings)
     probed = kind.probe_implementation(impl, config, black_box=not cx.white_box)

@@ -46,7 +46,10 @@ def format_summary(record, elapsed: float, kind: MachineKind, white_box: bool) -
 def format_failure(failure: Failure, steps: list[Step], impl_spec: str, kind: MachineKind, config) -> str:
     """The failing program as Python, the failing step marked, expected vs actual under it."""
     lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk)"]
-    lines += [f"  {line}" for line in kind.setup_lines(impl_spec, config)]
+    setup = kind.setup_lines(impl_spec, config)
+    if not steps and setup:  # building the implementation failed
+        setup[-1] += "   # <-- fails here"
+    lines += [f"  {line}" for line in setup]
     for i, step in enumerate(steps):
         marker = "   # <-- fails here" if i == failure.step_index else ""
         lines.append(f"  {kind.render(step)}{marker}")

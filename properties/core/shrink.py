@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
+from properties.core.boundary import build
 from properties.core.errors import InternalError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
 from properties.core.limits import StepTimeLimit, current_limit
@@ -36,8 +37,11 @@ def signature_of(failure: Failure) -> tuple[str, str]:
 
 def replay(steps: list[Step], make_impl: Callable[[], object], *, harness_class, **harness_options) -> Failure | None:
     """Run ``steps`` on a fresh implementation through ``harness_class``; the
-    failure, or None if all pass."""
-    harness = harness_class(make_impl(), **harness_options)
+    failure, or None if all pass (building the implementation may fail too)."""
+    try:
+        harness = harness_class(build(make_impl), **harness_options)
+    except CheckFailure as exc:
+        return exc.failure
     expect = getattr(harness, "expect", None)
     if expect is not None:  # a batched harness runs the program ahead
         expect(steps)

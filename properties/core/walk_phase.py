@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 
 import attrs
 
+from properties.core.boundary import build
 from properties.core.errors import InternalError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.machine import add_space
@@ -99,14 +100,19 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
         for number, seed in enumerate(seeds, start=1):
             if number > stop_at or (deadline is not None and time.monotonic() >= deadline):
                 break
-            try:
-                instance = make_impl()
-            except Exception:
-                break  # the factory raised after the probe built one: the Hypothesis phase reports it
-            harness = harness_class(instance, **options)
             program: list[Step] = []
             if run.finding is None:
                 run.walks = number
+            try:
+                instance = build(make_impl)  # the factory may fail after the probe built one
+            except CheckFailure as exc:
+                if run.finding is None:
+                    run.finding = WalkFinding(exc.failure, [], number, seed)
+                    run.seconds = time.monotonic() - started
+                elif exc.failure.kind == run.finding.failure.kind:
+                    run.more.append(WalkFinding(exc.failure, [], number, seed))
+                break
+            harness = harness_class(instance, **options)
             steps_of_walk = walker(seed, walk_length(number, steps), instance)
             expect = getattr(harness, "expect", None)
             if expect is not None:  # a batched harness runs the walk ahead, a segment per call

@@ -30,15 +30,17 @@ from properties.core.hunt import HuntResult
 from properties.core.impls import Implementation, Probed, UnknownImplementationError, construct
 from properties.core.limits import StepTimeout, step_begins, step_ends
 from properties.core.machine import MachineKind, register_machine
+from properties.core.remote import Isolation, hidden_methods
 from properties.core.regression import comment_text, docstring_text, steps_json, test_name_for
 from properties.core.replay import show
 from properties.core.shrink import shrink
+from properties.core.states import transform_append
 from properties.core.walk_phase import DEFAULT_WALKS, run_walks
 from properties.map import mutants  # noqa: F401  (registers the map's seeded bugs)
 from properties.map.harness import Harness, describe_state, has_introspection
 from properties.map.introspection import introspection_problem, snapshot_problem
 from properties.map.machine import MachineConfig, _spec_of, make_map_machine, replay_setup
-from properties.map.ops import MAP_OPS, NEW_SNAPSHOT
+from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from properties.map.walks import walk_program
 from reference import CopyOnWriteStateMap
@@ -71,6 +73,14 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
             impl.spec, f"{type(instance).__name__} lacks the SPEC §15 methods {', '.join(missing)}")
     if black_box:
         return Probed(False)
+    apart = hidden_methods(instance)
+    if apart is not None:  # in a process of its own: white-box views are not read across processes
+        why = ("it runs in a process of its own, where cowcheck does not read its introspect() view (--in-process "
+               "checks it white-box)")
+        if white_box:
+            raise UsageError(f"--white-box: {impl.spec} cannot be checked white-box: {why}")
+        return Probed(False, f"{impl.spec} is checked black-box (the model's properties only): {why}"
+                      if "introspect" in apart else None)
     problem = _introspection_problem(instance)
     if problem is None:
         return Probed(True)
@@ -233,4 +243,10 @@ MAP = register_machine(MachineKind(
     findings=FINDINGS,
     walker=walk,
     walker_takes_config=True,
+    # A user's map in a process of its own: put, remove and release return None (their answers are not
+    # awaited); the white-box view stays there; the harness's functions that both sides know.
+    isolation=Isolation(deferred=frozenset({"put", "remove", "release"}),
+                        hidden=frozenset({"introspect", "entry_objects", "snapshot_data"}),
+                        functions={"transform_append": transform_append,
+                                   **{f"snapshot:{name}": fn for name, fn in SNAPSHOT_TRANSFORMERS.items() if fn}}),
 ))

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import io
 from collections import Counter
-from itertools import islice
 
 from model import ModelMap
 from properties.core.errors import InternalError
@@ -37,6 +36,7 @@ from properties.core.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVA
 from properties.core.harness import HarnessBase
 from properties.core.keys import FAMILIES, family_of, fresh, magnitude, nth_key
 from properties.core.program import Step
+from properties.core.remote import expect_calls, take
 from properties.core.replay import show
 from properties.core.states import copy_state, entries, same_entries, transform_append
 from properties.map.introspection import (adapt, deep_view_problem, introspection_problem, observe_flag,
@@ -211,7 +211,7 @@ class Harness(HarnessBase):
     def _take(self, step: Step, iterable, bound: int, what: str, code: str, expected: int | None = None) -> list:
         """The items of ``iterable`` (the implementation's), at most ``bound`` + 1 of them:
         an iteration that goes on past ``bound`` is a DIVERGENCE, not a hang."""
-        got = self._call(step, lambda: list(islice(iterable, bound + 1)))
+        got = self._call(step, take, iterable, bound + 1)
         if len(got) > bound:
             expected = len(self.model) if expected is None else expected
             self._fail(DIVERGENCE, code, f"{render(step)}: {what} gave more than {bound} entries "
@@ -486,6 +486,7 @@ class Harness(HarnessBase):
 
     def _op_rehash(self, step, key, namespace, reads):
         want = self.model.contains_key(key, namespace)
+        expect_calls(self.impl, "contains_key", [(self._key(key), self._key(namespace)) for _ in range(reads)])
         for _ in range(reads):
             got = self._call(step, self.impl.contains_key, self._key(key), self._key(namespace))
             if got is not want and got != want:
@@ -513,6 +514,8 @@ class Harness(HarnessBase):
 
     def _op_get_range(self, step, family, first, count, namespace):
         """``count`` gets, each compared with the model (P1) and its identity checked (P6)."""
+        expect_calls(self.impl, "get", [(self._key(nth_key(family, i)), self._key(namespace))
+                                        for i in range(first, first + count)])
         for i in range(first, first + count):
             self._op_get(step, nth_key(family, i), namespace)
         self._observed = None
@@ -651,13 +654,10 @@ class Harness(HarnessBase):
         total = len(self.model)
         position = min(position, total)
         it = self._call(step, iter, self.impl)
-        seen = []
-        for i in range(position):
-            item = self._call(step, next, it, _MISSING)
-            if item is _MISSING:
-                self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration ended after {i} entries, the "
-                                             f"model has {total}", total, i)
-            seen.append(item)
+        seen = self._call(step, take, it, position)  # position next() calls
+        if len(seen) < position:
+            self._fail(DIVERGENCE, "P1", f"{render(step)}: live iteration ended after {len(seen)} entries, the "
+                                         f"model has {total}", total, len(seen))
         before = set(self.model.data)
         structural = (change == "put") != ((key, namespace) in before)
         if change == "put":
@@ -668,7 +668,7 @@ class Harness(HarnessBase):
         error = None
         bound = self._bound()
         try:
-            seen.extend(islice(it, bound + 1))
+            take(it, bound + 1, into=seen)
         except RuntimeError as exc:  # ConcurrentModificationError is a RuntimeError (SPEC §7)
             error = exc
         except Exception as exc:

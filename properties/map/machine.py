@@ -222,7 +222,7 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
 
     def __init__(self) -> None:
         HarnessMachine.__init__(self)
-        impl = factory(capacity=config.capacity, state_copier=copy.deepcopy)
+        impl = self.construct(lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy))
         self.attach(Harness(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration,
                             capacity=config.capacity))
         self.next_sid = 0

@@ -9,21 +9,25 @@ tests/test_zoo.py holds ``check``, ``replay`` and the campaign executor to
 these verdicts; docs/zoo.md lists them.
 
 Nothing here imports cowcheck: the maps build on :mod:`tiny` (black-box) or
-wrap the reference port only to offer a white-box view of another shape.
+wrap the reference port only to offer a white-box view of another shape. The
+one map that patches cowcheck at import lives in :mod:`patches_cowcheck`, so
+that importing this table runs no patch.
 """
 
 import copy
 import io
+import os
 import re
+import sys
 
 import attrs
 
-from tiny import TinyMap, TinySnapshot
+from tiny import TinyIterator, TinyMap, TinySnapshot
 
 
 @attrs.frozen
 class Verdict:
-    """What ``cowcheck check --impl adversaries:<factory> [args]`` must give."""
+    """What ``cowcheck check --impl <module>:<factory> [args]`` must give."""
 
     factory: str
     exit: int
@@ -32,6 +36,12 @@ class Verdict:
     args: tuple = ()
     says: str = ""  # a phrase the one-line message or notice must contain
     what: str = ""
+    module: str = "adversaries"
+    steps: int | None = None  # the stored program's length, where it is known (0: building the map fails)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.module}:{self.factory}"
 
 
 # ----------------------------------------------------------------- lies
@@ -270,6 +280,85 @@ class ReprRaisesState(TinyMap):
         return state
 
 
+# ---------------------------------------------- ending the process, BaseExceptions
+
+
+class ExitsInMethod(TinyMap):
+    def remove(self, key, namespace):
+        sys.exit(0)  # "nothing found" to a CI gate, if the checker shares the process
+
+
+class OsExitInMethod(TinyMap):
+    def remove(self, key, namespace):
+        os._exit(0)  # no exception, no cleanup: the process is gone
+
+
+class RaisesSystemExit(TinyMap):
+    def contains_key(self, key, namespace):
+        if self.live:
+            raise SystemExit("contains_key under a snapshot is not implemented")
+        return super().contains_key(key, namespace)
+
+
+class RaisesKeyboardInterrupt(TinyMap):
+    def put_and_get_old(self, key, namespace, state):
+        raise KeyboardInterrupt  # the map's, not the user's Ctrl-C
+
+
+class RaisesGeneratorExit(TinyMap):
+    def size_of_namespace(self, namespace):
+        raise GeneratorExit
+
+
+def exits_in_factory(capacity=128, state_copier=copy.deepcopy):
+    sys.exit(0)
+
+
+def os_exit_in_factory(capacity=128, state_copier=copy.deepcopy):
+    os._exit(0)
+
+
+# ---------------------------------------------- returned values that misbehave
+
+
+class _Entry(tuple):
+    def __iter__(self):
+        raise RuntimeError("an entry cannot be unpacked")
+
+
+class _EntriesIterator(TinyIterator):
+    def __next__(self):
+        return _Entry(super().__next__())
+
+
+class EntryIterRaises(TinyMap):
+    """Live iteration hands out entries whose __iter__ raises (so they cannot be unpacked)."""
+
+    def __iter__(self):
+        return _EntriesIterator(self)
+
+
+class _ViewLenRaises:
+    def __init__(self, items):
+        self.items = items
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self):
+        raise OverflowError("a view that cannot count")
+
+
+class ViewLenRaises(TinyMap):
+    """snapshot.iterate(fn) returns a view whose __len__ raises."""
+
+    def snapshot(self):
+        snap = super().snapshot()
+        iterate = snap.iterate
+        snap.iterate = lambda transformer=None: _ViewLenRaises(list(iterate(transformer)))
+        return snap
+
+
 # ------------------------------------------------------- introspection
 
 
@@ -335,6 +424,13 @@ slow = _factory(Slow)
 eq_raises_state = _factory(EqRaisesState)
 repr_raises_state = _factory(ReprRaisesState)
 tuple_introspection = _factory(TupleIntrospection)
+exits_in_method = _factory(ExitsInMethod)
+os_exit_in_method = _factory(OsExitInMethod)
+raises_system_exit = _factory(RaisesSystemExit)
+raises_keyboard_interrupt = _factory(RaisesKeyboardInterrupt)
+raises_generator_exit = _factory(RaisesGeneratorExit)
+entry_iter_raises = _factory(EntryIterRaises)
+view_len_raises = _factory(ViewLenRaises)
 
 ZOO: dict[str, Verdict] = {
     # wrong: exit 1, for the right reason
@@ -361,18 +457,46 @@ ZOO: dict[str, Verdict] = {
                                what="under a snapshot, get hands out a list whose __eq__ raises"),
     "repr-raises-state": Verdict("repr_raises_state", 1, "DIVERGENCE", "P1",
                                  what="under a snapshot, get hands out a wrong list whose __repr__ raises"),
+    "entry-iter-raises": Verdict("entry_iter_raises", 1, "DIVERGENCE", "P1",
+                                 what="live iteration hands out entries whose __iter__ raises"),
+    "view-len-raises": Verdict("view_len_raises", 1, "CRASH", "P7",
+                               what="snapshot.iterate(fn) returns a view whose __len__ raises"),
+    # ending the process, BaseExceptions: the implementation's failure, never a pass, never exit 3
+    "exits-in-method": Verdict("exits_in_method", 1, "CRASH", "P7", what="remove calls sys.exit(0)"),
+    "os-exit-in-method": Verdict("os_exit_in_method", 1, "CRASH", "worker-exit",
+                                 what="remove calls os._exit(0) (its process ends)"),
+    "exits-in-factory": Verdict("exits_in_factory", 1, "CRASH", "construction", steps=0,
+                                what="the factory calls sys.exit(0)"),
+    "os-exit-in-factory": Verdict("os_exit_in_factory", 1, "CRASH", "worker-exit", steps=0,
+                                  what="the factory calls os._exit(0)"),
+    "raises-system-exit": Verdict("raises_system_exit", 1, "CRASH", "P7",
+                                  what='contains_key under a snapshot raises SystemExit("...")'),
+    "raises-keyboard-interrupt": Verdict("raises_keyboard_interrupt", 1, "CRASH", "P7",
+                                         what="put_and_get_old raises KeyboardInterrupt"),
+    "raises-generator-exit": Verdict("raises_generator_exit", 1, "CRASH", "P7",
+                                     what="size_of_namespace raises GeneratorExit"),
+    "patches-cowcheck": Verdict("make_map", 1, "DIVERGENCE", "P1", module="patches_cowcheck",
+                                what="get always returns None, and the module patches cowcheck's harness at import "
+                                     "so that no check can fail"),
     # odd but correct: exit 0
     "keys-as-list": Verdict("keys_as_list", 0, what="keys() returns a list instead of an iterator"),
     "flags-as-methods": Verdict("flags_as_methods", 0, what="snapshot.released() and .version() are methods"),
     "tuple-introspection": Verdict("tuple_introspection", 0, says="checked black-box",
                                    what="introspect() returns a tuple: checked black-box, with a notice"),
-    "is-rehashing-as-method": Verdict("is_rehashing_as_method", 0, args=("--white-box",),
-                                      what="a white-box view whose is_rehashing is a method"),
+    "is-rehashing-as-method": Verdict("is_rehashing_as_method", 0, args=("--white-box", "--in-process"),
+                                      what="a white-box view whose is_rehashing is a method (white-box needs the "
+                                           "map in cowcheck's process)"),
+    "is-rehashing-as-method-apart": Verdict("is_rehashing_as_method", 0, says="--in-process",
+                                            what="the same map in its own process: checked black-box, with a "
+                                                 "notice naming --in-process"),
     "only-capacity-128": Verdict("only_capacity_128", 0, args=("--capacity", "128"),
                                  what="a factory that only accepts capacity 128, given --capacity 128"),
     # bad usage: exit 2, one line naming what to change
     "only-capacity-128-default": Verdict("only_capacity_128", 2, says="--capacity",
                                          what="the same factory with the default capacity 4"),
-    "tuple-introspection-white-box": Verdict("tuple_introspection", 2, args=("--white-box",), says="primary_table",
+    "tuple-introspection-white-box": Verdict("tuple_introspection", 2, args=("--white-box", "--in-process"),
+                                             says="primary_table",
                                              what="--white-box on a view without the contract's fields"),
+    "white-box-apart": Verdict("is_rehashing_as_method", 2, args=("--white-box",), says="--in-process",
+                               what="--white-box on a map in its own process (its view is not read there)"),
 }
