@@ -93,7 +93,8 @@ def pytest_runtest_makereport(item, call):
     config = machine.config
     factory = machine.factory
     make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)
-    options = dict(white_box=record.last.white_box, strict_live_iteration=config.strict_live_iteration)
+    options = dict(white_box=record.last.white_box, strict_live_iteration=config.strict_live_iteration,
+                   contract=config.contract)
     # The failure as the harness first raised it (Hypothesis replays it before reporting).
     original = record.first_failure_steps or record.last.steps
     first = record.first_failure or call.excinfo.value.failure

@@ -49,6 +49,7 @@ from properties.core.shrink import confirm_replay, replay, shrink
 import properties.flink  # noqa: F401  (registers --impl flink in every worker process; starts no JVM)
 from properties.map import MAP, MachineConfig, expected_results, make_map_machine
 from properties.map.harness import Harness
+from properties.map.harness import CONTRACTS
 from properties.map.ops import MAP_OPS, SIZE_CLASSES
 from properties.map.walks import SPACES, SampledHarness, walk_program
 
@@ -116,6 +117,7 @@ class CampaignConfig:
     batched: bool = True
     sizes: str = attrs.field(default="large", validator=attrs.validators.in_(tuple(SIZE_CLASSES)))
     space: str = attrs.field(default="full", validator=attrs.validators.in_(SPACES))
+    contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -216,7 +218,8 @@ def run_seed(seed: int, config: CampaignConfig) -> Outcome:
 
 
 def _options(config: CampaignConfig, impl) -> dict:
-    return {"white_box": _white_box(config, impl), "strict_live_iteration": config.strict_live_iteration}
+    return {"white_box": _white_box(config, impl), "strict_live_iteration": config.strict_live_iteration,
+            "contract": config.contract}
 
 
 def _walk_harness(config: CampaignConfig, impl, options: dict):
@@ -333,7 +336,9 @@ def _with_counterexample(seed, config, program, failure, make, options, generato
     found_by = {"tool": "cowcheck campaign", "generator": generator, "seed": seed, "executor": config.executor,
                 "steps": counts["ops"]}
     cx = Counterexample.build(program, failure, impl=config.impl, capacity=config.capacity, found_by=found_by,
-                              expected=expected_results(program), **options)
+                              expected=expected_results(program), white_box=options["white_box"],
+                              strict_live_iteration=options["strict_live_iteration"],
+                              settings=MAP.settings(MachineConfig(contract=config.contract)))
     return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
                    failing_op=program[failure.step_index].op, original_steps=original,
                    counterexample=cx.to_json(), impl_spec=config.impl, **counts)

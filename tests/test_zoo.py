@@ -51,6 +51,8 @@ def test_check_gives_the_zoo_verdict(name, tmp_path):
     assert "Traceback" not in run.stderr and "Traceback" not in run.stdout
     if verdict.says:
         assert verdict.says in run.stderr
+    if verdict.prints:
+        assert verdict.prints in run.stdout, run.stdout[-2000:]
     if verdict.exit == 2:
         assert len(run.stderr.strip().splitlines()) == 1, run.stderr
         assert not (tmp_path / "saved").exists()
@@ -87,8 +89,9 @@ CAMPAIGN = {name: v for name, v in ZOO.items() if v.exit in (0, 1) and "--capaci
 @pytest.mark.parametrize("name", sorted(CAMPAIGN))
 def test_the_campaign_executor_gives_the_zoo_verdict(name):
     verdict = ZOO[name]
+    contract = verdict.args[verdict.args.index("--contract") + 1] if "--contract" in verdict.args else "flink"
     config = CampaignConfig(impl=f"adversaries:{verdict.factory}", steps=200, step_time_limit=1.0, sizes="medium",
-                            seed_time_limit=20.0)
+                            seed_time_limit=20.0, contract=contract)
     result = run_range(0, 12, config, isolate=True)
     kinds = {(o.kind, o.code) for o in result.outcomes}
     if verdict.exit == 0:

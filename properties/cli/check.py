@@ -23,6 +23,7 @@ from properties.core.machine import MACHINES, RunRecord, machine_kind
 from properties.core.profiles import stabilise_generation
 from properties.core.report import format_failure, format_summary
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
+from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 
 __all__ = ["register", "check"]
@@ -67,6 +68,10 @@ def register(sub) -> None:
     p.add_argument("--epoch-mode", choices=["serial", "parallel"],
                    help="async machine: how non-records separate epochs (serial: SERIAL_BETWEEN_EPOCH, Flink's "
                         "default; parallel: PARALLEL_BETWEEN_EPOCH)")
+    p.add_argument("--contract", choices=list(CONTRACTS), default=None,
+                   help="map machine: flink (default: snapshot isolation and Flink's copy discipline, P6) or "
+                        "isolation (what any snapshot map owes, with no rule about when copies are made; "
+                        "docs/contract.md)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
     p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT,
@@ -99,23 +104,26 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     keys = args.keys or (max(12, capacity * 5 // 4) if sized else None)
     if args.epoch_mode is not None and "epoch_mode" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
+    if args.contract is not None and "contract" not in attrs.fields_dict(kind.config_class):
+        raise UsageError(f"--contract applies to the map machine, not {args.machine!r}")
     sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (SPEC §17)
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes)
+                             sizes=sizes, contract=args.contract)
     probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
     white_box = probed.white_box
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=white_box,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes)
+                             sizes=sizes, contract=args.contract)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     mode = "white-box" if white_box else "black-box"
     where = f", capacity {capacity}" if sized else ""
-    stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description}), {mode}{where}, "
-                 f"profile {args.profile}, seed {base_seed}\n")
+    level = f", contract {config.contract}" if hasattr(config, "contract") else ""
+    stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description}), {mode}{where}"
+                 f"{level}, profile {args.profile}, seed {base_seed}\n")
     stdout.flush()
     if probed.notice:
         stderr.write(f"cowcheck: notice: {probed.notice}\n")

@@ -36,6 +36,7 @@ from properties.core.impls import UnknownImplementationError, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.regression import test_name_for, to_pytest
 from properties.core.replay import implementation_for, replay_setup, replay_traced
+from properties.map.harness import CONTRACTS
 from properties.core.shrink import replay, shrink, signature_of
 
 __all__ = ["register", "replay_files", "shrink_files"]
@@ -54,6 +55,8 @@ def register(sub) -> None:
     p.add_argument("--to-pytest", action="store_true",
                    help="write a regression test into tests/regressions/ instead of replaying")
     p.add_argument("--out-dir", default="tests/regressions", help="where --to-pytest writes (default tests/regressions)")
+    p.add_argument("--contract", choices=list(CONTRACTS),
+                   help="map machine: replay under this contract level instead of the file's (docs/contract.md)")
     _add_step_time_limit(p)
     p.set_defaults(handler=replay_files)
 
@@ -113,7 +116,8 @@ def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
         return 0
     reproduced = False
     for path, cx in loaded:
-        impl, make_impl, options, kind = replay_setup(cx, implementation_for(cx, args.impl, path))
+        impl, make_impl, options, kind = replay_setup(cx, implementation_for(cx, args.impl, path),
+                                                      {"contract": args.contract})
         stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "
                      f"{len(cx.steps)} steps; replaying on {impl.spec}\n")
         started = time.perf_counter()

@@ -93,17 +93,23 @@ def implementation_for(cx: Counterexample, impl_override: str | None, path) -> s
     return cx.implementation
 
 
-def replay_setup(cx: Counterexample, impl_spec: str) -> tuple[Implementation, Callable, dict, MachineKind]:
+def replay_setup(cx: Counterexample, impl_spec: str,
+                 overrides: dict | None = None) -> tuple[Implementation, Callable, dict, MachineKind]:
     """``(implementation, make_impl, harness options, machine kind)`` to replay
     ``cx`` on ``impl_spec``; the implementation is built once with the file's
-    arguments first (a factory rejecting them is a ConstructionError)."""
+    arguments first (a factory rejecting them is a ConstructionError).
+    ``overrides``: recorded settings to replay with instead of the file's (e.g. another contract level)."""
     kind = machine_kind(cx.machine)
     impl = resolve(impl_spec, cx.machine)
+    settings = dict(cx.settings, **{k: v for k, v in (overrides or {}).items() if v is not None})
+    unknown = set(settings) - set(kind.recorded_settings)
+    if unknown:
+        raise UsageError(f"--{sorted(unknown)[0].replace('_', '-')} does not apply to the {kind.name} machine")
     config = kind.config_for(impl, capacity=cx.capacity or None, white_box=cx.white_box,
-                             strict_live_iteration=cx.strict_live_iteration, **cx.settings)
+                             strict_live_iteration=cx.strict_live_iteration, **settings)
     probed = kind.probe_implementation(impl, config, black_box=not cx.white_box)
     config = kind.config_for(impl, capacity=cx.capacity or None, white_box=probed.white_box,
-                             strict_live_iteration=cx.strict_live_iteration, **cx.settings)
+                             strict_live_iteration=cx.strict_live_iteration, **settings)
     make_impl, options = kind.replay_setup(impl.factory, config)
     return impl, make_impl, options, kind
 

@@ -113,7 +113,7 @@ def expected_results(steps: list) -> list:
 
 
 def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
-              white_box: bool | None = None, impl_spec: str | None = None):
+              white_box: bool | None = None, impl_spec: str | None = None, contract: str = "flink"):
     """A test function (for pytest) running the walk phase of ``cowcheck check`` on
     maps built by ``factory(capacity=, state_copier=)``: ``walks`` seeded walks
     through the harness. A failing walk is shrunk and raised as CheckFailure;
@@ -125,7 +125,7 @@ def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: i
     spec = impl_spec or _spec_of(factory)
 
     def test_walks():
-        config = MachineConfig(capacity=capacity, white_box=white_box)
+        config = MachineConfig(capacity=capacity, white_box=white_box, contract=contract)
         make_impl, options = replay_setup(factory, config)
         run = run_walks(walk, make_impl, harness_class=Harness, harness_options=options, base_seed=seed,
                         walks=walks)
@@ -233,4 +233,5 @@ MAP = register_machine(MachineKind(
     findings=FINDINGS,
     walker=walk,
     walker_takes_config=True,
+    recorded_settings=("contract",),
 ))

@@ -30,6 +30,8 @@ import io
 from collections import Counter
 from itertools import islice
 
+import attrs
+
 from model import ModelMap
 from properties.core.errors import InternalError
 from properties.core.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure,
@@ -49,7 +51,7 @@ from reference.hashing import composite_hash
 from reference.invariants import SnapshotGuard, StructureTracker
 from reference.serializers import SerializationError
 
-__all__ = ["Harness", "has_introspection", "describe_state", "WHITE_BOX_EVERY_STEP"]
+__all__ = ["Harness", "has_introspection", "describe_state", "WHITE_BOX_EVERY_STEP", "CONTRACTS"]
 
 _MISSING = object()
 _ENTRIES = object()
@@ -57,7 +59,13 @@ _ENTRIES = object()
 # at most this many entries, and past that after every ceil(entries / this)-th step, so a step
 # costs O(this) of structural checking however large the map (the model's P1–P7 still run after
 # every step, and I4's rehash progress too; ``final_check`` closes a run).
-WHITE_BOX_EVERY_STEP = 512  # marks an observed pair of entry lists not yet turned into entries() strings
+WHITE_BOX_EVERY_STEP = 512
+# Contract levels (docs/contract.md): ``flink`` holds a map to Flink's copy discipline (P6: a state
+# handed out is a fresh copy exactly when a live snapshot may share it, otherwise the caller's own
+# object) on top of ``isolation``, what any snapshot map owes: values, sizes and snapshot contents
+# frozen at snapshot time whatever the caller does in place to the states it was handed.
+CONTRACTS = ("flink", "isolation")
+_MARK = -1  # what the harness appends to a handed-out state to see where the change lands  # marks an observed pair of entry lists not yet turned into entries() strings
 
 
 def has_introspection(impl) -> bool:
@@ -80,6 +88,9 @@ class Harness(HarnessBase):
     are compared through their ``repr`` (which makes them concrete) rather
     than sorted. ``capacity``: the map's initial capacity (state-space coverage
     counts the rehash generations Flink's growth rule implies from it).
+    ``contract``: ``flink`` (P6, Flink's copy discipline, checked) or ``isolation``
+    (no rule about when copies are made; instead every old state handed out is
+    changed in place, as a caller may, and the snapshots must not show it).
 
     Keys and namespaces reach the implementation as fresh objects equal to the
     step's (:func:`~properties.core.keys.fresh`), as deserialized keys reach
@@ -90,8 +101,12 @@ class Harness(HarnessBase):
     operations = MAP_OPS
 
     def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
-                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 4) -> None:
+                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 4,
+                 contract: str = "flink") -> None:
         super().__init__()
+        if contract not in CONTRACTS:
+            raise ValueError(f"contract must be one of {', '.join(CONTRACTS)}, got {contract!r}")
+        self.contract = contract
         self.capacity = capacity
         self._key = fresh  # how a key or namespace is handed to the implementation (hold_keys changes it)
         self._interned: dict = {}
@@ -203,6 +218,64 @@ class Harness(HarnessBase):
         why = " (comparing it raised)" if same is COMPARISON_RAISED else ""
         self._fail(DIVERGENCE, code, f"{render(step)}: model returned {safe_repr(expected)}, map returned "
                                      f"{safe_repr(actual)}{why}", expected, actual)
+
+    def _expect_identity(self, step: Step, slot, value, copy_expected: bool) -> None:
+        """P6 under the flink contract, with the harm it leads to said; nothing under isolation
+        (there the old states handed out are changed in place instead: :meth:`_change_handed_out`)."""
+        if self.contract == "isolation":
+            return
+        try:
+            super()._expect_identity(step, slot, value, copy_expected)
+        except CheckFailure as exc:
+            failure = exc.failure
+            harm = self._harm(step, slot, value, copy_expected)
+            self.failure = attrs.evolve(failure, message=f"{failure.message} [contract flink: Flink's copy "
+                                                          f"discipline, P6] {harm}")
+            raise CheckFailure(self.failure) from None
+
+    def _harm(self, step: Step, slot, value, copy_expected: bool) -> str:
+        """What the P6 breach leads to: where an in-place change of ``value`` would land."""
+        if not copy_expected:
+            return ("Had the caller changed it in place, as Flink's heap list states do, the change would "
+                    "reach a copy, not the map's state.")
+        if type(value) is not list:
+            return ""
+        already = self._snapshot_reading(slot)
+        if already:
+            sid, now, was = already
+            return f"The change already reached a snapshot: s{sid} reads {now} instead of {was} for {safe_repr(slot)}."
+        value.append(_MARK)
+        try:
+            changed = self._snapshot_reading(slot)
+        finally:
+            if value and value[-1] == _MARK:
+                value.pop()
+        if changed:
+            sid, now, was = changed
+            return (f"Had the caller appended {_MARK} to it, snapshot s{sid} would read {now} instead of {was} "
+                    f"for {safe_repr(slot)}.")
+        return ("No live snapshot would read an in-place change of it (this map keeps the snapshot's copy "
+                "elsewhere): --contract isolation checks snapshot isolation alone and would accept this.")
+
+    def _snapshot_reading(self, slot) -> tuple | None:
+        """``(sid, state it reads, state frozen)`` of the first live snapshot whose state of ``slot``
+        differs from the model's frozen copy, or None (reading the snapshots; their errors ignored)."""
+        for sid, (snap, msnap) in sorted(self.snapshots.items()):
+            if msnap.released:
+                continue
+            try:
+                now = {(k, n): st for k, n, st in islice(iter(snap), self._bound(len(msnap)))}
+            except Exception:
+                continue
+            was = next((st for k, n, st in msnap.iterate() if (k, n) == slot), _MISSING)
+            if slot in now and was is not _MISSING and not safe_equal(now[slot], was):
+                return sid, safe_repr(now[slot]), safe_repr(was)
+        return None
+
+    def _change_handed_out(self, step: Step, state) -> None:
+        """Isolation: the caller changes an old state it was handed in place; no snapshot may show it."""
+        if self.contract == "isolation" and type(state) is list:
+            self._call(step, state.append, _MARK)
 
     def _copy_expected(self, key, namespace) -> bool:
         slot = self.model.data.get((key, namespace))
@@ -433,6 +506,7 @@ class Harness(HarnessBase):
         self._expect_equal(step, want, got)
         self._expect_identity(step, (key, namespace), got, copy_expected)
         self.held[(key, namespace)] = obj
+        self._change_handed_out(step, got)
 
     def _op_get(self, step, key, namespace, mutate_with=_MISSING):
         copy_expected = self._copy_expected(key, namespace)
@@ -465,6 +539,7 @@ class Harness(HarnessBase):
         self._expect_equal(step, want, got)
         self._expect_identity(step, (key, namespace), got, copy_expected)
         self.held.pop((key, namespace), None)
+        self._change_handed_out(step, got)
 
     def _op_transform(self, step, key, namespace, value):
         copy_expected = self._copy_expected(key, namespace)

@@ -31,6 +31,7 @@ class Verdict:
     code: str | None = None
     args: tuple = ()
     says: str = ""  # a phrase the one-line message or notice must contain
+    prints: str = ""  # a phrase the output (the failure's message) must contain
     what: str = ""
 
 
@@ -303,6 +304,42 @@ def is_rehashing_as_method(capacity=128, state_copier=copy.deepcopy):
     return m
 
 
+# ---------------------------------------------------------- contract levels
+
+
+class _EagerSnapshot(TinySnapshot):
+    """A deep copy of every state, taken when the snapshot is."""
+
+
+class EagerCopy(TinyMap):
+    """Full isolation, another design than Flink's: the snapshot deep-copies every state, so the
+    map never copies on access and always hands out its own objects (correct under the isolation
+    contract; not Flink's copy discipline, P6)."""
+
+    def _fresh(self, slot):
+        return slot[0]
+
+    def _old(self, slot):
+        return slot[0]
+
+    def snapshot(self):
+        self.version += 1
+        self.live.add(self.version)
+        items = [(k, n, copy.deepcopy(slot[0])) for (k, n), slot in self.data.items()]
+        return _EagerSnapshot(self, self.version, items)
+
+
+class ShallowSnapshot(TinyMap):
+    """Wrong under every contract: the snapshot keeps references to the states and the map never
+    copies on access, so a caller changing a state it was handed in place changes the snapshot."""
+
+    def _fresh(self, slot):
+        return slot[0]
+
+    def _old(self, slot):
+        return slot[0]
+
+
 # ---------------------------------------------------------- arguments
 
 
@@ -335,6 +372,8 @@ slow = _factory(Slow)
 eq_raises_state = _factory(EqRaisesState)
 repr_raises_state = _factory(ReprRaisesState)
 tuple_introspection = _factory(TupleIntrospection)
+eager_copy = _factory(EagerCopy)
+shallow_snapshot = _factory(ShallowSnapshot)
 
 ZOO: dict[str, Verdict] = {
     # wrong: exit 1, for the right reason
@@ -375,4 +414,16 @@ ZOO: dict[str, Verdict] = {
                                          what="the same factory with the default capacity 4"),
     "tuple-introspection-white-box": Verdict("tuple_introspection", 2, args=("--white-box",), says="primary_table",
                                              what="--white-box on a view without the contract's fields"),
+    # contract levels: full isolation by eager copies is not Flink's copy discipline
+    "eager-copy": Verdict("eager_copy", 1, "DIVERGENCE", "P6", prints="--contract isolation",
+                          what="snapshots deep-copy every state; states handed out are the map's own: fails "
+                               "Flink's copy discipline, and the message names the isolation contract"),
+    "eager-copy-isolation": Verdict("eager_copy", 0, args=("--contract", "isolation"),
+                                    what="the same map passes the isolation contract"),
+    "shallow-snapshot": Verdict("shallow_snapshot", 1, "DIVERGENCE", "P6", prints="instead of",
+                                what="snapshots share the states and nothing is ever copied: P6 under flink, "
+                                     "with the harm (what the snapshot would read) in the message"),
+    "shallow-snapshot-isolation": Verdict("shallow_snapshot", 1, "DIVERGENCE", "P2", args=("--contract", "isolation"),
+                                          prints="differs from its frozen copy",
+                                          what="under isolation it fails with the snapshot's changed content"),
 }
