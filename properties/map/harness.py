@@ -230,7 +230,9 @@ class Harness(HarnessBase):
             failure = exc.failure
             harm = self._harm(step, slot, value, copy_expected)
             self.failure = attrs.evolve(failure, message=f"{failure.message} [contract flink: Flink's copy "
-                                                          f"discipline, P6] {harm}")
+                                                          f"discipline, P6; --contract isolation has no rule about "
+                                                          f"when copies are made and checks only what snapshots "
+                                                          f"read] {harm}")
             raise CheckFailure(self.failure) from None
 
     def _harm(self, step: Step, slot, value, copy_expected: bool) -> str:
