@@ -35,6 +35,7 @@ from itertools import islice
 
 from properties.core.errors import InternalError
 from properties.core.failures import INVARIANT
+from properties.core.limits import implementation_call
 from properties.core.program import Step
 from properties.core.states import copy_state
 from properties.flink.batch import key_table
@@ -415,7 +416,8 @@ class WalkHarness(Harness):
         if not impl._records:
             segment = [step, *islice(ahead, SEGMENT - 1)]  # they stay ahead: their records are queued
             # An upper bound on the model's size during the segment (iteration and visit bounds).
-            impl.run(segment, len(self.model) + len(segment))
+            with implementation_call():  # Flink's time, under the step time limit (the checks are not)
+                impl.run(segment, len(self.model) + len(segment))
         self._record = impl.begin(step.op)
         super()._apply(step)
         if next(impl._events, _END) is not _END:

@@ -28,7 +28,7 @@ from properties.core.errors import UsageError
 from properties.core.failures import CheckFailure
 from properties.core.hunt import HuntResult
 from properties.core.impls import Implementation, Probed, UnknownImplementationError, construct
-from properties.core.limits import StepTimeout, step_begins, step_ends
+from properties.core.limits import StepTimeout, implementation_call, unpaced
 from properties.core.machine import MachineKind, register_machine
 from properties.core.regression import steps_json, test_name_for
 from properties.core.replay import show
@@ -82,21 +82,19 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
 
 
 def _introspection_problem(instance) -> str | None:
-    step_begins()
     try:
-        problem = introspection_problem(instance)
-        if problem is not None:
-            return problem
-        try:  # a snapshot's entries must conform too (I8/I9 read them)
-            instance.put(0, 0, [0])
-            snap = instance.snapshot()
-        except Exception:
-            return None  # not introspection's business: the checks will show what is wrong
-        return snapshot_problem(snap)
+        with unpaced(), implementation_call():  # the probe calls into the implementation throughout
+            problem = introspection_problem(instance)
+            if problem is not None:
+                return problem
+            try:  # a snapshot's entries must conform too (I8/I9 read them)
+                instance.put(0, 0, [0])
+                snap = instance.snapshot()
+            except Exception:
+                return None  # not introspection's business: the checks will show what is wrong
+            return snapshot_problem(snap)
     except StepTimeout:
         return "introspect() or a first put/snapshot did not return within the step time limit"
-    finally:
-        step_ends()
 
 
 def expected_results(steps: list) -> list:
