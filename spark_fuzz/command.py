@@ -24,7 +24,7 @@ from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.core.machine import machine_kind
 from spark_fuzz.driver import run_campaign
 from spark_fuzz.executor import CampaignConfig
-from spark_fuzz.report import replay_command
+from spark_fuzz.report import failure_kind, replay_command
 from spark_fuzz.session import start
 from spark_fuzz.store import CampaignStoreError
 
@@ -147,7 +147,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     if not result.distinct:
         stdout.write("no failures\n")
     for row in result.distinct:
-        stdout.write(f"FAILURE {row['kind']} {row['code']} {row['signature']}: seed {row['seed']} "
+        stdout.write(f"FAILURE {failure_kind(row)} {row['signature']}: seed {row['seed']} "
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
                      f"  {replay_command(args.out, row)}\n")
     stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")

@@ -15,10 +15,11 @@ from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
 from properties.core.hunt import HuntResult, hunt, store
 from properties.core.impls import resolve
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
+from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit, active_limit
 from properties.core.machine import MACHINES, RunRecord, machine_kind
 from properties.core.profiles import stabilise_generation
 from properties.core.report import format_failure, format_summary
+from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
 
 __all__ = ["register", "check"]
@@ -64,6 +65,9 @@ def register(sub) -> None:
                    help=f"a step running longer is a TIMEOUT failure (default {DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--shrink-seconds", type=positive_float, default=DEFAULT_SHRINK_SECONDS, metavar="SECONDS",
                    help=f"time budget for shrinking a failure (default {DEFAULT_SHRINK_SECONDS:g})")
+    p.add_argument("--replays", type=positive_int, default=DEFAULT_REPLAYS, metavar="N",
+                   help=f"replay a failing program N times before and after shrinking; one that does not fail "
+                        f"every time is reported and stored as nondeterministic (default {DEFAULT_REPLAYS})")
     p.add_argument("--save-dir", default=".cowcheck/counterexamples",
                    help="where shrunk failures are stored (default .cowcheck/counterexamples)")
     p.add_argument("--no-save", action="store_true", help="do not store the counterexample")
@@ -71,7 +75,7 @@ def register(sub) -> None:
 
 
 def check(args, stdout: TextIO, stderr: TextIO) -> int:
-    with StepTimeLimit(args.step_time_limit, on_stuck=lambda seconds: _stuck(args, stdout, seconds)):
+    with StepTimeLimit(args.step_time_limit, on_stuck=lambda seconds: _stuck(args, stdout, seconds), paced=True):
         return _check(args, stdout, stderr)
 
 
@@ -116,7 +120,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
                       harness_options=options, replay_harness=kind.harness_class,
                       shrink_seconds=args.shrink_seconds, walker=kind.walker, walks=walks,
-                      walk_with=_batched_walks(impl, kind, config))
+                      walk_with=_batched_walks(impl, kind, config), replays=args.replays)
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
@@ -124,6 +128,10 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         return 130
     progress.update(record.examples, record.steps, force=True)
     progress.finish()
+    if result.slow_calls:
+        limit = active_limit()
+        stdout.write(f"slow calls: {result.slow_calls} ran past the run's pace and returned within the step time "
+                     f"limit (not hangs; the work they stopped ran again; pace now {limit.pace:g} s)\n")
     walked = result.walks
     if walks:
         outcome = (f"failure in walk {walked.walks} (seed {walked.finding.seed})" if result.phase == "walks"
@@ -134,7 +142,8 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(f"first failure found by the walk phase after {walked.seconds * 1000:.0f} ms; shrunk "
                      f"{result.original_length} -> {len(result.program)} steps in "
                      f"{result.seconds_to_shrink * 1000:.0f} ms\n")
-        stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
+        stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
+                                    (result.reproduced, result.replays)))
         found_by = {"tool": "cowcheck check", "generator": "walk", "seed": base_seed, "walk": walked.walks,
                     "walk_seed": walked.finding.seed, "steps": walked.steps}
         return _store(args, stdout, result, kind, impl, config, options, found_by)
@@ -145,7 +154,8 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     stdout.write(f"first failure found by Hypothesis after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
-    stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
+    stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
+                                (result.reproduced, result.replays)))
     found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
                 "profile": args.profile, "examples": found_examples, "steps": found_steps}
     return _store(args, stdout, result, kind, impl, config, options, found_by)
@@ -167,6 +177,9 @@ def default_walks(walks: int | None, examples: int | None) -> int:
 
 
 def _store(args, stdout: TextIO, result: HuntResult, kind, impl, config, options, found_by: dict) -> int:
+    if result.nondeterministic:
+        stdout.write(f"the implementation is nondeterministic: the stored program failed in {result.reproduced} of "
+                     f"{result.replays} replays (the verdict stands: it failed)\n")
     if not args.no_save:
         path, written = store(result, kind=kind, impl_spec=impl.spec, config=config, found_by=found_by,
                               directory=args.save_dir, harness_options=options)

@@ -174,7 +174,7 @@ class StepTimeLimit:
         """The last interrupted call was suspected at the pace and did not hang under the full
         limit: it was slow. Take the pace up as if that call had returned; False if it was
         interrupted at the full limit (there is nothing to take up)."""
-        if self.last_timeout >= self.seconds:
+        if not self.paced or not 0 < self.last_timeout < self.seconds:
             return False
         self.slowest = max(self.slowest, self.last_timeout)
         self.last_timeout = self.seconds
