@@ -126,6 +126,8 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
         for spare in sorted(part.more, key=lambda f: len(f.program)):
             if len(best.program) <= _GOOD_ENOUGH or (shrink_deadline and time.monotonic() >= shrink_deadline):
                 break
+            if best.nondeterministic:
+                break  # each of its candidates would be replayed up to n times: the first one will do
             other = shrink_failure(list(spare.program), spare.failure, make_impl, deadline=shrink_deadline,
                                    **settle)
             if len(other.program) < len(best.program) and other.rate >= best.rate:

@@ -147,14 +147,14 @@ def shrink_failure(steps: list[Step], failure: Failure, make_impl: Callable[[], 
         return Shrunk(program, failure, found, n)
     shorter, got = _shrink(program, failure, make_impl, max_replays, deadline, **options)
     count, _ = reproductions(shorter, got, make_impl, replays=n, **options)
-    if count >= found:
-        if count < n:  # that count chose the program: a fresh one to report (no winner's luck)
-            count, _ = reproductions(shorter, got, make_impl, replays=n, **options)
-        return Shrunk(shorter, got, count, n)
-    # Less reliable than the program found: shrink again, accepting only candidates that reproduce
-    # in at least as many replays as it did (none accepted: the found program itself).
-    shorter, got = _shrink(program, failure, make_impl, max_replays, deadline, need=(found, n), **options)
-    count, _ = reproductions(shorter, got, make_impl, replays=n, **options)
+    if count < found:
+        # Less reliable than the program found: shrink again, accepting only candidates that
+        # reproduce in at least as many replays as it did (none accepted: the found program).
+        shorter, got = _shrink(program, failure, make_impl, max_replays, deadline, need=(found, n), **options)
+    if count < n:  # a count chose the program: a fresh one to report (no winner's luck)
+        count, _ = reproductions(shorter, got, make_impl, replays=n, **options)
+    if count == 0:  # chosen on its luck, it failed in none of its own replays: the found program did
+        return Shrunk(program, failure, found, n)
     return Shrunk(shorter, got, count, n)
 
 
