@@ -38,7 +38,7 @@ from typing import NoReturn
 
 from properties.core.errors import InternalError
 from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
-from properties.core.limits import CALLS, STEPS, HarnessOverrun, StepTimeout
+from properties.core.limits import HarnessOverrun, StepTimeout, calls_into, steps_through
 from properties.core.program import OperationTable, Step
 
 __all__ = ["HarnessBase"]
@@ -83,11 +83,11 @@ class HarnessBase:
 
     # ---------------------------------------------------------------- apply
 
+    @steps_through
     def apply(self, step: Step) -> None:
         """Run one step on both sides and check everything; raises CheckFailure
         (the implementation broke a property) or InternalError (cowcheck did)."""
         self.steps.append(step)
-        STEPS[0] += 1
         try:
             self._apply(step)
         except CheckFailure:
@@ -104,8 +104,6 @@ class HarnessBase:
             raise InternalError(
                 f"{type(exc).__name__} in cowcheck's {self.machine} harness at step {len(self.steps) - 1} "
                 f"({self._render(step)}): {exc}", traceback.format_exc()) from exc
-        finally:
-            STEPS[0] += 1
 
     def _apply(self, step: Step) -> None:
         op = self._ops.get(step.op)
@@ -149,19 +147,18 @@ class HarnessBase:
             message = f"{self._render(step)}: did not return within the step time limit of {exc.seconds:g} s"
         self._fail(TIMEOUT, TIME_LIMIT, message, "returns", "still running")
 
+    @calls_into
     def _call(self, step: Step, fn, *args, **kwargs):
         """``fn(*args, **kwargs)``, a call into the implementation: an exception
         it raises is a CRASH failure of ``step`` (code :attr:`crash_code`). The
-        call, and only the call, runs under the step time limit (:data:`CALLS`)."""
-        CALLS[0] += 1
+        call, and only the call, runs under the step time limit (the watchdog
+        sees this frame on the stack: nothing is paid per call)."""
         try:
             return fn(*args, **kwargs)
         except (CheckFailure, InternalError):  # InternalError: a driver between harness and map (cowcheck's)
             raise
         except Exception as exc:  # the implementation raised where the model did not
             self._crashed(step, exc)
-        finally:
-            CALLS[0] += 1
 
     def _crashed(self, step: Step, exc: Exception) -> NoReturn:
         self._fail(CRASH, self.crash_code, f"{self._render(step)}: raised {type(exc).__name__}: {_text(exc)}",

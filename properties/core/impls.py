@@ -131,8 +131,8 @@ def construct(impl: Implementation, build: Callable[[], object], arguments: dict
     """``build()`` under the active step time limit; ConstructionError (naming
     ``arguments`` and the ``option`` that changes them) if it raises or hangs."""
     try:
-        with unpaced(), implementation_call():
-            return build()
+        with unpaced():
+            return implementation_call(build)
     except StepTimeout:
         raise ConstructionError(impl.spec, arguments, TimeoutError("did not return within the step time limit"),
                                 option) from None

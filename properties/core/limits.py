@@ -1,18 +1,20 @@
 """Time limits on calls into an implementation: nothing the implementation does may hang the tool.
 
 The limit measures the implementation, not cowcheck: every call into it goes
-through ``HarnessBase._call``, which moves one counter as the call begins and
-as it ends (:data:`CALLS`: odd while a call runs, one store each way, cheap
-enough for every call of a walk); a harness marks its steps the same way
-(:data:`STEPS`). While :class:`StepTimeLimit` is active, a watchdog thread
-looks at the running call a few times a second; a call that has run longer
-than the limit gets :class:`StepTimeout` raised in the main thread (through
-``SIGALRM``, so a ``time.sleep`` or a blocking call that Python can interrupt
-is left too). The harness turns it into a TIMEOUT failure naming the step,
-which shrinks, is stored and replays like any other failure. The harness's
-own checking (the model, I1-I9) is not the implementation's time: a step
-whose checking alone runs past :func:`harness_bound` raises
-:class:`HarnessOverrun` instead, cowcheck's own error (exit 3).
+through a function registered with :func:`calls_into` (``HarnessBase._call``,
+:func:`implementation_call`), and a harness step is a function registered
+with :func:`steps_through` (``HarnessBase.apply``). While
+:class:`StepTimeLimit` is active, a watchdog thread looks at the main
+thread's stack a few times a second (nothing is paid per call): the innermost
+registered frame on it is the running call (or the harness checking a step),
+named by that frame object. A call that has run longer than the limit gets
+:class:`StepTimeout` raised in the main thread (through ``SIGALRM``, so a
+``time.sleep`` or a blocking call that Python can interrupt is left too).
+The harness turns it into a TIMEOUT failure naming the step, which shrinks,
+is stored and replays like any other failure. The harness's own checking
+(the model, I1-I9) is not the implementation's time: a step whose checking
+alone runs past :func:`harness_bound` raises :class:`HarnessOverrun`
+instead, cowcheck's own error (exit 3).
 
 A *paced* limit (``paced=True``: ``check``, ``mutants``, campaigns) waits
 for a call no longer than the run's own pace requires: ``PACE_FACTOR`` times
@@ -54,8 +56,8 @@ import time
 from typing import Callable
 
 __all__ = ["DEFAULT_STEP_TIME_LIMIT", "PACE_FLOOR", "PACE_FACTOR", "StepTimeout", "HarnessOverrun", "BudgetSpent",
-           "StepTimeLimit", "CALLS", "STEPS", "step_begins", "step_ends",
-           "implementation_call", "current_limit", "active_limit", "harness_bound", "limited", "unpaced"]
+           "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "running", "current_limit",
+           "active_limit", "harness_bound", "limited", "unpaced"]
 
 DEFAULT_STEP_TIME_LIMIT = 10.0
 PACE_FLOOR = 1.0  # seconds: a paced limit never suspects a call sooner
@@ -64,32 +66,44 @@ _GRACE = 2.0  # seconds a stuck main thread gets to pick up StepTimeout before o
 _REARM = 0.25  # seconds between the watchdog's re-arming of the dead man's switch
 _HARNESS_FLOOR = 60.0  # seconds of its own checking a step may take at least (harness_bound)
 
-# The running step and call: each counter moves as one begins and as it ends (odd: one runs), so
-# its value names the step or call (the watchdog compares them between its samples). Lists, so
-# that the harness moves them in place without a function call (the hot path of every walk).
-# Calls into the implementation do not nest (HarnessBase._call is never called inside one).
-STEPS = [0]
-CALLS = [0]
+_CALLS: set = set()  # ids of the code objects through which cowcheck calls into an implementation
+_STEPS: set = set()  # ids of the code objects of a harness step
 _LIMIT: "StepTimeLimit | None" = None
 
 
-def step_begins() -> None:
-    STEPS[0] += 1
+def calls_into(fn):
+    """Decorator: a frame of ``fn`` on the main thread's stack is a call into the implementation
+    (timed from when the watchdog first sees it)."""
+    _CALLS.add(id(fn.__code__))
+    return fn
 
 
-def step_ends() -> None:
-    STEPS[0] += 1
+def steps_through(fn):
+    """Decorator: a frame of ``fn`` (and no call inside it) is the harness checking a step."""
+    _STEPS.add(id(fn.__code__))
+    return fn
 
 
-@contextlib.contextmanager
-def implementation_call():
-    """The block is a call into the implementation (under the time limit), outside a harness
-    step: building one, probing its view, a batched walk's segment."""
-    CALLS[0] += 1
-    try:
-        yield
-    finally:
-        CALLS[0] += 1
+@calls_into
+def implementation_call(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` as a call into the implementation outside a harness step
+    (building one, probing its view, a batched walk's segment): under the time limit."""
+    return fn(*args, **kwargs)
+
+
+def running(frame) -> tuple[str, object]:
+    """What the thread whose current frame is ``frame`` runs: ``("call", frame of the
+    innermost call into the implementation)``, ``("step", frame of the step whose own
+    checking runs)`` or ``("", None)``."""
+    calls, steps = _CALLS, _STEPS
+    while frame is not None:
+        code = id(frame.f_code)
+        if code in calls:
+            return "call", frame
+        if code in steps:
+            return "step", frame
+        frame = frame.f_back
+    return "", None
 
 
 def current_limit() -> float | None:
@@ -159,7 +173,7 @@ class StepTimeLimit:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._previous_handler = None
-        self._fire: tuple = ("", -1, 0.0)  # what the next SIGALRM is for: ("call" | "step", counter, seconds)
+        self._fire: tuple = ("", None, 0.0)  # what the next SIGALRM is for: ("call" | "step", frame, seconds)
         self._enabled = False
         self._dead_man = self.seconds  # the limit the dead man's switch allows for (the outermost's, at least)
 
@@ -240,23 +254,25 @@ class StepTimeLimit:
     # -------------------------------------------------------- the watchdog
 
     def _on_alarm(self, signum, frame) -> None:
-        what, counter, seconds = self._fire
-        if what == "call" and CALLS[0] == counter:
+        what, target, seconds = self._fire
+        self._fire = ("", None, 0.0)
+        if target is None or running(frame) != (what, target):
+            return  # that call returned (or that step's checking went into a call) since the watchdog looked
+        if what == "call":
             self.timed_out += 1
             self.last_timeout = seconds
             raise StepTimeout(seconds, self.seconds)
-        if what == "step" and STEPS[0] == counter and not CALLS[0] & 1:
-            raise HarnessOverrun(f"cowcheck's own checking of one step ran past {seconds:g} s")
+        raise HarnessOverrun(f"cowcheck's own checking of one step ran past {seconds:g} s")
 
-    def _signal(self, main_ident: int, what: str, counter: int, seconds: float) -> None:
-        self._fire = (what, counter, seconds)
+    def _signal(self, main_ident: int, what: str, target, seconds: float) -> None:
+        self._fire = (what, target, seconds)
         signal.pthread_kill(main_ident, signal.SIGALRM)
 
     def _watch(self, main_ident: int) -> None:
         interval = self._interval()
         bound = harness_bound(self.seconds)
-        call_seen, call_since, call_took, signalled = -1, 0.0, 0.0, False
-        step_seen, checking, step_signalled = -1, 0.0, False
+        call_seen, call_since, call_took, signalled = None, 0.0, 0.0, False
+        step_seen, checking, step_signalled = None, 0.0, False
         last = armed = time.monotonic()
         wait = interval
         while not self._stop.wait(wait):
@@ -265,12 +281,13 @@ class StepTimeLimit:
                 self._arm_dead_man_switch()
                 armed = now
             wait = interval
-            call, step = CALLS[0], STEPS[0]
-            if call != call_seen:  # the call seen last time has returned (or was interrupted)
-                if call_seen >= 0 and not signalled and call_took > self.slowest:
+            what, where = running(sys._current_frames().get(main_ident))
+            call = where if what == "call" else None
+            if call is not call_seen:  # the call seen last time has returned (or was interrupted)
+                if call_seen is not None and not signalled and call_took > self.slowest:
                     self.slowest = call_took  # the pace: calls that returned, never one interrupted
                 call_seen, call_since, call_took, signalled = call, now, 0.0, False
-            if call & 1:
+            if call is not None:
                 call_took = now - call_since
                 limit = self.pace
                 if signalled:
@@ -281,14 +298,15 @@ class StepTimeLimit:
                     self._signal(main_ident, "call", call, limit)
                 else:  # wake up when its time is up, not a sample later
                     wait = min(interval, max(limit - call_took, 0.001))
-            elif step & 1:  # the harness's own checking of a step
-                if step != step_seen:
-                    step_seen, checking, step_signalled = step, 0.0, False
+            elif what == "step":  # the harness's own checking of a step
+                if where is not step_seen:
+                    step_seen, checking, step_signalled = where, 0.0, False
                 else:
                     checking += now - last
                 if checking >= bound and not step_signalled:
                     step_signalled = True
-                    self._signal(main_ident, "step", step, bound)
+                    self._signal(main_ident, "step", where, bound)
+            del where
             last = now
 
     def _stuck(self, seconds: float) -> None:

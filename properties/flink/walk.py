@@ -416,8 +416,8 @@ class WalkHarness(Harness):
         if not impl._records:
             segment = [step, *islice(ahead, SEGMENT - 1)]  # they stay ahead: their records are queued
             # An upper bound on the model's size during the segment (iteration and visit bounds).
-            with implementation_call():  # Flink's time, under the step time limit (the checks are not)
-                impl.run(segment, len(self.model) + len(segment))
+            # Flink's time, under the step time limit (the checks after it are not)
+            implementation_call(impl.run, segment, len(self.model) + len(segment))
         self._record = impl.begin(step.op)
         super()._apply(step)
         if next(impl._events, _END) is not _END:

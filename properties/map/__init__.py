@@ -82,17 +82,20 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
 
 
 def _introspection_problem(instance) -> str | None:
+    def probe_view():  # calls into the implementation throughout
+        problem = introspection_problem(instance)
+        if problem is not None:
+            return problem
+        try:  # a snapshot's entries must conform too (I8/I9 read them)
+            instance.put(0, 0, [0])
+            snap = instance.snapshot()
+        except Exception:
+            return None  # not introspection's business: the checks will show what is wrong
+        return snapshot_problem(snap)
+
     try:
-        with unpaced(), implementation_call():  # the probe calls into the implementation throughout
-            problem = introspection_problem(instance)
-            if problem is not None:
-                return problem
-            try:  # a snapshot's entries must conform too (I8/I9 read them)
-                instance.put(0, 0, [0])
-                snap = instance.snapshot()
-            except Exception:
-                return None  # not introspection's business: the checks will show what is wrong
-            return snapshot_problem(snap)
+        with unpaced():
+            return implementation_call(probe_view)
     except StepTimeout:
         return "introspect() or a first put/snapshot did not return within the step time limit"
 
