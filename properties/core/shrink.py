@@ -183,7 +183,8 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
     under the full limit (one replay: it costs the limit). The candidates' limit is ten times
     what a fresh replay of the steps before the hang took (no call of them took longer), at
     least 20 ms, at most a tenth of the limit (or 0.5 s; when it comes to that, the steps are
-    slow, and the found program is replayed under the full limit first).
+    slow, and the found program is replayed under the full limit first); that shrinking takes
+    at most the full limit's time.
 
     If the result does not hang under the full limit, the found program is replayed under it.
     If that does not hang either, the hang was suspected at a paced limit's pace and was a
@@ -199,7 +200,10 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
         tenth = min(full, max(0.5, full / 10))
         quick = _quick_limit(program[: failure.step_index], make_impl, options, tenth)
         if quick < tenth:  # (if not, the steps are slow: every candidate would cost a tenth of the limit)
-            found = _hang_shrunk(program, failure, make_impl, quick, full, max_replays, deadline, options)
+            # At most the full limit's time: a hang shrinks in far less, a slow call need not cost more.
+            soon = time.monotonic() + full
+            found = _hang_shrunk(program, failure, make_impl, quick, full, max_replays,
+                                 soon if deadline is None else min(deadline, soon), options)
             if found is not None:
                 return found
     hang = _replay_hang(program, make_impl, full, options)
