@@ -28,7 +28,7 @@ from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 from spark_fuzz.driver import run_campaign
 from spark_fuzz.executor import CampaignConfig
-from spark_fuzz.report import replay_command
+from spark_fuzz.report import failure_kind, replay_command
 from spark_fuzz.session import start
 from spark_fuzz.store import CampaignStore, CampaignStoreError
 
@@ -175,7 +175,7 @@ def _run(args, stdout: TextIO, stderr: TextIO, impl, config, white_box: bool, ba
     if not result.distinct:
         stdout.write("no failures\n")
     for row in result.distinct:
-        stdout.write(f"FAILURE {row['kind']} {row['code']} {row['signature']}: seed {row['seed']} "
+        stdout.write(f"FAILURE {failure_kind(row)} {row['signature']}: seed {row['seed']} "
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
                      f"  {replay_command(args.out, row)}\n")
     stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")

@@ -29,7 +29,7 @@ from properties.map.space import SpaceCoverage
 from spark_fuzz.store import space_of_row
 
 __all__ = ["Summary", "summarise", "busy_seconds", "throughput_segments", "totals", "replay_command",
-           "render_markdown", "render_html", "write_report", "PLOTS"]
+           "render_markdown", "render_html", "write_report", "PLOTS", "failure_kind"]
 
 PLOTS = {
     "throughput": ("plots/throughput.png", "Throughput per partition over time"),
@@ -202,8 +202,15 @@ def _coverage_rows(runs: list[dict], white_box: bool) -> list[tuple[str, str, in
     return [(name, description, coverage.get(name, 0)) for name, description in names.items()]
 
 
+def failure_kind(row: dict) -> str:
+    """``KIND CODE``, with ``(nondeterministic: reproduced k of n replays)`` if the row's program
+    did not fail in every replay."""
+    mark = row.get("nondeterministic")
+    return f"{row['kind']} {row['code']}" + (f" (nondeterministic: {mark})" if mark else "")
+
+
 def _failure_table(out_dir, distinct: list[dict]) -> list[list[str]]:
-    return [[row["signature"], f"{row['kind']} {row['code']}", str(row["seed"]), str(row.get("occurrences", 1)),
+    return [[row["signature"], failure_kind(row), str(row["seed"]), str(row.get("occurrences", 1)),
              "" if row["shrunk_steps"] is None else str(row["shrunk_steps"]), replay_command(out_dir, row)]
             for row in distinct]
 

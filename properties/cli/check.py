@@ -18,10 +18,11 @@ from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
 from properties.core.hunt import HuntResult, hunt, store
 from properties.core.impls import resolve
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
+from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit, active_limit
 from properties.core.machine import MACHINES, RunRecord, machine_kind
 from properties.core.profiles import stabilise_generation
 from properties.core.report import format_failure, format_summary
+from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
 from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
@@ -79,6 +80,9 @@ def register(sub) -> None:
                    help=f"a step running longer is a TIMEOUT failure (default {DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--shrink-seconds", type=seconds_arg(), default=DEFAULT_SHRINK_SECONDS, metavar="SECONDS",
                    help=f"time budget for shrinking a failure (default {DEFAULT_SHRINK_SECONDS:g})")
+    p.add_argument("--replays", type=count_arg(bounds.MAX_REPLAYS), default=DEFAULT_REPLAYS, metavar="N",
+                   help=f"replay a failing program N times before and after shrinking; one that does not fail "
+                        f"every time is reported and stored as nondeterministic (default {DEFAULT_REPLAYS})")
     p.add_argument("--save-dir", default=DEFAULT_SAVE_DIR,
                    help="where shrunk failures are stored (default .cowcheck/counterexamples)")
     p.add_argument("--no-save", action="store_true", help="do not store the counterexample")
@@ -86,7 +90,7 @@ def register(sub) -> None:
 
 
 def check(args, stdout: TextIO, stderr: TextIO) -> int:
-    with StepTimeLimit(args.step_time_limit, on_stuck=lambda seconds: _stuck(args, stdout, seconds)):
+    with StepTimeLimit(args.step_time_limit, on_stuck=lambda seconds: _stuck(args, stdout, seconds), paced=True):
         return _check(args, stdout, stderr)
 
 
@@ -139,7 +143,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
                       harness_options=options, replay_harness=kind.harness_class,
                       shrink_seconds=args.shrink_seconds, walker=kind.walker_for(config), walks=walks,
-                      walk_with=_batched_walks(impl, kind, config))
+                      walk_with=_batched_walks(impl, kind, config), replays=args.replays)
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
@@ -147,6 +151,10 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         return 130
     progress.update(record.examples, record.steps, force=True)
     progress.finish()
+    if result.slow_calls:
+        limit = active_limit()
+        stdout.write(f"slow calls: {result.slow_calls} ran past the run's pace and returned within the step time "
+                     f"limit (not hangs; the work they stopped ran again; pace now {limit.pace:g} s)\n")
     walked = result.walks
     if result.phase == "walks":
         found_by = {"tool": "cowcheck check", "generator": "walk", "seed": base_seed, "walk": walked.walks,
@@ -166,16 +174,18 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(f"first failure found by the walk phase after {walked.seconds * 1000:.0f} ms; shrunk "
                      f"{result.original_length} -> {len(result.program)} steps in "
                      f"{result.seconds_to_shrink * 1000:.0f} ms\n")
-        stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
-        return _report_saved(stdout, saved, impl)
+        stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
+                                    (result.reproduced, result.replays)))
+        return _report_saved(stdout, saved, impl, result)
     stdout.write(format_summary(record, result.seconds_to_find, kind, white_box))
     if result.failure is None:
         return 0
     stdout.write(f"first failure found by Hypothesis after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
-    stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
-    return _report_saved(stdout, saved, impl)
+    stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
+                                (result.reproduced, result.replays)))
+    return _report_saved(stdout, saved, impl, result)
 
 
 def _batched_walks(impl, kind, config):
@@ -202,7 +212,10 @@ def _save(args, stderr: TextIO, result: HuntResult, kind, impl, config, options,
                        args.save_dir, stderr)
 
 
-def _report_saved(stdout: TextIO, saved, impl) -> int:
+def _report_saved(stdout: TextIO, saved, impl, result: HuntResult) -> int:
+    if result.nondeterministic:
+        stdout.write(f"the implementation is nondeterministic: the stored program failed in {result.reproduced} of "
+                     f"{result.replays} replays (the verdict stands: it failed)\n")
     if saved is not None:
         path, written = saved
         verb = "saved" if written else "already stored (same signature, no longer)"

@@ -10,8 +10,10 @@ owns what does not depend on the structure:
   :class:`~properties.failures.Failure` and raises ``CheckFailure``;
 - :meth:`~HarnessBase._call`, the only way into the implementation: an
   exception it raises becomes a CRASH failure of the step;
-- time limits (:mod:`properties.limits`): a step past the active limit is a
-  TIMEOUT failure (code ``time-limit``) naming the step;
+- time limits (:mod:`properties.core.limits`): a call into the implementation
+  past the active limit is a TIMEOUT failure (code ``time-limit``) naming the
+  step; the limit counts the calls only, never the harness's own checking (a
+  step whose checking alone runs past its bound is cowcheck's error);
 - the boundary between the implementation's failures and the suite's own
   errors: any other exception escaping a step was raised by cowcheck's own
   code (the model, the invariants, rendering) and becomes
@@ -36,7 +38,7 @@ from typing import NoReturn
 
 from properties.core.errors import InternalError
 from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
-from properties.core.limits import StepTimeout, current_limit, step_begins, step_ends
+from properties.core.limits import HarnessOverrun, StepTimeout, calls_into, steps_through
 from properties.core.program import OperationTable, Step
 
 __all__ = ["HarnessBase"]
@@ -81,25 +83,27 @@ class HarnessBase:
 
     # ---------------------------------------------------------------- apply
 
+    @steps_through
     def apply(self, step: Step) -> None:
         """Run one step on both sides and check everything; raises CheckFailure
         (the implementation broke a property) or InternalError (cowcheck did)."""
         self.steps.append(step)
-        step_begins()
         try:
             self._apply(step)
         except CheckFailure:
             raise
-        except StepTimeout:
-            self._timed_out(step)
+        except StepTimeout as exc:
+            self._timed_out(step, exc)
         except InternalError:
             raise
+        except HarnessOverrun as exc:
+            raise InternalError(f"{exc} (the {self.machine} harness at step {len(self.steps) - 1}, "
+                                f"{self._render(step)}, outside the calls into the implementation)",
+                                traceback.format_exc()) from None
         except Exception as exc:
             raise InternalError(
                 f"{type(exc).__name__} in cowcheck's {self.machine} harness at step {len(self.steps) - 1} "
                 f"({self._render(step)}): {exc}", traceback.format_exc()) from exc
-        finally:
-            step_ends()
 
     def _apply(self, step: Step) -> None:
         op = self._ops.get(step.op)
@@ -135,15 +139,20 @@ class HarnessBase:
             self._fail(DIVERGENCE, "P6", f"{self._render(step)}: returned a copy although {self.own_reason} "
                                          f"(expected the caller's own object)", "same object", "copy")
 
-    def _timed_out(self, step: Step) -> NoReturn:
-        limit = current_limit()
-        self._fail(TIMEOUT, TIME_LIMIT, f"{self._render(step)}: did not return within the step time limit"
-                                        f" of {limit:g} s" if limit else f"{self._render(step)}: timed out",
-                   "returns", "still running")
+    def _timed_out(self, step: Step, exc: StepTimeout) -> NoReturn:
+        if exc.suspected:  # the run's pace ran out: confirmed under the full limit before it is stored
+            message = (f"{self._render(step)}: did not return within {exc.seconds:g} s, the run's pace "
+                       f"(suspected hang; the step time limit is {exc.limit:g} s)")
+        else:
+            message = f"{self._render(step)}: did not return within the step time limit of {exc.seconds:g} s"
+        self._fail(TIMEOUT, TIME_LIMIT, message, "returns", "still running")
 
+    @calls_into
     def _call(self, step: Step, fn, *args, **kwargs):
         """``fn(*args, **kwargs)``, a call into the implementation: an exception
-        it raises is a CRASH failure of ``step`` (code :attr:`crash_code`)."""
+        it raises is a CRASH failure of ``step`` (code :attr:`crash_code`). The
+        call, and only the call, runs under the step time limit (the watchdog
+        sees this frame on the stack: nothing is paid per call)."""
         try:
             return fn(*args, **kwargs)
         except (CheckFailure, InternalError):  # InternalError: a driver between harness and map (cowcheck's)

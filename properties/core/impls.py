@@ -33,7 +33,7 @@ from typing import Callable
 import attrs
 
 from properties.core.errors import ConstructionError, InternalError, UsageError
-from properties.core.limits import StepTimeout, limited, step_begins, step_ends
+from properties.core.limits import StepTimeout, implementation_call, limited, unpaced
 from properties.core.machine import MachineKind, machine_kind
 
 __all__ = ["Implementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
@@ -146,16 +146,14 @@ def resolve(spec: str, machine: str = "map") -> Implementation:
 def construct(impl: Implementation, build: Callable[[], object], arguments: dict, option: str):
     """``build()`` under the active step time limit; ConstructionError (naming
     ``arguments`` and the ``option`` that changes them) if it raises or hangs."""
-    step_begins()
     try:
-        return build()
+        with unpaced():
+            return implementation_call(build)
     except StepTimeout:
         raise ConstructionError(impl.spec, arguments, TimeoutError("did not return within the step time limit"),
                                 option) from None
     except Exception as exc:
         raise ConstructionError(impl.spec, arguments, exc, option) from None
-    finally:
-        step_ends()
 
 
 def probe_by_harness(kind: MachineKind, impl: Implementation, config, *, black_box: bool = False,

@@ -6,7 +6,7 @@ from properties.core.failures import Failure
 from properties.core.machine import MachineKind
 from properties.core.program import Step
 
-__all__ = ["format_summary", "format_coverage", "format_space", "format_failure"]
+__all__ = ["format_summary", "format_coverage", "format_space", "format_failure", "nondeterminism_note"]
 
 
 def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
@@ -43,9 +43,20 @@ def format_summary(record, elapsed: float, kind: MachineKind, white_box: bool) -
     return "".join(out)
 
 
-def format_failure(failure: Failure, steps: list[Step], impl_spec: str, kind: MachineKind, config) -> str:
-    """The failing program as Python, the failing step marked, expected vs actual under it."""
-    lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk)"]
+def nondeterminism_note(reproduced: tuple | None) -> str:
+    """``nondeterministic: reproduced k of n replays`` for ``(k, n)`` with k < n, else ''."""
+    if reproduced is None or reproduced[0] >= reproduced[1]:
+        return ""
+    return f"nondeterministic: reproduced {reproduced[0]} of {reproduced[1]} replays"
+
+
+def format_failure(failure: Failure, steps: list[Step], impl_spec: str, kind: MachineKind, config,
+                   reproduced: tuple | None = None) -> str:
+    """The failing program as Python, the failing step marked, expected vs actual under it;
+    ``reproduced``: ``(k, n)`` replays that failed the same way (marked if not all)."""
+    note = nondeterminism_note(reproduced)
+    lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk"
+             f"{'; ' + note if note else ''})"]
     lines += [f"  {line}" for line in kind.setup_lines(impl_spec, config)]
     for i, step in enumerate(steps):
         marker = "   # <-- fails here" if i == failure.step_index else ""

@@ -35,6 +35,7 @@ from itertools import islice
 
 from properties.core.errors import InternalError
 from properties.core.failures import INVARIANT
+from properties.core.limits import implementation_call
 from properties.core.program import Step
 from properties.core.states import copy_state
 from properties.flink.batch import key_table
@@ -393,9 +394,11 @@ class WalkHarness(Harness):
     (still correct, only slower)."""
 
     def __init__(self, impl: WalkMap, *, white_box: bool | None = None, state_copier=copy_state,
-                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 128) -> None:
+                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 128,
+                 contract: str = "flink") -> None:
         super().__init__(impl, white_box=False, state_copier=state_copier,
-                         strict_live_iteration=strict_live_iteration, symbolic=symbolic, capacity=capacity)
+                         strict_live_iteration=strict_live_iteration, symbolic=symbolic, capacity=capacity,
+                         contract=contract)
         self.white_box = True if white_box is None else bool(white_box)
         impl.start(self.white_box)
         self._ahead: deque = deque()
@@ -415,7 +418,8 @@ class WalkHarness(Harness):
         if not impl._records:
             segment = [step, *islice(ahead, SEGMENT - 1)]  # they stay ahead: their records are queued
             # An upper bound on the model's size during the segment (iteration and visit bounds).
-            impl.run(segment, len(self.model) + len(segment))
+            # Flink's time, under the step time limit (the checks after it are not)
+            implementation_call(impl.run, segment, len(self.model) + len(segment))
         self._record = impl.begin(step.op)
         super()._apply(step)
         if next(impl._events, _END) is not _END:

@@ -28,11 +28,11 @@ from properties.core.errors import UsageError
 from properties.core.failures import CheckFailure
 from properties.core.hunt import HuntResult
 from properties.core.impls import Implementation, Probed, UnknownImplementationError, construct
-from properties.core.limits import StepTimeout, step_begins, step_ends
+from properties.core.limits import StepTimeout, implementation_call, unpaced
 from properties.core.machine import MachineKind, register_machine
 from properties.core.regression import comment_text, docstring_text, steps_json, test_name_for
 from properties.core.replay import show
-from properties.core.shrink import shrink
+from properties.core.shrink import DEFAULT_REPLAYS, shrink_failure
 from properties.core.walk_phase import DEFAULT_WALKS, run_walks
 from properties.map import mutants  # noqa: F401  (registers the map's seeded bugs)
 from properties.map.harness import Harness, describe_state, has_introspection
@@ -82,8 +82,7 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
 
 
 def _introspection_problem(instance) -> str | None:
-    step_begins()
-    try:
+    def probe_view():  # calls into the implementation throughout
         problem = introspection_problem(instance)
         if problem is not None:
             return problem
@@ -93,10 +92,12 @@ def _introspection_problem(instance) -> str | None:
         except Exception:
             return None  # not introspection's business: the checks will show what is wrong
         return snapshot_problem(snap)
+
+    try:
+        with unpaced():
+            return implementation_call(probe_view)
     except StepTimeout:
         return "introspect() or a first put/snapshot did not return within the step time limit"
-    finally:
-        step_ends()
 
 
 def expected_results(steps: list) -> list:
@@ -113,12 +114,15 @@ def expected_results(steps: list) -> list:
 
 
 def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
-              white_box: bool | None = None, impl_spec: str | None = None, contract: str = "flink"):
+              white_box: bool | None = None, impl_spec: str | None = None, contract: str = "flink",
+              replays: int = DEFAULT_REPLAYS):
     """A test function (for pytest) running the walk phase of ``cowcheck check`` on
     maps built by ``factory(capacity=, state_copier=)``: ``walks`` seeded walks
-    through the harness. A failing walk is shrunk and raised as CheckFailure;
-    under pytest the cowcheck plugin stores it (``--cowcheck-dir``) and shows
-    the program and the replay command, as for a failing machine::
+    through the harness. A failing walk is shrunk (replayed ``replays`` times
+    before and after: a map that fails at random is marked nondeterministic) and
+    raised as CheckFailure; under pytest the cowcheck plugin stores it
+    (``--cowcheck-dir``) and shows the program and the replay command, as for a
+    failing machine::
 
         test_my_map_walks = walk_test(mypkg.maps.make_map)
     """
@@ -133,11 +137,13 @@ def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: i
         if run.finding is None:
             return
         original = list(run.finding.program)
-        program, failure = shrink(original, run.finding.failure, make_impl, harness_class=Harness, **options)
-        error = CheckFailure(failure)
+        shrunk = shrink_failure(original, run.finding.failure, make_impl, harness_class=Harness, replays=replays,
+                                **options)
+        error = CheckFailure(shrunk.failure)
         error.cowcheck_found = {
-            "result": HuntResult(failure, program, len(original), (run.walks, run.steps), run.seconds, 0.0, 0, 0,
-                                 run.seconds, phase="walks", walks=run),
+            "result": HuntResult(shrunk.failure, shrunk.program, len(original), (run.walks, run.steps), run.seconds,
+                                 0.0, 0, 0, run.seconds, phase="walks", walks=run, reproduced=shrunk.reproduced,
+                                 replays=shrunk.replays),
             "impl_spec": spec, "config": config, "options": options,
             "found_by": {"tool": "pytest", "generator": "walk", "seed": seed, "walk": run.finding.walk,
                          "walk_seed": run.finding.seed}}

@@ -14,6 +14,7 @@ wrap the reference port only to offer a white-box view of another shape.
 
 import copy
 import io
+import random
 import re
 
 import attrs
@@ -33,6 +34,7 @@ class Verdict:
     says: str = ""  # a phrase the one-line message or notice must contain
     prints: str = ""  # a phrase the output (the failure's message) must contain
     what: str = ""
+    nondeterministic: bool = False  # the stored failure must be marked nondeterministic
 
 
 # ----------------------------------------------------------------- lies
@@ -242,6 +244,37 @@ class HangsInNativeCode(TinyMap):
         return super().put_and_get_old(key, namespace, state)
 
 
+# ---------------------------------------------------------------- races
+
+
+class RacySnapshot(TinyMap):
+    """Its snapshot is copied while the last write may still be in flight: whether the copy
+    misses the entry written last depends on the run (here a coin its own random.Random(),
+    seeded by the operating system, tosses once per map: one map in three loses it)."""
+
+    def __init__(self, capacity=128, state_copier=copy.deepcopy):
+        super().__init__(capacity, state_copier)
+        self.loses_last_write = random.Random().random() < 1 / 3
+        self.last = None
+
+    def put(self, key, namespace, state):
+        super().put(key, namespace, state)
+        self.last = (key, namespace)
+
+    def snapshot(self):
+        snap = super().snapshot()
+        if self.loses_last_write and self.last in self.data:
+            snap.__class__ = _CountedSnapshot
+            snap.count = len(snap.items)  # counted before the copy...
+            snap.items = [(k, n, s) for k, n, s in snap.items if (k, n) != self.last]  # ...copied after
+        return snap
+
+
+class _CountedSnapshot(TinySnapshot):
+    def __len__(self):
+        return self.count
+
+
 # ---------------------------------------------------- hostile states
 
 
@@ -369,6 +402,7 @@ hangs_in_get = _factory(HangsInGet)
 endless_snapshot_iteration = _factory(EndlessSnapshotIteration)
 hangs_in_native_code = _factory(HangsInNativeCode)
 slow = _factory(Slow)
+racy_snapshot = _factory(RacySnapshot)
 eq_raises_state = _factory(EqRaisesState)
 repr_raises_state = _factory(ReprRaisesState)
 tuple_introspection = _factory(TupleIntrospection)
@@ -400,8 +434,12 @@ ZOO: dict[str, Verdict] = {
                                what="under a snapshot, get hands out a list whose __eq__ raises"),
     "repr-raises-state": Verdict("repr_raises_state", 1, "DIVERGENCE", "P1",
                                  what="under a snapshot, get hands out a wrong list whose __repr__ raises"),
+    "racy-snapshot": Verdict("racy_snapshot", 1, "DIVERGENCE", "P2", nondeterministic=True,
+                             what="in one map of three (a race: its own unseeded random.Random()), a snapshot "
+                                  "misses the entry written last: fails, marked nondeterministic"),
     # odd but correct: exit 0
     "keys-as-list": Verdict("keys_as_list", 0, what="keys() returns a list instead of an iterator"),
+    "slow": Verdict("slow", 0, what="every get sleeps 5 ms: slow, not stuck"),
     "flags-as-methods": Verdict("flags_as_methods", 0, what="snapshot.released() and .version() are methods"),
     "tuple-introspection": Verdict("tuple_introspection", 0, says="checked black-box",
                                    what="introspect() returns a tuple: checked black-box, with a notice"),
