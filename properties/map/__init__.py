@@ -23,6 +23,7 @@ import json
 import re
 
 from model import ModelMap
+from properties.core.api import StateMapFactory
 from properties.core.counterexample import Counterexample
 from properties.core.errors import UsageError
 from properties.core.failures import CheckFailure
@@ -112,7 +113,7 @@ def expected_results(steps: list) -> list:
     return results
 
 
-def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
+def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
               white_box: bool | None = None, impl_spec: str | None = None):
     """A test function (for pytest) running the walk phase of ``cowcheck check`` on
     maps built by ``factory(capacity=, state_copier=)``: ``walks`` seeded walks

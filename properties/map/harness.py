@@ -31,6 +31,7 @@ from collections import Counter
 from itertools import islice
 
 from model import ModelMap
+from properties.core.api import StateMap
 from properties.core.errors import InternalError
 from properties.core.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure,
                                       safe_equal, safe_repr)
@@ -89,7 +90,7 @@ class Harness(HarnessBase):
 
     operations = MAP_OPS
 
-    def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
+    def __init__(self, impl: StateMap, *, white_box: bool | None = None, state_copier=copy_state,
                  strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 4) -> None:
         super().__init__()
         self.capacity = capacity
