@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from properties.cli.common import EXIT_INTERNAL, capacity_arg, positive_float, positive_int
+from properties.core.contract import pointer
 from properties.core.errors import UsageError
 from properties.core.impls import probe_isolated, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
@@ -154,7 +155,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     for row in result.distinct:
         stdout.write(f"FAILURE {row['kind']} {row['code']} {row['signature']}: seed {row['seed']} "
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
-                     f"  {replay_command(args.out, row)}\n")
+                     f"  {replay_command(args.out, row)}\n  {pointer(row['code'])}\n")
     stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
     if result.internal:
         first = result.internal[0]

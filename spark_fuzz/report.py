@@ -22,6 +22,7 @@ from pathlib import Path
 
 import attrs
 
+from properties.core.contract import entries, pointer
 from properties.core.counterexample import replay_command as cx_replay_command
 from properties.core.files import write_atomically
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
@@ -208,6 +209,13 @@ def _failure_table(out_dir, distinct: list[dict]) -> list[list[str]]:
             for row in distinct]
 
 
+def _code_lines(distinct: list[dict]) -> list[str]:
+    """What each failing code means: its title in the contract and where to read it."""
+    codes = dict.fromkeys(row["code"] for row in distinct)
+    known = entries()
+    return [f"{code}: {known[code].title + ' ' if code in known else ''}{pointer(code)}" for code in codes]
+
+
 def _summary_rows(s: Summary, meta: dict) -> list[tuple[str, str]]:
     rows = [("implementation", s.impl), ("executor", s.executor),
             ("invariant checks", meta.get("invariants", "")),
@@ -238,6 +246,7 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
     if distinct:
         lines += ["| signature | kind | first seed | seeds | steps | replay |", "|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(cells[:5]) + f" | `{cells[5]}` |" for cells in _failure_table(out_dir, distinct)]
+        lines += [""] + [f"- {line}" for line in _code_lines(distinct)]
     else:
         lines.append("None: every seed passed.")
     rows = _coverage_rows(runs, white_box)
@@ -280,6 +289,7 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
             parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells[:5])
                          + f"<td><code>{e(cells[5])}</code></td></tr>")
         parts.append("</table>")
+        parts += ["<ul>"] + [f"<li>{e(line)}</li>" for line in _code_lines(distinct)] + ["</ul>"]
     else:
         parts.append("<p>None: every seed passed.</p>")
     rows = _coverage_rows(runs, white_box)

@@ -127,3 +127,29 @@ def test_the_scenarios_section_names_every_scenario_of_every_machine():
     missing = [f"{name}: {scenario}" for name, kind in MACHINES.items() for scenario in kind.scenarios
                if f"`{scenario}`" not in section]
     assert missing == []
+
+
+# ------------------------------------------------- every printed failure points here
+
+
+def test_a_failure_printed_as_a_program_points_to_its_entry():
+    from properties.core.failures import Failure
+    from properties.core.machine import machine_kind
+    from properties.core.program import Step
+    from properties.core.report import format_failure
+
+    kind = machine_kind("map")
+    failure = Failure("DIVERGENCE", "P6", "m.get(0, 0): returned the live state object", 0, "copy", "same")
+    text = format_failure(failure, [Step("get", (0, 0))], "reference", kind, kind.config())
+    assert pointer("P6") in [line.strip() for line in text.splitlines()]
+
+
+def test_a_replayed_failure_points_to_its_entry():
+    import io
+
+    from properties.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    path = ROOT / "tests/regressions/counterexamples/mutant-skip-prefix-copy--INVARIANT-I9.json"
+    assert main(["replay", str(path)], stdout=out, stderr=err) == 1
+    assert pointer("I9") in [line.strip() for line in out.getvalue().splitlines()]

@@ -10,6 +10,7 @@ import attrs
 from hypothesis import settings
 
 from properties.cli.common import Progress, capacity_arg, non_negative_int, positive_float, positive_int
+from properties.core.contract import pointer
 from properties.core.counterexample import replay_command
 from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
@@ -196,7 +197,7 @@ def _stuck(args, stdout: TextIO, seconds: float) -> None:
                                            f"of {args.step_time_limit:g} s and could not be interrupted (native "
                                            f"code; {seconds:.0f} s)", len(steps) - 1, "returns", "still running")
     stdout.write(f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (not shrunk: the step hangs "
-                 f"in native code)\n  {failure.message}\n")
+                 f"in native code)\n  {failure.message}\n  {pointer(failure.code)}\n")
     if not args.no_save:
         result = HuntResult(failure, steps, len(steps), None, seconds, 0.0, record.examples, record.steps, seconds)
         impl = _RUN["impl"]

@@ -21,6 +21,7 @@ from typing import TextIO
 import attrs
 
 from properties.cli.common import positive_float
+from properties.core.contract import pointer
 from properties.core.counterexample import CounterexampleError, load
 from properties.core.errors import UsageError
 from properties.core.files import write_atomically
@@ -113,7 +114,8 @@ def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
         same = signature_of(outcome.failure) == signature_of(cx.failure)
         what = "reproduces" if same else "fails differently"
         stdout.write(f"   {what} at step {outcome.failure.step_index}: {outcome.failure.kind} "
-                     f"{outcome.failure.code}: {outcome.failure.message} ({took:.1f} ms)\n")
+                     f"{outcome.failure.code}: {outcome.failure.message} ({took:.1f} ms)\n"
+                     f"   {pointer(outcome.failure.code)}\n")
     return 1 if reproduced else 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from properties.core.contract import pointer
 from properties.core.failures import Failure
 from properties.core.machine import MachineKind
 from properties.core.program import Step
@@ -44,7 +45,8 @@ def format_summary(record, elapsed: float, kind: MachineKind, white_box: bool) -
 
 
 def format_failure(failure: Failure, steps: list[Step], impl_spec: str, kind: MachineKind, config) -> str:
-    """The failing program as Python, the failing step marked, expected vs actual under it."""
+    """The failing program as Python, the failing step marked, expected vs actual under it, and
+    where the contract explains the failure's code."""
     lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk)"]
     lines += [f"  {line}" for line in kind.setup_lines(impl_spec, config)]
     for i, step in enumerate(steps):
@@ -54,4 +56,5 @@ def format_failure(failure: Failure, steps: list[Step], impl_spec: str, kind: Ma
     if failure.expected is not None or failure.actual is not None:
         lines.append(f"  model: {failure.expected!r}")
         lines.append(f"  {impl_spec}: {failure.actual!r}")
+    lines.append(f"  {pointer(failure.code)}")
     return "\n".join(lines) + "\n"
