@@ -35,7 +35,7 @@ __all__ = ["Summary", "summarise", "busy_seconds", "throughput_segments", "total
 PLOTS = {
     "throughput": ("plots/throughput.png", "Throughput per partition over time"),
     "op_mix": ("plots/op_mix.png", "Operation mix"),
-    "coverage": ("plots/coverage.png", "SPEC §13 scenario coverage"),
+    "coverage": ("plots/coverage.png", "Scenario coverage (docs/contract.md §13)"),
 }
 
 
@@ -191,7 +191,7 @@ def plot_coverage(runs: list[dict], path: Path, white_box: bool = True) -> None:
     coverage = totals(runs, "coverage")
     names = MAP_SCENARIOS if white_box else BLACK_BOX_SCENARIOS
     _bars([(name, coverage.get(name, 0)) for name in names], path,
-          "SPEC §13 scenario hits (red: never reached)", "hits (log scale)", log=True)
+          "Scenario hits (docs/contract.md §13; red: never reached)", "hits (log scale)", log=True)
 
 
 # ---------------------------------------------------------------- reports
@@ -251,7 +251,7 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
         lines.append("None: every seed passed.")
     rows = _coverage_rows(runs, white_box)
     reached = sum(1 for _, _, hits in rows if hits)
-    lines += ["", f"## SPEC §13 scenario coverage: {reached}/{len(rows)} reached", "",
+    lines += ["", f"## Scenario coverage (docs/contract.md §13): {reached}/{len(rows)} reached", "",
               "| scenario | hits |", "|---|---|"]
     lines += [f"| {description} | {hits:,}{'  **never reached**' if not hits else ''} |"
               for _, description, hits in rows]
@@ -294,7 +294,7 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
         parts.append("<p>None: every seed passed.</p>")
     rows = _coverage_rows(runs, white_box)
     reached = sum(1 for _, _, hits in rows if hits)
-    parts += [f"<h2>SPEC §13 scenario coverage: {reached}/{len(rows)} reached</h2>",
+    parts += [f"<h2>Scenario coverage (docs/contract.md §13): {reached}/{len(rows)} reached</h2>",
               "<table><tr><th>scenario</th><th>hits</th></tr>"]
     parts += [f"<tr><td>{e(description)}</td><td{' class=never' if not hits else ''}>"
               f"{hits:,}{' never reached' if not hits else ''}</td></tr>" for _, description, hits in rows]

@@ -163,7 +163,7 @@ def test_the_markdown_report_has_the_summary_failures_coverage_and_plots(found):
     text = render_markdown("DIR", runs, failures, distinct, CONFIG.impl, "raw", {"master": "local[2]"})
     assert "| seeds | 6 in 1 ranges |" in text
     assert f"`cowcheck replay DIR/counterexamples/{distinct[0]['signature']}.json --trace`" in text
-    assert "## SPEC §13 scenario coverage:" in text
+    assert "## Scenario coverage (docs/contract.md §13):" in text
     assert "![Throughput per partition over time](plots/throughput.png)" in text
     assert all(pointer(row["code"]) in text for row in distinct)
 

@@ -92,7 +92,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     keys = args.keys or (max(12, capacity * 5 // 4) if sized else None)
     if args.epoch_mode is not None and "epoch_mode" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
-    sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (SPEC §17)
+    sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (docs/contract.md §17)
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
                              sizes=sizes)

@@ -15,7 +15,7 @@ black-box checks.
 
 Only built-in specs (:func:`is_builtin`) are resolved from a stored
 counterexample: a file is data, and a module it names is imported only when
-the user names it on the command line (SPEC §16).
+the user names it on the command line (docs/contract.md §16).
 """
 
 from __future__ import annotations

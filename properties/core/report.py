@@ -11,7 +11,7 @@ __all__ = ["format_summary", "format_coverage", "format_space", "format_failure"
 
 
 def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
-    """Hits per SPEC §13 scenario of ``kind`` (the black-box subset if not white-box)."""
+    """Hits per docs/contract.md §13 scenario of ``kind`` (the black-box subset if not white-box)."""
     names = kind.scenarios
     if not white_box and kind.black_box_scenarios is not None:
         names = {k: names[k] for k in kind.black_box_scenarios}
@@ -21,7 +21,7 @@ def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
         hits = coverage.get(key, 0)
         lines.append(f"  {description:<{width}}  {hits:>7,}{'   <-- never reached' if hits == 0 else ''}")
     reached = sum(1 for k in names if coverage.get(k))
-    return f"Scenario coverage (SPEC §13): {reached}/{len(names)} reached\n" + "\n".join(lines) + "\n"
+    return f"Scenario coverage (docs/contract.md §13): {reached}/{len(names)} reached\n" + "\n".join(lines) + "\n"
 
 
 def format_space(space) -> str:

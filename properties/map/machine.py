@@ -1,4 +1,4 @@
-"""The Hypothesis state machine over any implementation of the SPEC §15 map API.
+"""The Hypothesis state machine over any implementation of the docs/contract.md §15 map API.
 
 ``make_map_machine(factory)`` returns a ``RuleBasedStateMachine`` class with
 one rule per operation of :data:`~properties.map.ops.MAP_OPS`, its arguments
