@@ -165,4 +165,7 @@ def render(entry: Entry, width: int = 100) -> str:
         if name == "Breaks it" and entry.example:
             out += ["    " + line for line in entry.example.splitlines()]
         out.append("")
+    if entry.example:
+        out += _wrap("(An example runs on a seeded mutant, mutant:NAME, or on a one-mistake implementation "
+                     "of tests/test_contract_examples.py in the repository, which replays it.)", width) + [""]
     return "\n".join(out)
