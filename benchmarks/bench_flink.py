@@ -6,7 +6,7 @@ Run from the repository root (needs ``pip install -e '.[flink]'``)::
 
 What it does, in this order:
 
-1. **Parity.** ``--programs`` seeded programs (``properties.parity.random_program``,
+1. **Parity.** ``--programs`` seeded programs (``properties.map.parity.random_program``,
    split evenly over the ``--seeds``; most of them double the table and run the
    incremental rehash under snapshots) run on the reference at capacity 128 in
    Python and on Flink in one Java call each (``run_batch``); every step's

@@ -20,6 +20,7 @@ from typing import TextIO
 from properties.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
                                    one_line, seconds_arg)
 from properties.core import bounds
+from properties.core.contract import pointer
 from properties.core.errors import UsageError
 from properties.core.impls import probe_isolated, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
@@ -177,7 +178,7 @@ def _run(args, stdout: TextIO, stderr: TextIO, impl, config, white_box: bool, ba
     for row in result.distinct:
         stdout.write(f"FAILURE {failure_kind(row)} {row['signature']}: seed {row['seed']} "
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
-                     f"  {replay_command(args.out, row)}\n")
+                     f"  {replay_command(args.out, row)}\n  {pointer(row['code'])}\n")
     stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
     if result.internal:
         first = result.internal[0]

@@ -21,7 +21,7 @@ def test_check_on_the_reference_finds_nothing_and_reports_coverage():
     run = cowcheck("check", "--examples", "30", "--seed", "1")
     assert run.returncode == 0, run.stderr
     assert "white-box" in run.stdout
-    assert "Scenario coverage (SPEC §13)" in run.stdout
+    assert "Scenario coverage (docs/contract.md §13)" in run.stdout
 
 
 def test_check_black_box_on_the_model_finds_nothing():
@@ -62,7 +62,7 @@ def test_module_factory_that_cannot_be_imported_is_named():
 
 def test_factory_missing_the_api_is_named():
     err = _one_line_error(cowcheck("check", "--impl", "collections:OrderedDict"))
-    assert "lacks the SPEC §15 methods" in err
+    assert "lacks the docs/contract.md §15 methods" in err
 
 
 def test_examples_and_minutes_together_are_rejected():

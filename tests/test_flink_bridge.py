@@ -1,5 +1,5 @@
 """The Flink bridge (properties.flink): Flink 2.3.0's own CopyOnWriteStateMap,
-in this process's JVM, behind the SPEC §15 API. Every test here runs the real jar."""
+in this process's JVM, behind the docs/contract.md §15 API. Every test here runs the real jar."""
 
 import io
 import json

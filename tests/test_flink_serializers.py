@@ -1,6 +1,6 @@
 """reference.serializers against Flink 2.3.0's serializers of the same names, and the reference
 snapshot's write_state against Flink's CopyOnWriteStateMapSnapshot.writeState: byte for byte,
-on the real jar (SPEC §15)."""
+on the real jar (docs/contract.md §15)."""
 
 import io
 import random

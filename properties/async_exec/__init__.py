@@ -1,4 +1,4 @@
-"""The async machine: Flink's FLIP-424 AsyncExecutionController (SPEC §12), registered as machine ``async``.
+"""The async machine: Flink's FLIP-424 AsyncExecutionController (docs/contract.md §12), registered as machine ``async``.
 
 - ``ops``: the operations (record arrivals, time, triggers, drains, mailbox runs);
 - ``harness``: drives a controller against the serial model, checks A1–A10;

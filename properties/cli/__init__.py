@@ -27,7 +27,7 @@ from typing import TextIO
 
 import properties.flink  # noqa: F401  (registers --impl flink)
 import properties.machines  # noqa: F401  (registers every machine)
-from properties.cli import check, checkpoint, mutants, prove, replay, versions
+from properties.cli import check, checkpoint, explain, mutants, prove, replay, versions
 from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error
 from properties.core.errors import UsageError
 from properties.core.impls import UnknownImplementationError
@@ -35,7 +35,7 @@ from properties.core.profiles import tune_collector
 
 __all__ = ["main", "build_parser", "COMMANDS", "ENTRY_POINT_GROUP"]
 
-COMMANDS = (check, mutants, replay, checkpoint, prove, versions)
+COMMANDS = (check, mutants, replay, checkpoint, prove, versions, explain)
 ENTRY_POINT_GROUP = "cowcheck.commands"
 
 

@@ -13,6 +13,7 @@ from hypothesis import settings
 from properties.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
                                    seed_arg, store_found)
 from properties.core import bounds
+from properties.core.contract import pointer
 from properties.core.counterexample import replay_command
 from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, Failure
@@ -110,7 +111,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
     if args.contract is not None and "contract" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--contract applies to the map machine, not {args.machine!r}")
-    sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (SPEC §17)
+    sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (docs/contract.md §17)
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
                              sizes=sizes, contract=args.contract)
@@ -237,7 +238,7 @@ def _stuck(args, stdout: TextIO, seconds: float) -> None:
                                            f"of {args.step_time_limit:g} s and could not be interrupted (native "
                                            f"code; {seconds:.0f} s)", len(steps) - 1, "returns", "still running")
     stdout.write(f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (not shrunk: the step hangs "
-                 f"in native code)\n  {failure.message}\n")
+                 f"in native code)\n  {failure.message}\n  {pointer(failure.code)}\n")
     if not args.no_save:
         result = HuntResult(failure, steps, len(steps), None, seconds, 0.0, record.examples, record.steps, seconds)
         impl = _RUN["impl"]

@@ -8,6 +8,7 @@ from hypothesis import settings
 
 from properties.cli.common import count_arg, seconds_arg, seed_arg
 from properties.core import bounds
+from properties.core.contract import CONTRACT
 from properties.core.errors import UsageError
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.mutants import catalogue, format_table, run_mutant
@@ -68,4 +69,5 @@ def mutants(args, stdout: TextIO, stderr: TextIO) -> int:
             stderr.write(f"{'killed' if row.killed else 'SURVIVED'} in {row.seconds:.3f} s{by}\n")
             rows.append(row)
     stdout.write(format_table(rows))
+    stdout.write(f"what a code in 'caught by' means: cowcheck explain CODE ({CONTRACT})\n")
     return 0 if all(r.killed for r in rows) else 1

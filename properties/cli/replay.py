@@ -32,6 +32,7 @@ import attrs
 from properties.cli.common import PrintableOutput, check_output_directory, count_arg, seconds_arg, store_found
 from properties.core import bounds
 from properties.core.counterexample import Counterexample, CounterexampleError, load, reliability, save
+from properties.core.contract import pointer
 from properties.core.errors import UsageError
 from properties.core.files import write_atomically
 from properties.core.impls import UnknownImplementationError, resolve
@@ -154,7 +155,8 @@ def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
         elif not same and times > 1:
             of = f" in {len(other)} of {times} replays"
         stdout.write(f"   {what}{of} at step {shown.step_index}: {shown.kind} {shown.code}: {shown.message} "
-                     f"({took:.1f} ms{each})\n")
+                     f"({took:.1f} ms{each})\n"
+                     f"   {pointer(shown.code)}\n")
     return 1 if reproduced else 0
 
 

@@ -7,7 +7,7 @@ owns what does not depend on the structure:
 - the step loop (:meth:`~HarnessBase.apply` calls the subclass's
   ``_op_<name>`` method, then :meth:`~HarnessBase.check_after_step`);
 - :meth:`~HarnessBase._fail`, which records a
-  :class:`~properties.failures.Failure` and raises ``CheckFailure``;
+  :class:`~properties.core.failures.Failure` and raises ``CheckFailure``;
 - :meth:`~HarnessBase._call`, the only way into the implementation: an
   exception it raises becomes a CRASH failure of the step;
 - time limits (:mod:`properties.core.limits`): a call into the implementation
@@ -17,7 +17,7 @@ owns what does not depend on the structure:
 - the boundary between the implementation's failures and the suite's own
   errors: any other exception escaping a step was raised by cowcheck's own
   code (the model, the invariants, rendering) and becomes
-  :class:`~properties.errors.InternalError`, never a failure of the
+  :class:`~properties.core.errors.InternalError`, never a failure of the
   implementation.
 
 Subclasses set ``operations`` (the machine's
@@ -126,7 +126,7 @@ class HarnessBase:
         raise CheckFailure(self.failure)
 
     def _expect_identity(self, step: Step, slot, value, copy_expected: bool) -> None:
-        """P6, SPEC §6's exact identity rule: a state handed out is a fresh copy
+        """P6, docs/contract.md §6's exact identity rule: a state handed out is a fresh copy
         if ``copy_expected``, else the very object the implementation holds for
         ``slot`` (``self.held``; unknown slots and None are not checked)."""
         held = self.held.get(slot, _MISSING)

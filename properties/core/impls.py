@@ -15,7 +15,7 @@ black-box checks.
 
 Only built-in specs (:func:`is_builtin`) are resolved from a stored
 counterexample: a file is data, and a module it names is imported only when
-the user names it on the command line (SPEC §16). Likewise a spec whose
+the user names it on the command line (docs/contract.md §16). Likewise a spec whose
 resolution would fetch something (``flink@VERSION`` of a release not cached
 yet: :func:`fetch_needed`) is resolved from a file only once the user has
 fetched it by naming it.

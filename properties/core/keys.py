@@ -8,7 +8,7 @@ suite that draws keys 0..31 hands the map the very same objects every time
 and a map comparing keys by identity (Java's ``==`` on boxed Integers) passes.
 
 A :class:`Family` is one type of key or namespace with its whole range
-(SPEC §17): ``int`` (Java ``Integer``, the int32 range: negatives, extremes,
+(docs/contract.md §17): ``int`` (Java ``Integer``, the int32 range: negatives, extremes,
 values sharing low bits), ``long`` (beyond int32), ``string`` (ASCII,
 accented, CJK, non-BMP, lone surrogates, pairs with equal ``hashCode`` such
 as "Aa"/"BB"), ``tuple`` (:class:`~reference.keys.Tuple2`, a composite key

@@ -137,7 +137,7 @@ class MachineKind:
     - ``probe(kind, impl, config, black_box=, white_box=)`` -> ``Probed``: builds
       one with the run's arguments (ConstructionError if it cannot); call it as
       :meth:`probe_implementation`;
-    - ``scenarios``: SPEC §13 scenario ids -> descriptions (``black_box_scenarios``:
+    - ``scenarios``: docs/contract.md §13 scenario ids -> descriptions (``black_box_scenarios``:
       the ids a black-box run can see; None: all);
     - ``expected_results(steps)`` -> the model's result per step, stored in counterexamples;
     - ``setup_lines(impl_spec, config)`` -> Python lines that build the

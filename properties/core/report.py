@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from properties.core.contract import pointer
 from properties.core.failures import Failure
 from properties.core.machine import MachineKind
 from properties.core.program import Step
@@ -10,7 +11,7 @@ __all__ = ["format_summary", "format_coverage", "format_space", "format_failure"
 
 
 def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
-    """Hits per SPEC §13 scenario of ``kind`` (the black-box subset if not white-box)."""
+    """Hits per docs/contract.md §13 scenario of ``kind`` (the black-box subset if not white-box)."""
     names = kind.scenarios
     if not white_box and kind.black_box_scenarios is not None:
         names = {k: names[k] for k in kind.black_box_scenarios}
@@ -20,7 +21,7 @@ def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
         hits = coverage.get(key, 0)
         lines.append(f"  {description:<{width}}  {hits:>7,}{'   <-- never reached' if hits == 0 else ''}")
     reached = sum(1 for k in names if coverage.get(k))
-    return f"Scenario coverage (SPEC §13): {reached}/{len(names)} reached\n" + "\n".join(lines) + "\n"
+    return f"Scenario coverage (docs/contract.md §13): {reached}/{len(names)} reached\n" + "\n".join(lines) + "\n"
 
 
 def format_space(space) -> str:
@@ -65,4 +66,5 @@ def format_failure(failure: Failure, steps: list[Step], impl_spec: str, kind: Ma
     if failure.expected is not None or failure.actual is not None:
         lines.append(f"  model: {failure.expected!r}")
         lines.append(f"  {impl_spec}: {failure.actual!r}")
+    lines.append(f"  {pointer(failure.code)}")
     return "\n".join(lines) + "\n"

@@ -102,7 +102,7 @@ def drain(iterator):
     return out
 
 
-# ------------------------------------------------ write_state bytes (SPEC §15, Flink's layout)
+# ------------------------------------------------ write_state bytes (docs/contract.md §15, Flink's layout)
 
 
 def write_serializers(key=0, namespace=0) -> tuple:
@@ -116,7 +116,7 @@ def write_serializers(key=0, namespace=0) -> tuple:
 
 
 def decode_written(data: bytes, serializers: tuple | None = None) -> tuple[int, list]:
-    """``(count, entries)`` of ``write_state``'s bytes (SPEC §15, Flink's layout):
+    """``(count, entries)`` of ``write_state``'s bytes (docs/contract.md §15, Flink's layout):
     an int32 count, then namespace, key, state per entry, read with ``serializers``
     (:func:`write_serializers`' by default). SerializationError if they do not
     decode, or if bytes are left over after ``count`` entries."""

@@ -52,7 +52,7 @@ class WalkRun:
     steps: int = 0
     seconds: float = 0.0  # to the first failure, or to the end of the phase
     finding: WalkFinding | None = None
-    coverage: Counter = attrs.Factory(Counter)  # the harnesses' scenario counts (SPEC §13), summed
+    coverage: Counter = attrs.Factory(Counter)  # the harnesses' scenario counts (docs/contract.md §13), summed
     findings: Counter = attrs.Factory(Counter)
     space: object = None  # the harnesses' state-space coverage, summed (if they keep one)
     more: list = attrs.Factory(list)  # later walks failing with the same kind (candidates for a shorter program)

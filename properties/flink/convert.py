@@ -2,12 +2,12 @@
 
 - keys and namespaces: ``int`` in int32 range as ``java.lang.Integer``, other
   ints as ``Long``, ``str`` as ``String`` (lone surrogates included), ``bool``
-  as ``Boolean`` (the types whose ``hashCode`` SPEC §2 reproduces; anything
+  as ``Boolean`` (the types whose ``hashCode`` docs/contract.md §2 reproduces; anything
   else is a TypeError);
 - states: lists of int32 as Java ``int[]`` (the helper keeps the Java lists);
 - answers of the helper: JSON (``Json.java``) or fixed-layout int arrays
   (``Encoded.java``, read by :class:`Reader`);
-- Java exceptions from Flink as the Python exceptions of SPEC §15
+- Java exceptions from Flink as the Python exceptions of the reference
   (``reference.errors``): :func:`translate`.
 """
 
@@ -128,7 +128,7 @@ class Reader:
 
 
 class FlinkRaised(Exception):
-    """A Java exception from Flink with no SPEC §15 counterpart, recorded by a batched walk:
+    """A Java exception from Flink with no counterpart in ``reference.errors``, recorded by a batched walk:
     its Java class name and message."""
 
     def __init__(self, name: str, message: str) -> None:
@@ -138,7 +138,7 @@ class FlinkRaised(Exception):
 
 def exception_for(name: str, message: str) -> Exception:
     """The Python exception for a Java exception named ``name`` (``Errors.pythonName``)
-    with ``message``: the SPEC §15 exception where there is one (as :func:`translate`)."""
+    with ``message``: the ``reference.errors`` exception where there is one (as :func:`translate`)."""
     if name == "ConcurrentModificationError":
         return ConcurrentModificationError(-1, -1)
     if name == "java.lang.IllegalStateException":
@@ -153,7 +153,7 @@ def exception_for(name: str, message: str) -> Exception:
 
 
 def translate(exc):
-    """The Python exception for a Java exception from Flink (SPEC §15 / reference.errors)."""
+    """The Python exception for a Java exception from Flink (``reference.errors``)."""
     message = str(exc.getMessage()) if exc.getMessage() is not None else ""
     if isinstance(exc, Java.CME):
         return exception_for("ConcurrentModificationError", message)

@@ -1,4 +1,4 @@
-"""Apache Flink 2.3.0's own CopyOnWriteStateMap behind the SPEC §15 API (``--impl flink``).
+"""Apache Flink 2.3.0's own CopyOnWriteStateMap behind the docs/contract.md §15 API (``--impl flink``).
 
 The real Java class runs in-process through JPype (:mod:`properties.flink.jvm`);
 our helper ``MapHandle.java`` drives it call by call.
@@ -144,7 +144,7 @@ class FlinkView:
 
 
 class FlinkStateMap:
-    """Flink 2.3.0's ``CopyOnWriteStateMap`` speaking SPEC §15; see the module docstring.
+    """Flink 2.3.0's ``CopyOnWriteStateMap`` speaking docs/contract.md §15; see the module docstring.
 
     ``capacity`` must be 128 (FlinkCapacityError otherwise); ``state_copier`` is
     accepted for the factory protocol and unused (Flink copies with its serializer);
@@ -444,7 +444,7 @@ class _Visitor:
 
 
 class FlinkSnapshot:
-    """Flink's ``CopyOnWriteStateMapSnapshot`` (SPEC §15 snapshot API plus the
+    """Flink's ``CopyOnWriteStateMapSnapshot`` (docs/contract.md §15 snapshot API plus the
     white-box ``entry_objects()`` and ``snapshot_data``)."""
 
     __slots__ = ("owner", "_snapshot", "version", "entry_count", "__weakref__")

@@ -95,7 +95,7 @@ def encode_steps(steps: list[Step]) -> tuple[list[int], list]:
 
 
 class WalkMap:
-    """Flink's map as the harness sees it in a batched walk: SPEC §15's calls,
+    """Flink's map as the harness sees it in a batched walk: docs/contract.md §15's calls,
     answered from what ``Walk.java`` recorded for the current step.
 
     ``corruption``: a seeded Java-side corruption (``properties.flink.corruptions``)."""
@@ -185,7 +185,7 @@ class WalkMap:
         key, namespace, seen = row
         return key, namespace, self._state(seen)
 
-    # --------------------------------------------------------- SPEC §15
+    # --------------------------------------------------------- docs/contract.md §15
 
     def put(self, key, namespace, state) -> None:
         self._bind(self._value("put"), state)

@@ -1,10 +1,10 @@
-"""The map machine: CopyOnWriteStateMap and its snapshots (SPEC §2–§9), registered as machine ``map``.
+"""The map machine: CopyOnWriteStateMap and its snapshots (docs/contract.md §2–§9), registered as machine ``map``.
 
 - ``ops``: the operations, declared once (:data:`~properties.map.ops.MAP_OPS`);
 - ``harness``: applies them to an implementation and the model, checks P1–P7 and I0–I9;
 - ``machine``: the Hypothesis state machine (one rule per operation);
 - ``walks``: seeded swarm walks (campaigns, ``check``'s walk phase);
-- ``introspection``: the white-box view's contract; ``scenarios``: SPEC §13 counts;
+- ``introspection``: the white-box view's contract; ``scenarios``: docs/contract.md §13 counts;
 - ``mutants``: the map's seeded bugs; ``parity``: the same observations from any map;
 - ``short_programs``: the property over short programs (CrossHair's backend).
 
@@ -23,6 +23,7 @@ import json
 import re
 
 from model import ModelMap
+from properties.core.api import StateMapFactory
 from properties.core.counterexample import Counterexample
 from properties.core.errors import UsageError
 from properties.core.failures import CheckFailure
@@ -52,7 +53,7 @@ REQUIRED_METHODS = ("get", "contains_key", "put", "put_and_get_old", "remove", "
 
 FINDINGS = {
     "live-iteration-quirk": "live iteration repeated or skipped entries after reads drove the incremental "
-                            "rehash, without raising (Flink 2.3.0 does the same; SPEC §7)",
+                            "rehash, without raising (Flink 2.3.0 does the same; docs/contract.md §7)",
 }
 
 
@@ -60,7 +61,7 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
     """Build one map of ``impl`` with the run's capacity and decide how it is checked.
 
     ConstructionError if the factory rejects the arguments; UnknownImplementationError
-    if the map lacks SPEC §15 methods; ``white_box=True`` (``--white-box``) makes
+    if the map lacks docs/contract.md §15 methods; ``white_box=True`` (``--white-box``) makes
     an unusable introspection a UsageError instead of a black-box run."""
     capacity = config.capacity
     instance = construct(impl, lambda: impl.new(capacity=capacity, state_copier=copy.deepcopy),
@@ -68,7 +69,7 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
     missing = [name for name in REQUIRED_METHODS if not callable(getattr(instance, name, None))]
     if missing:
         raise UnknownImplementationError(
-            impl.spec, f"{type(instance).__name__} lacks the SPEC §15 methods {', '.join(missing)}")
+            impl.spec, f"{type(instance).__name__} lacks the docs/contract.md §15 methods {', '.join(missing)}")
     if black_box:
         return Probed(False)
     problem = _introspection_problem(instance)
@@ -113,7 +114,7 @@ def expected_results(steps: list) -> list:
     return results
 
 
-def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
+def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
               white_box: bool | None = None, impl_spec: str | None = None, contract: str = "flink",
               replays: int = DEFAULT_REPLAYS):
     """A test function (for pytest) running the walk phase of ``cowcheck check`` on

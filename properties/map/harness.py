@@ -1,17 +1,17 @@
 """Apply steps to an implementation and the model side by side; check every property.
 
-The harness is the one place where the properties of SPEC §9 (P1–P7) and the
-invariants of SPEC §8 are checked; the Hypothesis machines, ``cowcheck
+The harness is the one place where the properties of docs/contract.md §9 (P1–P7) and the
+invariants of docs/contract.md §8 are checked; the Hypothesis machines, ``cowcheck
 check``, seeded walks and replay all drive it. A broken property raises
 :class:`CheckFailure` carrying a :class:`Failure`.
 
-The model decides what is checked (SPEC §16): what the implementation
+The model decides what is checked (docs/contract.md §16): what the implementation
 reports about itself (a snapshot's ``released`` flag or ``version``, its
 sizes, the exceptions it raises) is compared with the model, never used to
 skip or loosen a check. A snapshot the model holds live is read and
 compared whatever the implementation says about it.
 
-Identity (SPEC §6, exact identity rule) is tracked apart from content: the
+Identity (docs/contract.md §6, exact identity rule) is tracked apart from content: the
 model keeps its own deep copies, and ``held`` remembers which object the
 implementation should be holding for each key, so "returns the caller's own
 object" and "returns a fresh copy" are both checked.
@@ -33,6 +33,7 @@ from itertools import islice
 import attrs
 
 from model import ModelMap
+from properties.core.api import StateMap
 from properties.core.errors import InternalError
 from properties.core.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure,
                                       safe_equal, safe_repr)
@@ -78,10 +79,10 @@ class Harness(HarnessBase):
 
     ``white_box``: check I1–I9 after every step and classify scenarios (needs
     ``impl.introspect()``; None: if its view conforms to the contract of
-    :mod:`properties.introspection`). ``strict_live_iteration``: hold live
+    :mod:`properties.map.introspection`). ``strict_live_iteration``: hold live
     iteration to the ideal contract (each entry exactly once, or an error)
     even when reads drive the rehash mid-iteration; Flink does not meet it
-    (SPEC §7), so by default a breach is only counted as the finding
+    (docs/contract.md §7), so by default a breach is only counted as the finding
     ``live-iteration-quirk``. ``state_copier``: how the model and the suite
     copy states (a deep copy; :func:`~properties.core.states.copy_state` by
     default). ``symbolic``: values may be CrossHair's symbolic ones; results
@@ -100,7 +101,7 @@ class Harness(HarnessBase):
 
     operations = MAP_OPS
 
-    def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
+    def __init__(self, impl: StateMap, *, white_box: bool | None = None, state_copier=copy_state,
                  strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 4,
                  contract: str = "flink") -> None:
         super().__init__()
@@ -318,7 +319,7 @@ class Harness(HarnessBase):
     def _flag(self, step: Step, obj, name: str, code: str):
         """The implementation's ``obj.name`` (called if a method); missing is a DIVERGENCE."""
         if getattr(obj, name, _MISSING) is _MISSING:
-            self._fail(DIVERGENCE, code, f"{render(step)}: the snapshot has no {name!r} (SPEC §15)",
+            self._fail(DIVERGENCE, code, f"{render(step)}: the snapshot has no {name!r} (docs/contract.md §15)",
                        name, "missing")
         return self._call(step, observe_flag, obj, name)
 
@@ -437,7 +438,7 @@ class Harness(HarnessBase):
         return self.tracker.check(view, self.live_versions.values()) + self.guard.check()
 
     def _check_rehash_advanced(self, step: Step, view, before: tuple) -> None:
-        """I4, SPEC §4: every keyed operation performs one incremental-rehash step
+        """I4, docs/contract.md §4: every keyed operation performs one incremental-rehash step
         if a rehash is running, which moves at least one bucket (or finishes it)."""
         index, length = before
         if view.is_rehashing and len(view.primary_table) == length and view.rehash_index <= index:
@@ -666,7 +667,7 @@ class Harness(HarnessBase):
         self._release(step, sid)
 
     def _op_write_snapshot(self, step, sid):
-        """``write_state`` (SPEC §15) with Flink's serializers, the bytes decoded and
+        """``write_state`` (docs/contract.md §15) with Flink's serializers, the bytes decoded and
         compared with the model's frozen copy, the written count included (P2)."""
         snap, msnap = self._snapshot_pair(step, sid)
         if msnap.released:
@@ -674,7 +675,7 @@ class Harness(HarnessBase):
         self._expect_live_snapshot(step, sid, snap)
         write = getattr(snap, "write_state", None)
         if write is None:
-            return  # this implementation does not offer write_state (optional beyond SPEC §15's list)
+            return  # this implementation does not offer write_state (optional beyond docs/contract.md §15's list)
         want = msnap.iterate()
         serializers = write_serializers(*(want[0][:2] if want else ()))
         out = io.BytesIO()
@@ -691,7 +692,7 @@ class Harness(HarnessBase):
 
     def _op_release(self, step, sid):
         self._release(step, sid)
-        # SPEC §15: release() is idempotent. Released again, the snapshot stays released and
+        # docs/contract.md §15: release() is idempotent. Released again, the snapshot stays released and
         # nothing else changes (the next steps compare every other snapshot with the model).
         snap, _ = self._snapshot_pair(step, sid)
         self._call(step, snap.release)
@@ -746,7 +747,7 @@ class Harness(HarnessBase):
         bound = self._bound()
         try:
             seen.extend(islice(it, bound + 1))
-        except RuntimeError as exc:  # ConcurrentModificationError is a RuntimeError (SPEC §7)
+        except RuntimeError as exc:  # ConcurrentModificationError is a RuntimeError (docs/contract.md §7)
             error = exc
         except Exception as exc:
             self._fail(CRASH, "P7", f"{render(step)}: live iteration raised {type(exc).__name__}: {exc} "
@@ -792,7 +793,7 @@ class Harness(HarnessBase):
 
     def _op_visit(self, step, max_empty):
         if not callable(getattr(self.impl, "incremental_visitor", None)):
-            return  # optional API (SPEC §7); nothing to check
+            return  # optional API (docs/contract.md §7); nothing to check
         exact = self.white_box and not observe_flag(self._view(step), "is_rehashing")
         visitor = self._call(step, self.impl.incremental_visitor, max_empty)
         self._visit_all(step, visitor, exact, max_empty)

@@ -1,4 +1,4 @@
-"""The Hypothesis state machine over any implementation of the SPEC §15 map API.
+"""The Hypothesis state machine over any implementation of the docs/contract.md §15 map API.
 
 ``make_map_machine(factory)`` returns a ``RuleBasedStateMachine`` class with
 one rule per operation of :data:`~properties.map.ops.MAP_OPS`, its arguments
@@ -33,6 +33,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, precondition, rule
 
 from model import ModelMap
+from properties.core.api import StateMapFactory
 from properties.core.machine import HarnessMachine, RunRecord, add_space
 from properties.map.harness import CONTRACTS, Harness
 from properties.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
@@ -211,7 +212,7 @@ def _rule_for(op, strategies: Strategies, snapshots: Bundle, written: Bundle):
     return decorated
 
 
-def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
+def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineConfig(),
                      record: RunRecord | None = None, impl_spec: str | None = None) -> type:
     """A machine class testing maps built by ``factory(capacity=, state_copier=)``.
 

@@ -56,7 +56,7 @@ def _append_marker(state):
 SNAPSHOT_TRANSFORMERS = {  # the bridge's Batch.java numbers them in this order
     "drop_even": _drop_even_length,
     "append_marker": _append_marker,
-    "none": None,  # iterate(None): SPEC §15's default, every entry as it is
+    "none": None,  # iterate(None): docs/contract.md §15's default, every entry as it is
 }
 TRANSFORMER_NAMES = tuple(sorted(SNAPSHOT_TRANSFORMERS))
 
@@ -226,7 +226,7 @@ _SNAPSHOT_DOMAINS = (NEW_SNAPSHOT, LIVE_SNAPSHOT, RELEASED_SNAPSHOT)
 @attrs.frozen(kw_only=True)
 class MapOperation(Operation):
     """A map operation. ``domains``: the argument domains, in argument order;
-    ``keyed``: SPEC §4's keyed operations (one rehash step first); ``writes``:
+    ``keyed``: docs/contract.md §4's keyed operations (one rehash step first); ``writes``:
     a rule that stores its pair for later reads; ``reads_written``: a rule
     that draws its pair from stored ones half the time; ``needs``: an
     optional API the operation uses (``incremental_visitor``); ``rule``: the

@@ -1,11 +1,11 @@
 """Parity between two implementations: same program, same observations, step by step.
 
-:func:`observe` runs a program (steps of ``properties.map.ops``) on any SPEC
-§15 map and records, per step, what it returned, its size and, for white-box
+:func:`observe` runs a program (steps of ``properties.map.ops``) on any map of the
+docs/contract.md §15 API and records, per step, what it returned, its size and, for white-box
 maps, a summary of the structure; :func:`digest` is the whole structure. States
 and entries are numbered by identity in order of first appearance, so two maps
 observe the same only if they copy (and share) the same objects at the same
-steps. ``properties.flink_bridge.run_batch`` computes the very same
+steps. ``properties.flink.batch.run_batch`` computes the very same
 observations inside the JVM, so for Flink a whole program costs one call.
 
 >>> from reference import CopyOnWriteStateMap

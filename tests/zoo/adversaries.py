@@ -107,7 +107,7 @@ class WritesShortCount(TinyMap):
 
 
 class ReleaseNotIdempotent(TinyMap):
-    """A second release() of a snapshot raises (SPEC §15: release is idempotent)."""
+    """A second release() of a snapshot raises (docs/contract.md §15: release is idempotent)."""
 
     def snapshot(self):
         snap = super().snapshot()
@@ -144,7 +144,7 @@ class KeysAsList(TinyMap):
 
 
 class _MethodFlagsSnapshot(TinySnapshot):
-    """``released`` and ``version`` as methods (SPEC §16: either is fine)."""
+    """``released`` and ``version`` as methods (docs/contract.md §16: either is fine)."""
 
     def __init__(self, owner, version, items):
         super().__init__(owner, version, items)

@@ -17,16 +17,16 @@ import org.apache.flink.runtime.state.heap.CopyOnWriteStateMapSnapshot;
 import org.apache.flink.runtime.state.internal.InternalKvState.StateIncrementalVisitor;
 
 /**
- * Runs a whole program (the steps of properties/program.py, encoded by properties/flink_bridge.py)
+ * Runs a whole program (the steps of properties/core/program.py, encoded by properties/flink/batch.py)
  * on a fresh Flink CopyOnWriteStateMap in one call and returns what every step observed, in the
- * format of properties/parity.py's {@code observe} (as JSON): that function run on the reference gives the
+ * format of properties/map/parity.py's {@code observe} (as JSON): that function run on the reference gives the
  * same answer exactly when the two maps behave the same, identity of states and entries included
  * (objects are numbered by first appearance).
  *
  * <p>States are Java lists through Flink's plain ListSerializer: nothing calls back into Python.
  */
 public final class Batch {
-    // Op codes: the order of BATCH_OPS in properties/flink_bridge.py.
+    // Op codes: the order of BATCH_OPS in properties/flink/batch.py.
     static final int PUT = 0;
     static final int PUT_AND_GET_OLD = 1;
     static final int GET = 2;

@@ -12,7 +12,7 @@ import java.util.TreeSet;
 import org.apache.flink.util.MathUtils;
 
 /**
- * The structural invariants I1–I9 of SPEC §8 and the white-box scenarios of SPEC §13, computed
+ * The structural invariants I1–I9 of docs/contract.md §8 and the white-box scenarios of docs/contract.md §13, computed
  * over Flink's own object graph (read by reflection, {@link Internals}), so a white-box walk on
  * Flink pays no Python round trip per entry.
  *

@@ -5,7 +5,7 @@ import java.lang.reflect.Field;
 import org.apache.flink.runtime.state.heap.CopyOnWriteStateMap;
 
 /**
- * Seeded corruptions of Flink's real map, for testing the suite (SPEC §16: a wrong map must fail
+ * Seeded corruptions of Flink's real map, for testing the suite (docs/contract.md §16: a wrong map must fail
  * for the right reason): each one breaks the map through its private fields at a chosen point of
  * an operation. {@link MapHandle} (one Java call per operation) and {@link Walk} (a walk segment
  * per call) call the same hooks around the same Flink calls, so both paths see the same bug.
