@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from properties.core.bounds import MAX_CAPACITY
+from properties.core.contract import entries as contract_entries
 from properties.core.failures import Failure, json_data
 from properties.core.files import MIB, UserFileError, read_json, write_atomically
 from properties.core.impls import is_builtin
@@ -193,7 +194,11 @@ class Counterexample:
         kind = need(raw_failure, "kind", str, "failure")
         if kind not in KINDS:
             raise CounterexampleError(path, f"unknown failure kind {kind!r} (expected one of {', '.join(KINDS)})")
-        failure = Failure(kind, need(raw_failure, "code", str, "failure"), need(raw_failure, "message", str, "failure"),
+        code = need(raw_failure, "code", str, "failure")
+        if code not in contract_entries():
+            raise CounterexampleError(path, f"unknown failure code {code[:40]!r} (the codes are docs/contract.md's: "
+                                            f"cowcheck explain lists them)")
+        failure = Failure(kind, code, need(raw_failure, "message", str, "failure"),
                           failing, raw_failure.get("expected"), raw_failure.get("actual"))
         checks = data.get("checks", {})
         if not isinstance(checks, dict) or any(not isinstance(checks.get(name), (bool, type(None)))

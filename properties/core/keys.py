@@ -43,7 +43,7 @@ from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 from reference.serializers import (IntSerializer, LongSerializer, StringSerializer, TimeWindowSerializer,
                                    Tuple2Serializer, VoidNamespaceSerializer)
 
-__all__ = ["Family", "FAMILIES", "INT", "KEY_FAMILIES", "NAMESPACE_FAMILIES", "family_of", "fresh", "encode_value",
+__all__ = ["pinned", "Family", "FAMILIES", "INT", "KEY_FAMILIES", "NAMESPACE_FAMILIES", "family_of", "fresh", "encode_value",
            "decode_value", "nth_key", "magnitude", "serializers_for", "LONG_MIN", "LONG_MAX", "Tuple2",
            "TimeWindow", "VOID_NAMESPACE"]
 
@@ -66,6 +66,17 @@ _FRESH: dict[type, Callable[[Any], Any]] = {
     Tuple2: lambda t: Tuple2(fresh(t.f0), fresh(t.f1)),
     TimeWindow: lambda w: TimeWindow(_fresh_int(w.start), _fresh_int(w.end)),
 }
+
+
+def pinned(value) -> bool:
+    """Whether CPython keeps one object of ``value`` (ints -5..256, ``''`` and one Latin-1 character,
+    bools, ``None``, ``VOID_NAMESPACE``): every spelling of it is that object, fresh or not."""
+    t = type(value)
+    if t is int:
+        return -5 <= value <= 256
+    if t is str:
+        return len(value) == 0 or (len(value) == 1 and ord(value) < 256)
+    return t is bool or value is None or value is VOID_NAMESPACE
 
 
 def fresh(value):

@@ -142,6 +142,9 @@ class MachineKind:
     - ``expected_results(steps)`` -> the model's result per step, stored in counterexamples;
     - ``setup_lines(impl_spec, config)`` -> Python lines that build the
       implementation (printed above a failing program);
+    - ``program(steps, failure, impl_spec, config)`` -> the failing program as lines of Python
+      that fail by themselves when pasted (setup included), or None for the steps rendered one
+      by one under ``setup_lines``;
     - ``regression(cx, impl_spec, source_name)`` -> a pytest module, or None
       for the generic replay-only rendering;
     - ``describe_state(harness, failed=)`` -> text shown by ``replay --diagram`` after each step;
@@ -169,6 +172,7 @@ class MachineKind:
     expected_results: Callable[[list], list] = _nothing_expected
     setup_lines: Callable[[str, Any], list] = lambda impl_spec, config: [f"# implementation: {impl_spec}"]
     regression: Callable | None = None
+    program: Callable | None = None
     describe_state: Callable[..., str] = lambda harness, failed=False: ""
     findings: dict = attrs.Factory(dict)
     walker: Callable | None = None

@@ -70,8 +70,16 @@ def replay_traced(steps: list[Step], make_impl: Callable[[], object], out: TextI
             if observed is not None:
                 want, got = observed
                 out.write(f"    model: {show(want)}   {impl_name}: {show(got)}\n")
+            traced = getattr(harness, "trace_line", None)  # what else the step showed (a map's size)
+            if traced is not None and traced():
+                out.write(f"    {traced()}\n")
             if diagrams:
-                out.write(kind.describe_state(harness, failed=False))
+                drawn = kind.describe_state(harness, failed=False)
+                if not drawn:
+                    out.write(f"    (no diagram: {impl_name} offers no introspection; --diagram draws the "
+                              f"structure of maps that do)\n")
+                    diagrams = False
+                out.write(drawn)
     return ReplayOutcome(None, len(steps))
 
 

@@ -58,10 +58,13 @@ def format_failure(failure: Failure, steps: list[Step], impl_spec: str, kind: Ma
     note = nondeterminism_note(reproduced)
     lines = [f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (shrunk"
              f"{'; ' + note if note else ''})"]
-    lines += [f"  {line}" for line in kind.setup_lines(impl_spec, config)]
-    for i, step in enumerate(steps):
-        marker = "   # <-- fails here" if i == failure.step_index else ""
-        lines.append(f"  {kind.render(step)}{marker}")
+    if kind.program is not None:
+        lines += [f"  {line}" for line in kind.program(steps, failure, impl_spec, config)]
+    else:
+        lines += [f"  {line}" for line in kind.setup_lines(impl_spec, config)]
+        for i, step in enumerate(steps):
+            marker = "   # <-- fails here" if i == failure.step_index else ""
+            lines.append(f"  {kind.render(step)}{marker}")
     lines.append(f"  {failure.message}")
     if failure.expected is not None or failure.actual is not None:
         lines.append(f"  model: {failure.expected!r}")

@@ -19,7 +19,7 @@ from properties.core.failures import safe_repr
 from properties.core.keys import serializers_for
 from reference.serializers import IntSerializer, ListSerializer, SerializationError
 
-__all__ = ["copy_state", "entries", "same_entries", "transform_append", "drain", "write_serializers",
+__all__ = ["copy_state", "entries", "same_entries", "transform_append", "Kept", "drain", "write_serializers",
            "decode_written"]
 
 
@@ -89,6 +89,21 @@ def same_entries(a, b, symbolic: bool = False) -> bool:
     except Exception:  # values that do not sort together, or a hostile __lt__/__eq__
         pass
     return entries(a) == entries(b)
+
+
+class Kept:
+    """A transform function that keeps what it was given and what it returned
+    (``old``, ``result``, ``called``): ``m.transform(k, n, v, Kept(transform_append))``."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self.called = False
+        self.old = self.result = None
+
+    def __call__(self, old, value):
+        self.called, self.old = True, old
+        self.result = self.fn(old, value)
+        return self.result
 
 
 def drain(iterator):

@@ -114,6 +114,7 @@ class Harness(HarnessBase):
         self.space = SpaceCoverage()
         self.space.white_box = False
         self._unchecked = 0  # steps since I1–I9 were last checked
+        self._sizes: tuple | None = None  # (model, map) entries after the latest step
         self.impl = impl
         self.model = ModelMap(state_copier=state_copier)
         self._copy = state_copier  # the suite's own copies of states (model, guard, expected values)
@@ -406,9 +407,15 @@ class Harness(HarnessBase):
         if self.white_box and self._unchecked and self.steps:
             self.check_invariants(self.steps[-1])
 
+    def trace_line(self) -> str:
+        """What ``replay --trace`` shows of the latest step besides its result: the sizes after it."""
+        sizes = self._sizes
+        return f"size after: model {sizes[0]}, map {sizes[1]}" if sizes is not None else ""
+
     def check_size(self, step: Step) -> None:
         """P4 after ``step``: the implementation's size equals the model's."""
         n_impl = self._call(step, len, self.impl)
+        self._sizes = (len(self.model), n_impl)
         if n_impl != len(self.model):
             self._fail(DIVERGENCE, "P4", f"after {render(step)}: model has {len(self.model)} entries, "
                                          f"map reports {n_impl}", len(self.model), n_impl)
@@ -760,11 +767,16 @@ class Harness(HarnessBase):
         if structural and position < total:
             if error is None:
                 self._fail(DIVERGENCE, "P7", f"{render(step)}: iteration went on after a structural change "
-                                             f"(expected ConcurrentModificationError)", "error", "no error")
+                                             f"(expected ConcurrentModificationError: an iterator that has not "
+                                             f"returned every entry raises on next() after a key is inserted or "
+                                             f"removed)", "error", "no error")
             return
         if error is not None:
-            self._fail(CRASH, "P7", f"{render(step)}: iteration raised {type(error).__name__} "
-                                    f"without a structural change", "no error", safe_repr(error))
+            rule = ("after it had returned every entry: an iterator that has returned every entry ends without "
+                    "raising, whatever changed after" if structural else
+                    "without a structural change: only inserting a new key or removing one makes it raise")
+            self._fail(CRASH, "P7", f"{render(step)}: iteration raised {type(error).__name__} {rule}",
+                       "no error", safe_repr(error))
         idents = [(k, n) for k, n, _ in self._entry_tuples(step, seen, "live iteration", "P1")]
         visited = set(idents)
         if len(visited) == len(idents) and before & after <= visited <= before | after:
