@@ -92,3 +92,25 @@ def test_check_of_an_async_mutant_fails_and_stores_a_replayable_counterexample(t
 def test_a_mutant_of_another_machine_names_the_right_machine():
     run = cowcheck("check", "--impl", "mutant:async-timeout-never-fires")
     assert run.returncode == 2 and "--machine async" in run.stderr
+
+
+def test_version_names_cowcheck_and_the_packages_a_bug_report_needs():
+    run = cowcheck("--version")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("cowcheck ") and "hypothesis" in run.stdout
+
+
+def test_a_mistyped_machine_is_bad_usage_with_the_close_name_offered():
+    run = cowcheck("check", "--machine", "mapp")
+    assert run.returncode == 2
+    assert "did you mean 'map'?" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_check_help_names_every_machine():
+    from properties.core.machine import MACHINES
+
+    run = cowcheck("check", "--help")
+    assert run.returncode == 0
+    text = " ".join(run.stdout.split())
+    for kind in MACHINES.values():
+        assert kind.summary and " ".join(kind.summary.split()) in text, kind.name

@@ -23,6 +23,7 @@ __all__ = ["ASYNC", "AsyncHarness", "AsyncMachineConfig", "make_async_machine"]
 
 ASYNC = MachineKind(
     name="async",
+    summary="the FLIP-424 async execution controller",
     operations=ASYNC_OPS,
     harness_class=AsyncHarness,
     builder=make_async_machine,

@@ -22,6 +22,7 @@ __all__ = ["CHECKPOINT", "CheckpointHarness", "CheckpointMachineConfig", "make_c
 
 CHECKPOINT = MachineKind(
     name="checkpoint",
+    summary="the heap backend's checkpoint write and restore",
     operations=CHECKPOINT_OPS,
     harness_class=CheckpointHarness,
     builder=make_checkpoint_machine,

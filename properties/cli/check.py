@@ -40,7 +40,9 @@ def register(sub) -> None:
                                    "coverage and failures. Exit 0: nothing found, 1: failure found (stored, "
                                    "shrunk, replayable), 2: bad usage, 3: internal error of cowcheck.")
     p.add_argument("--machine", default="map", choices=sorted(MACHINES),
-                   help="which state machine: the map (default), the async controller, checkpoints")
+                   help="which state machine: " + "; ".join(f"{kind.name}: {kind.summary}" for kind in
+                                                           sorted(MACHINES.values(), key=lambda k: k.name))
+                        + " (default map)")
     p.add_argument("--impl", default="reference",
                    help="reference | model | mutant:NAME | flink | MODULE:FACTORY (default: reference)")
     budget = p.add_mutually_exclusive_group()

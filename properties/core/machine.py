@@ -152,6 +152,7 @@ class MachineKind:
     - ``walker(seed, steps, instance)`` -> the steps of a seeded swarm walk (the
       walk phase of ``check`` and ``mutants``, ``properties.core.walk_phase``), or
       None for a machine without walks;
+    - ``summary``: what the machine drives, in a few words (``cowcheck check --help``);
     - ``walker_takes_config``: the walker also takes ``config=`` (the run's config, e.g. the
       map's largest size class); :meth:`walker_for` passes it;
     - ``recorded_settings``: config fields beyond capacity and checks that a
@@ -178,6 +179,7 @@ class MachineKind:
     walker: Callable | None = None
     walker_takes_config: bool = False
     recorded_settings: tuple = ()
+    summary: str = ""  # what the machine drives, in a few words (``check --help``)
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""

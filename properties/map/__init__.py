@@ -207,6 +207,7 @@ def {test_name_for(cx)}():
 
 MAP = register_machine(MachineKind(
     name="map",
+    summary="CopyOnWriteStateMap and its snapshots",
     operations=MAP_OPS,
     harness_class=Harness,
     builder=make_map_machine,
