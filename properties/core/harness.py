@@ -34,7 +34,7 @@ import traceback
 from collections import Counter
 from typing import NoReturn
 
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
 from properties.core.limits import StepTimeout, current_limit, step_begins, step_ends
 from properties.core.program import OperationTable, Step
@@ -92,7 +92,7 @@ class HarnessBase:
             raise
         except StepTimeout:
             self._timed_out(step)
-        except InternalError:
+        except (InternalError, UsageError):  # UsageError: a driver refusing its input (exit 2), not the map
             raise
         except Exception as exc:
             raise InternalError(
@@ -146,7 +146,7 @@ class HarnessBase:
         it raises is a CRASH failure of ``step`` (code :attr:`crash_code`)."""
         try:
             return fn(*args, **kwargs)
-        except (CheckFailure, InternalError):  # InternalError: a driver between harness and map (cowcheck's)
+        except (CheckFailure, InternalError, UsageError):  # raised by a driver between harness and map
             raise
         except Exception as exc:  # the implementation raised where the model did not
             self._crashed(step, exc)
