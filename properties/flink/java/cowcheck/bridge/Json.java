@@ -106,7 +106,11 @@ final class Json {
         return close();
     }
 
-    /** A key, namespace or list element: Integer, Long, String, Boolean or null. */
+    /**
+     * A key, namespace or list element: Integer, Long, String, Boolean or null, and Flink's Tuple2,
+     * TimeWindow and VoidNamespace as the tagged objects of counterexample files ({"Tuple2": [f0,
+     * f1]}, {"TimeWindow": [start, end]}, {"VoidNamespace": []}; properties/flink/convert.py decodes them).
+     */
     Json value(Object o) {
         if (o == null) {
             return nil();
@@ -116,8 +120,29 @@ final class Json {
             return str((String) o);
         } else if (o instanceof Boolean) {
             return bool((Boolean) o);
+        } else if (Keys.isTuple2(o)) {
+            tag("Tuple2");
+            value(Keys.f0(o)).value(Keys.f1(o));
+            return endTag();
+        } else if (Keys.isWindow(o)) {
+            tag("TimeWindow");
+            i(Keys.start(o)).i(Keys.end(o));
+            return endTag();
+        } else if (Keys.isVoid(o)) {
+            tag("VoidNamespace");
+            return endTag();
         }
         throw new IllegalArgumentException("cannot encode a " + o.getClass().getName());
+    }
+
+    private void tag(String name) {
+        separate();
+        out.append("{\"").append(name).append("\":[");
+    }
+
+    private Json endTag() {
+        out.append("]}");
+        return this;
     }
 
     /** A list state's content, or null. */
