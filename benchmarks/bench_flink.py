@@ -6,8 +6,10 @@ Run from the repository root (needs ``pip install -e '.[flink]'``)::
 
 What it does, in this order:
 
-1. **Parity.** ``--programs`` seeded programs (``properties.parity.random_program``,
-   split evenly over the ``--seeds``; most of them double the table and run the
+1. **Parity** (``properties.flink.parity``, also ``python -m properties.flink.parity``).
+   ``--programs`` seeded programs (``properties.map.parity.random_program``,
+   split evenly over the ``--seeds``; one key family and one namespace family
+   each, bulk steps included; most of them double the table and run the
    incremental rehash under snapshots) run on the reference at capacity 128 in
    Python and on Flink in one Java call each (``run_batch``); every step's
    result, size and structure summary, and the final structure digest (chains,
@@ -43,82 +45,18 @@ Exit 1 if any program differs.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sys
 import time
-from collections import Counter
 
 from properties.core.failures import CheckFailure
 from properties.core.program import Step
 from properties.flink import FlinkStateMap, jvm
-from properties.flink.batch import DETAILS, encode_program, run_batch
-from properties.flink.convert import java_value
+from properties.flink.batch import DETAILS, encode_program, java_keys, run_batch
 from properties.flink.jvm import Java
+from properties.flink.parity import program_seeds, report, run_parity
 from properties.map.harness import Harness
-from properties.map.parity import first_difference, observe, random_program
+from properties.map.parity import random_program
 from reference import CopyOnWriteStateMap
-
-SEED_STRIDE = 1_000_000
-
-
-def program_seeds(programs: int, seeds: list[int]) -> list[int]:
-    """``programs`` program seeds spread evenly over the base ``seeds``."""
-    per, extra = divmod(programs, len(seeds))
-    out = []
-    for i, base in enumerate(seeds):
-        out += [base * SEED_STRIDE + j for j in range(per + (i < extra))]
-    return out
-
-
-def parity_chunk(args: tuple) -> dict:
-    """Parity of the reference and Flink on some program seeds (runs in a worker)."""
-    seeds, steps, every = args
-
-    counts: Counter = Counter()
-    differences: list[str] = []
-    started = time.perf_counter()
-    info = jvm()
-    for n, seed in enumerate(seeds):
-        program = random_program(seed, steps)
-        flink = run_batch(program, detail="final")
-        reference = observe(CopyOnWriteStateMap(capacity=128), program, detail="final")
-        diff = first_difference(reference, flink)
-        if diff is None and every and n % every == 0:
-            counts["call-by-call programs"] += 1
-            single = observe(FlinkStateMap(), program, detail="every_step")
-            diff = first_difference(observe(CopyOnWriteStateMap(capacity=128), program, detail="every_step"), single)
-        if diff is not None:
-            counts["differences"] += 1
-            differences.append(f"seed {seed}: " + diff.describe(program, "reference", "flink")[:2000])
-        counts["programs"] += 1
-        counts["steps"] += len(program)
-        rehashing = False
-        for _, _, summary in flink[0]:
-            now = summary[1] > 2
-            counts["steps while rehashing"] += now
-            counts["steps with a live snapshot"] += summary[8] > 0
-            counts["rehash runs finished"] += rehashing and not now
-            counts["steps after a doubling"] += summary[0] > 128
-            rehashing = now
-    return {"counts": counts, "differences": differences, "jvm_start": info.start_seconds,
-            "seconds": time.perf_counter() - started}
-
-
-def run_parity(programs: int, seeds: list[int], steps: int, workers: int, every: int) -> dict:
-    all_seeds = program_seeds(programs, seeds)
-    chunks = [(all_seeds[i::workers], steps, every) for i in range(workers)]
-    started = time.perf_counter()
-    if workers == 1:
-        results = [parity_chunk(chunks[0])]
-    else:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = pool.map(parity_chunk, chunks)
-    counts: Counter = Counter()
-    for r in results:
-        counts.update(r["counts"])
-    return {"counts": counts, "differences": [d for r in results for d in r["differences"]],
-            "jvm_starts": [r["jvm_start"] for r in results], "seconds": time.perf_counter() - started}
-
 
 def calls_one_at_a_time(n: int) -> dict:
     """Bridge operations per second, one Python -> Java call (or two) each."""
@@ -170,7 +108,7 @@ def batched(ops: int, parity_programs: list) -> dict:
 
 def _java_program(program: list) -> tuple:
     code, table = encode_program(program)
-    return Java.int_array(code), Java.object_array([java_value(v) for v in table])
+    return Java.int_array(code), java_keys(table)
 
 
 def harness_rates(programs: list) -> dict:
@@ -238,12 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     c = parity["counts"]
     out.write(f"parity (reference vs Flink 2.3.0, capacity 128), seeds {args.seeds}, {args.workers} workers, "
               f"{parity['seconds']:.1f} s\n")
-    for name in ("programs", "steps", "call-by-call programs", "steps while rehashing", "rehash runs finished",
-                 "steps after a doubling", "steps with a live snapshot", "differences"):
-        out.write(f"  {name:<28} {c[name]:>12,}\n")
-    out.write("  JVM start in each worker     " + ", ".join(f"{s:.2f} s" for s in parity["jvm_starts"]) + "\n")
-    for d in parity["differences"][:3]:
-        out.write(d + "\n")
+    report(parity, out)
 
     # Before this process starts a JVM: the worker children start their own.
     out.write(f"campaign walks per core (raw executor, seeds 0:{args.campaign_seeds}, capacity 128, a fresh worker "
