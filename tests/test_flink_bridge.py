@@ -42,7 +42,6 @@ def test_resolve_flink_is_white_box_and_starts_no_jvm():
         import jpype
         import properties.flink
         from properties.core.impls import resolve
-from properties.core.keys import fresh
         impl = resolve("flink")
         print(impl.spec, impl.white_box, jpype.isJVMStarted())
     """)
@@ -83,7 +82,6 @@ def test_forked_executors_each_start_their_own_jvm_on_first_use():
         import jpype
         import properties.flink
         from properties.core.impls import resolve
-from properties.core.keys import fresh
 
         impl = resolve("flink")  # the driver resolves, and starts no JVM
 
