@@ -43,6 +43,7 @@ from properties.flink.jvm import Java, jvm
 from properties.flink.map import FLINK_CAPACITY, FlinkCapacityError
 from properties.map.harness import Harness, _count
 from properties.map.ops import MAP_OPS
+from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
 
 __all__ = ["WalkMap", "WalkHarness", "OutOfStep", "SEGMENT", "encode_steps"]
 
@@ -65,7 +66,16 @@ class _Raised:
         self.name, self.message = name, message
 
 
-def _hook(obj: dict):
+def _hook(obj: dict, _tuple2=Tuple2, _window=TimeWindow, _void=VOID_NAMESPACE):
+    """A JSON object of a walk's answers: a tagged key (most often), or an exception with its message."""
+    fields = obj.get("Tuple2")
+    if fields is not None:
+        return _tuple2(*fields)
+    fields = obj.get("TimeWindow")
+    if fields is not None:
+        return _window(*fields)
+    if "VoidNamespace" in obj:
+        return _void
     if "raised" in obj:
         return _Raised(obj["raised"], obj.get("message", ""))
     return decode_tagged(obj)

@@ -256,7 +256,8 @@ abstract class Corruption {
                     continue;
                 }
                 int n = 0;
-                for (Object e = table[hash & (table.length - 1)]; e != null && n < 1 << 20; e = Internals.next(e), n++) {
+                Object head = table[hash & (table.length - 1)];
+                for (Object e = head; e != null && n < 1 << 20; e = Internals.next(e), n++) {
                     Object k = Internals.key(e);
                     Object ns = Internals.namespace(e);
                     if ((k != key || ns != namespace) && key.equals(k) && namespace.equals(ns)) {
@@ -285,7 +286,8 @@ abstract class Corruption {
                     continue;
                 }
                 int n = 0; // and the copies a rehash step made of them meanwhile
-                for (Object e = table[hash & (table.length - 1)]; e != null && n < 1 << 20; e = Internals.next(e), n++) {
+                Object head = table[hash & (table.length - 1)];
+                for (Object e = head; e != null && n < 1 << 20; e = Internals.next(e), n++) {
                     unhide(e);
                 }
             }

@@ -8,6 +8,7 @@ import java.util.List;
  * {"raised": name} for an exception.
  */
 final class Json {
+    private static final char[] HEX = "0123456789abcdef".toCharArray();
     private final StringBuilder out;
 
     Json() {
@@ -74,8 +75,9 @@ final class Json {
             char c = s.charAt(k);
             if (c == '"' || c == '\\') {
                 out.append('\\').append(c);
-            } else if (c < 0x20 || c >= 0x7f) {
-                out.append(String.format("\\u%04x", (int) c));  // UTF-16 units, surrogates included
+            } else if (c < 0x20 || c >= 0x7f) { // \\uXXXX of the UTF-16 unit, surrogates included
+                out.append('\\').append('u').append(HEX[c >>> 12]).append(HEX[(c >>> 8) & 0xf])
+                        .append(HEX[(c >>> 4) & 0xf]).append(HEX[c & 0xf]);
             } else {
                 out.append(c);
             }

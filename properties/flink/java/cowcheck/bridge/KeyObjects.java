@@ -24,7 +24,7 @@ final class KeyObjects {
         return held || Keys.pinned(value) ? intern(value) : fresh(value);
     }
 
-    /** The object for a value the harness passes back as the map gave it (a visited entry's key): new, unless pinned. */
+    /** The object for a value the harness hands back as the map gave it (a visited entry's key): new, unless pinned. */
     Object passed(Object value) {
         return Keys.pinned(value) ? intern(value) : fresh(value);
     }
