@@ -16,6 +16,14 @@ as any other. States cross as ``[content, number]`` (numbered by identity in
 order of first appearance), and :class:`WalkMap` keeps one Python object per
 number, so the identity rules (P6) are checked as on the per-operation bridge.
 
+Steps travel in the batched encoding (:func:`properties.flink.batch.encode`):
+keys and namespaces as a table of values, of which ``KeyObjects.java`` makes
+the object each call is handed, as the harness hands them (a new object per
+call, one per value after ``hold_keys``); bulk steps as their family, first
+index and count, their keys computed in Java (``Keys.nth``) and each single
+call recorded. A segment holds up to :data:`SEGMENT` steps and
+:data:`SEGMENT_CALLS` calls into the map.
+
 If the harness asks for a call the walk did not record (it cannot, unless the
 two sides disagree on how a step is driven), :class:`OutOfStep` is raised: an
 error of cowcheck's, never the map's. Campaigns confirm every failure found this
