@@ -269,6 +269,32 @@ def test_cowcheck_check_on_a_release_without_key_types_is_bad_usage_in_one_line(
     assert any(name in lines[0] for name in ("Tuple2", "TimeWindow", "VoidNamespace")), lines
 
 
+@pytest.mark.parametrize("key, namespace", [
+    (Tuple2(-7, "\ud800\U0001f600"), TimeWindow(-(1 << 63), 0)),
+    ("a\udfffé", VOID_NAMESPACE),
+    ((1 << 63) - 1, 300),
+], ids=["tuple-window", "string-void", "long-int"])
+def test_every_answer_names_keys_as_the_python_types(key, namespace):
+    """Keys coming back from Java (iteration, keys(), snapshots, visits, white-box entries) are the
+    Python types the caller put, lone surrogates and non-BMP characters included."""
+    m = FlinkStateMap()
+    m.put(key, namespace, [1])
+    s = m.snapshot()
+    assert list(m) == [(key, namespace, [1])]
+    assert list(m.keys(fresh(namespace))) == [key]
+    assert list(s) == [(key, namespace, [1])]
+    assert [(e.key, e.namespace) for e in s.entry_objects()] == [(key, namespace)]
+    view = m.introspect()
+    assert [(e.key, e.namespace) for e in view.primary_table if e is not None] == [(key, namespace)]
+    assert all(type(e.key) is type(key) for e in view.primary_table if e is not None)
+    visitor = m.incremental_visitor(4)
+    rows = []
+    while visitor.has_next():
+        rows += visitor.next_entries()
+    assert rows == [(key, namespace, [1])] and type(rows[0][1]) is type(namespace)
+    s.release()
+
+
 def test_twins_of_unreachable_states_are_forgotten_and_identity_still_holds():
     m = FlinkStateMap()
     held = {}
