@@ -36,7 +36,7 @@ import traceback
 from collections import Counter
 from typing import NoReturn
 
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
 from properties.core.limits import HarnessOverrun, StepTimeout, calls_into, steps_through
 from properties.core.program import OperationTable, Step
@@ -94,7 +94,7 @@ class HarnessBase:
             raise
         except StepTimeout as exc:
             self._timed_out(step, exc)
-        except InternalError:
+        except (InternalError, UsageError):  # UsageError: a driver refusing its input (exit 2), not the map
             raise
         except HarnessOverrun as exc:
             raise InternalError(f"{exc} (the {self.machine} harness at step {len(self.steps) - 1}, "
@@ -155,7 +155,7 @@ class HarnessBase:
         sees this frame on the stack: nothing is paid per call)."""
         try:
             return fn(*args, **kwargs)
-        except (CheckFailure, InternalError):  # InternalError: a driver between harness and map (cowcheck's)
+        except (CheckFailure, InternalError, UsageError):  # raised by a driver between harness and map
             raise
         except Exception as exc:  # the implementation raised where the model did not
             self._crashed(step, exc)

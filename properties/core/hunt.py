@@ -25,7 +25,7 @@ import attrs
 from hypothesis import Verbosity, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.limits import BudgetSpent
 from properties.core.machine import RunRecord, add_space
@@ -222,7 +222,7 @@ def _settle(record: RunRecord, exc: BaseException) -> None:
         record.first_failure_steps = list(record.last.steps)
         record.first_failure_at = (record.examples, record.steps)
         return
-    if isinstance(exc, InternalError):
+    if isinstance(exc, (InternalError, UsageError)):  # UsageError: raised as it is (exit 2)
         record.internal = exc
         return
     record.internal = InternalError(f"the state machine stopped with {type(exc).__name__}: {exc}",

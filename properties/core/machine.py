@@ -26,7 +26,7 @@ import attrs
 from hypothesis import event
 from hypothesis.stateful import RuleBasedStateMachine
 
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.limits import BudgetSpent
 from properties.core.program import OperationTable, Step
@@ -62,7 +62,7 @@ class RunRecord:
     # an unreliable implementation may not fail again): its failure and program.
     first_failure: Failure | None = None
     first_failure_steps: list | None = None
-    internal: InternalError | None = None  # the first error of cowcheck's own
+    internal: Exception | None = None  # cowcheck's own error (InternalError), or a UsageError a driver raised
     deadline: float | None = None  # time.monotonic() after which no step starts (BudgetSpent)
 
 
@@ -111,7 +111,7 @@ class HarnessMachine(RuleBasedStateMachine):
                 record.first_failure = exc.failure
                 record.first_failure_steps = list(self.harness.steps)
             raise
-        except InternalError as exc:
+        except (InternalError, UsageError) as exc:  # cowcheck's error, or a driver refusing its input
             if record.internal is None:
                 record.internal = exc
             raise

@@ -22,7 +22,7 @@ from typing import Callable, Iterable
 
 import attrs
 
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.machine import add_space
 from properties.core.program import Step
@@ -145,7 +145,7 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                         break
             else:
                 _close(harness, run)
-    except InternalError:
+    except (InternalError, UsageError):  # UsageError: a driver refused its input (exit 2)
         raise
     except Exception as exc:
         raise InternalError(f"the walk phase stopped with {type(exc).__name__}: {exc}",
