@@ -7,7 +7,7 @@ Run from the repository root::
 
 For the reference and each map mutant of the catalogue (or ``--only``), runs
 the model-vs-implementation property on short programs
-(``properties.short_programs``) with the ``crosshair`` profile and with the
+(``properties.map.short_programs``) with the ``crosshair`` profile and with the
 same settings on Hypothesis's own backend, up to ``--examples`` examples
 each, and prints per run: examples until the first failure (or the budget),
 wall seconds, examples per second, and the property or invariant that

@@ -6,8 +6,10 @@ Run from the repository root (needs ``pip install -e '.[flink]'``)::
 
 What it does, in this order:
 
-1. **Parity.** ``--programs`` seeded programs (``properties.parity.random_program``,
-   split evenly over the ``--seeds``; most of them double the table and run the
+1. **Parity** (``properties.flink.parity``, also ``python -m properties.flink.parity``).
+   ``--programs`` seeded programs (``properties.map.parity.random_program``,
+   split evenly over the ``--seeds``; one key family and one namespace family
+   each, bulk steps included; most of them double the table and run the
    incremental rehash under snapshots) run on the reference at capacity 128 in
    Python and on Flink in one Java call each (``run_batch``); every step's
    result, size and structure summary, and the final structure digest (chains,
@@ -23,10 +25,13 @@ What it does, in this order:
    known list, put of a new list (two Java calls), and an empty Java call.
 4. **Batched**: a 200k-op put/get/contains/remove sequence in one Java call
    (Java time alone, and end to end), and the parity programs' ops/s in Java.
-5. **Harness** (campaign-style): steps/s of ``Harness.apply`` on
+5. **Bulk steps**: a ``put_range`` of ``--bulk`` keys (computed in Java) against
+   as many single puts, per key family, in one Java call and walked through
+   the harness (batched) next to the reference's harness.
+6. **Harness** (campaign-style): steps/s of ``Harness.apply`` on
    ``--impl flink`` and ``--impl reference`` (capacity 128), white-box and
    black-box, over the same programs.
-6. **Campaign walks per core** (run before this process starts a JVM): the
+7. **Campaign walks per core** (run before this process starts a JVM): the
    raw executor's seeds ``0:--campaign-seeds`` through ``run_range`` in a
    worker child, as a campaign's Spark task runs them, each configuration in a
    fresh worker (so each Flink run pays its JVM start): ``--impl reference``,
@@ -43,81 +48,19 @@ Exit 1 if any program differs.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import resource
 import sys
 import time
-from collections import Counter
 
 from properties.core.failures import CheckFailure
 from properties.core.program import Step
 from properties.flink import FlinkStateMap, jvm
-from properties.flink.batch import DETAILS, encode_program, run_batch
-from properties.flink.convert import java_value
+from properties.flink.batch import DETAILS, encode_program, java_keys, run_batch
 from properties.flink.jvm import Java
+from properties.flink.parity import program_seeds, report, run_parity
 from properties.map.harness import Harness
-from properties.map.parity import first_difference, observe, random_program
+from properties.map.parity import random_program
 from reference import CopyOnWriteStateMap
-
-SEED_STRIDE = 1_000_000
-
-
-def program_seeds(programs: int, seeds: list[int]) -> list[int]:
-    """``programs`` program seeds spread evenly over the base ``seeds``."""
-    per, extra = divmod(programs, len(seeds))
-    out = []
-    for i, base in enumerate(seeds):
-        out += [base * SEED_STRIDE + j for j in range(per + (i < extra))]
-    return out
-
-
-def parity_chunk(args: tuple) -> dict:
-    """Parity of the reference and Flink on some program seeds (runs in a worker)."""
-    seeds, steps, every = args
-
-    counts: Counter = Counter()
-    differences: list[str] = []
-    started = time.perf_counter()
-    info = jvm()
-    for n, seed in enumerate(seeds):
-        program = random_program(seed, steps)
-        flink = run_batch(program, detail="final")
-        reference = observe(CopyOnWriteStateMap(capacity=128), program, detail="final")
-        diff = first_difference(reference, flink)
-        if diff is None and every and n % every == 0:
-            counts["call-by-call programs"] += 1
-            single = observe(FlinkStateMap(), program, detail="every_step")
-            diff = first_difference(observe(CopyOnWriteStateMap(capacity=128), program, detail="every_step"), single)
-        if diff is not None:
-            counts["differences"] += 1
-            differences.append(f"seed {seed}: " + diff.describe(program, "reference", "flink")[:2000])
-        counts["programs"] += 1
-        counts["steps"] += len(program)
-        rehashing = False
-        for _, _, summary in flink[0]:
-            now = summary[1] > 2
-            counts["steps while rehashing"] += now
-            counts["steps with a live snapshot"] += summary[8] > 0
-            counts["rehash runs finished"] += rehashing and not now
-            counts["steps after a doubling"] += summary[0] > 128
-            rehashing = now
-    return {"counts": counts, "differences": differences, "jvm_start": info.start_seconds,
-            "seconds": time.perf_counter() - started}
-
-
-def run_parity(programs: int, seeds: list[int], steps: int, workers: int, every: int) -> dict:
-    all_seeds = program_seeds(programs, seeds)
-    chunks = [(all_seeds[i::workers], steps, every) for i in range(workers)]
-    started = time.perf_counter()
-    if workers == 1:
-        results = [parity_chunk(chunks[0])]
-    else:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
-            results = pool.map(parity_chunk, chunks)
-    counts: Counter = Counter()
-    for r in results:
-        counts.update(r["counts"])
-    return {"counts": counts, "differences": [d for r in results for d in r["differences"]],
-            "jvm_starts": [r["jvm_start"] for r in results], "seconds": time.perf_counter() - started}
 
 
 def calls_one_at_a_time(n: int) -> dict:
@@ -170,7 +113,7 @@ def batched(ops: int, parity_programs: list) -> dict:
 
 def _java_program(program: list) -> tuple:
     code, table = encode_program(program)
-    return Java.int_array(code), Java.object_array([java_value(v) for v in table])
+    return Java.int_array(code), java_keys(table)
 
 
 def harness_rates(programs: list) -> dict:
@@ -193,6 +136,11 @@ def harness_rates(programs: list) -> dict:
     return rates
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def campaign_rates(seeds: int) -> list[dict]:
     """Section 6: one row per (implementation, mode), each in a fresh worker child."""
     from spark_fuzz.executor import CampaignConfig
@@ -204,16 +152,57 @@ def campaign_rates(seeds: int) -> list[dict]:
                                     ("flink --call-by-call", "flink", False)):
             shutdown_worker()
             config = CampaignConfig(impl=impl, capacity=128, white_box=white_box, batched=batched)
+            before = _children_cpu()
             t = time.perf_counter()
             result = run_range(0, seeds, config, isolate=True)
             seconds = time.perf_counter() - t
+            shutdown_worker()  # reaped: its CPU time (all its threads, the JVM's included) is counted
+            cpu = _children_cpu() - before
             bad = [o for o in result.outcomes if o.kind != "PASS"]
             if bad:
                 raise SystemExit(f"campaign walks on {name}: seed {bad[0].seed} {bad[0].kind} {bad[0].code}: "
                                  f"{bad[0].message}")
             rows.append({"name": name, "mode": "white-box" if white_box else "black-box", "ops": result.ops,
-                         "seconds": seconds, "startup": result.startup_seconds})
+                         "seconds": seconds, "startup": result.startup_seconds, "cpu": cpu})
     shutdown_worker()
+    return rows
+
+
+def bulk_steps(n: int, families=("int", "string", "tuple")) -> list[dict]:
+    """A put_range of ``n`` keys against ``n`` single puts of the same keys, per family: in one Java
+    call (Java alone, best of 3, and end to end), and walked through the harness (``WalkHarness``,
+    batched, black-box) next to the reference's harness."""
+    from properties.core.keys import nth_key
+    from properties.flink.walk import WalkHarness, WalkMap
+
+    def best(fn, times: int) -> float:
+        out = []
+        for _ in range(times):
+            t = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t)
+        return min(out)
+
+    def walk(harness, program):
+        expect = getattr(harness, "expect", None)
+        if expect is not None:
+            expect(program)
+        for step in program:
+            harness.apply(step)
+
+    rows = []
+    for family in families:
+        programs = {"put_range": [Step("put_range", (family, 0, n, 0, [1]))],
+                    "single puts": [Step("put", (nth_key(family, i), 0, [1])) for i in range(n)]}
+        for name, program in programs.items():
+            code, table = _java_program(program)
+            Java.Batch.run(code, table, DETAILS["results"])  # warm up
+            rows.append({"family": family, "name": name,
+                         "java": best(lambda: Java.Batch.run(code, table, DETAILS["results"]), 3),
+                         "end_to_end": best(lambda: run_batch(program, detail="results"), 2),
+                         "walk": best(lambda: walk(WalkHarness(WalkMap(), white_box=False), program), 2),
+                         "reference": best(lambda: walk(Harness(CopyOnWriteStateMap(capacity=128), white_box=False),
+                                                        program), 2)})
     return rows
 
 
@@ -227,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="every n-th program also runs call by call with digests after every step (0: never)")
     p.add_argument("--calls", type=int, default=200_000, help="calls per single-call measurement")
     p.add_argument("--harness-programs", type=int, default=20, help="programs for the harness ops/s (default 20)")
+    p.add_argument("--bulk", type=int, default=25_000, help="keys of the bulk-step measurement (default 25000)")
     p.add_argument("--campaign-seeds", type=int, default=300,
                    help="seeds per campaign-walk measurement (default 300: one core's share of a 600-seed "
                         "campaign on 2 cores)")
@@ -238,27 +228,26 @@ def main(argv: list[str] | None = None) -> int:
     c = parity["counts"]
     out.write(f"parity (reference vs Flink 2.3.0, capacity 128), seeds {args.seeds}, {args.workers} workers, "
               f"{parity['seconds']:.1f} s\n")
-    for name in ("programs", "steps", "call-by-call programs", "steps while rehashing", "rehash runs finished",
-                 "steps after a doubling", "steps with a live snapshot", "differences"):
-        out.write(f"  {name:<28} {c[name]:>12,}\n")
-    out.write("  JVM start in each worker     " + ", ".join(f"{s:.2f} s" for s in parity["jvm_starts"]) + "\n")
-    for d in parity["differences"][:3]:
-        out.write(d + "\n")
+    report(parity, out)
 
     # Before this process starts a JVM: the worker children start their own.
     out.write(f"campaign walks per core (raw executor, seeds 0:{args.campaign_seeds}, capacity 128, a fresh worker "
               f"each)\n")
-    out.write(f"  {'implementation':<22} {'mode':<10} {'ops/s':>9} {'w/o start':>10} {'start-up':>9}\n")
+    out.write(f"  {'implementation':<22} {'mode':<10} {'ops/s':>9} {'w/o start':>10} {'start-up':>9} {'CPU s':>7} "
+              f"{'ops/CPU s':>10}\n")
     rows = campaign_rates(args.campaign_seeds)
     for r in rows:
         out.write(f"  {r['name']:<22} {r['mode']:<10} {r['ops'] / r['seconds']:>9,.0f} "
-                  f"{r['ops'] / (r['seconds'] - r['startup']):>10,.0f} {r['startup']:>8.2f}s\n")
+                  f"{r['ops'] / (r['seconds'] - r['startup']):>10,.0f} {r['startup']:>8.2f}s {r['cpu']:>7.1f} "
+                  f"{r['ops'] / max(r['cpu'], 1e-9):>10,.0f}\n")
     rate = {(r["name"], r["mode"]): r["ops"] / r["seconds"] for r in rows}
+    per_cpu = {(r["name"], r["mode"]): r["ops"] / max(r["cpu"], 1e-9) for r in rows}
     for mode, target in (("black-box", 0.7), ("white-box", 0.5)):
         for name in ("flink", "flink --call-by-call"):
             ratio = rate[(name, mode)] / rate[("reference", mode)]
             out.write(f"  {name} / reference, {mode}: {ratio:.2f} (target >= {target}: "
-                      f"{'met' if ratio >= target else 'not met'})\n")
+                      f"{'met' if ratio >= target else 'not met'}); per CPU second "
+                      f"{per_cpu[(name, mode)] / per_cpu[('reference', mode)]:.2f}\n")
 
 
     t = time.perf_counter()
@@ -273,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
     out.write("batched, one Java call per program (ops/s)\n")
     for name, rate in batched(200_000, sample).items():
         out.write(f"  {name:<38} {rate:>12,.0f}\n")
+    out.write(f"bulk steps: a put_range of {args.bulk:,} keys and {args.bulk:,} single puts (ms; walked: the harness "
+              f"on batched Flink, black-box, and on the reference)\n")
+    out.write(f"  {'family':<8} {'steps':<12} {'Java alone':>10} {'end to end':>11} {'walked':>9} {'reference':>10}\n")
+    for r in bulk_steps(args.bulk):
+        out.write(f"  {r['family']:<8} {r['name']:<12} {r['java'] * 1e3:>10.1f} {r['end_to_end'] * 1e3:>11.1f} "
+                  f"{r['walk'] * 1e3:>9.1f} {r['reference'] * 1e3:>10.1f}\n")
     out.write(f"harness, campaign-style (steps/s over {args.harness_programs} programs of {args.steps} steps)\n")
     for name, rate in harness_rates(sample[:args.harness_programs]).items():
         out.write(f"  {name:<38} {rate:>12,.0f}\n")

@@ -1,4 +1,4 @@
-"""The oracle: a minimal executable model of snapshot semantics (SPEC §9)."""
+"""The oracle: a minimal executable model of snapshot semantics (docs/contract.md §9)."""
 
 from model.snapshot_model import ModelConcurrentModification, ModelMap, ModelReleaseError, ModelSnapshot
 

@@ -1,4 +1,4 @@
-"""The oracle of SPEC §12: records run one at a time, to completion, in arrival
+"""The oracle of docs/contract.md §12: records run one at a time, to completion, in arrival
 order, against a plain dict.
 
 A record program is a list of statements, each a list ``[op, *args]`` over the

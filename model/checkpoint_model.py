@@ -1,7 +1,7 @@
-"""The oracle for checkpoints (SPEC §11): a dict of live states plus, per
+"""The oracle for checkpoints (docs/contract.md §11): a dict of live states plus, per
 checkpoint, a frozen deep copy taken at its synchronous point.
 
-Identity (SPEC §6, per key group): the write of a checkpoint releases its map
+Identity (docs/contract.md §6, per key group): the write of a checkpoint releases its map
 snapshot group by group, so a state handed out is a fresh copy iff some
 running checkpoint that has not yet written the state's key group is newer
 than the state's last write or copy. Versions go 1, 2, 3… with each

@@ -1,12 +1,12 @@
-"""The oracle: snapshot semantics as a plain mapping (SPEC §9).
+"""The oracle: snapshot semantics as a plain mapping (docs/contract.md §9).
 
 The live state is a dict ``(key, namespace) -> state``; each live snapshot is
 a frozen deep copy of that dict taken when it was made. Versions go 1, 2, 3…
-To predict *identity* (SPEC §6, exact identity rule) each state also carries
+To predict *identity* (docs/contract.md §6, exact identity rule) each state also carries
 the version at which it was last written or copied: a state handed out is a
 fresh copy iff a live snapshot is newer than that version.
 
-Speaks the SPEC §15 API, so the machines can run against the model itself.
+Speaks the docs/contract.md §15 API, so the machines can run against the model itself.
 
 >>> m = ModelMap(); m.put(1, 0, [1]); s = m.snapshot(); m.get(1, 0).append(2)
 >>> list(s), m.get(1, 0)

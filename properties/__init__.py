@@ -1,1 +1,1 @@
-"""Hypothesis state machines and the harness that checks every property (SPEC §8, §9, §13)."""
+"""Hypothesis state machines and the harness that checks every property (docs/contract.md §8, §9, §13)."""

@@ -1,8 +1,10 @@
 """pytest plugin (entry point ``cowcheck``): shrink and store machine failures.
 
 When a cowcheck state machine fails under pytest, the failing program is
-shrunk by replay and saved as a counterexample (a walk test,
-``properties.map.walk_test(factory)``, raises its failure already shrunk) (``--cowcheck-dir``, default
+replayed, shrunk and replayed again (how reliably it fails: a map that fails
+at random is stored as nondeterministic, with the count) and saved as a
+counterexample (a walk test, ``properties.map.walk_test(factory)``, raises its
+failure already shrunk) (``--cowcheck-dir``, default
 ``.cowcheck/counterexamples``); the report shows the shrunk program and the
 replay command. Importing the plugin also registers the ``ci``/``dev``/
 ``nightly`` Hypothesis profiles, so ``--hypothesis-profile=ci`` works.
@@ -26,7 +28,7 @@ from properties.core.hunt import HuntResult, store
 from properties.core.machine import machine_kind
 from properties.core.profiles import register_profiles
 from properties.core.report import format_failure
-from properties.core.shrink import shrink
+from properties.core.shrink import shrink_failure
 
 register_profiles()
 
@@ -67,7 +69,8 @@ def _store_walk_failure(item, report, found: dict) -> None:
     path, _ = store(result, kind=kind, impl_spec=found["impl_spec"], config=found["config"], found_by=found_by,
                     directory=item.config.getoption("--cowcheck-dir"), harness_options=found["options"])
     report.sections.append(("cowcheck counterexample",
-                            format_failure(result.failure, result.program, found["impl_spec"], kind, found["config"])
+                            format_failure(result.failure, result.program, found["impl_spec"], kind, found["config"],
+                                           (result.reproduced, result.replays))
                             + f"saved: {path}\nreplay: {replay_command(path, found['impl_spec'])}\n"))
 
 
@@ -79,9 +82,10 @@ def pytest_runtest_makereport(item, call):
         space = _space_of(item)
         if space is not None and space.lines():
             item.config.stash.setdefault(_SPACES, []).append((item.nodeid, space.lines()))
-    if call.when != "call" or call.excinfo is None or not isinstance(call.excinfo.value, CheckFailure):
+    if call.when != "call" or call.excinfo is None:
         return
-    found = getattr(call.excinfo.value, "cowcheck_found", None)
+    error = call.excinfo.value
+    found = getattr(error, "cowcheck_found", None) if isinstance(error, CheckFailure) else None
     if found is not None:  # a walk test (properties.map.walk_test): already shrunk
         _store_walk_failure(item, report, found)
         return
@@ -89,20 +93,27 @@ def pytest_runtest_makereport(item, call):
     record = getattr(machine, "record", None)
     if record is None or record.last is None or not hasattr(machine, "impl_spec"):
         return
+    # A failure Hypothesis could not reproduce (a map failing at random) reaches pytest as
+    # Hypothesis's FlakyFailure, not as the CheckFailure the harness raised: the record has it.
+    if not isinstance(error, CheckFailure) and record.first_failure is None:
+        return
     kind = machine_kind("map")
     config = machine.config
     factory = machine.factory
     make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)
-    options = dict(white_box=record.last.white_box, strict_live_iteration=config.strict_live_iteration)
+    options = dict(white_box=record.last.white_box, strict_live_iteration=config.strict_live_iteration,
+                   contract=config.contract)
     # The failure as the harness first raised it (Hypothesis replays it before reporting).
     original = record.first_failure_steps or record.last.steps
-    first = record.first_failure or call.excinfo.value.failure
-    steps, failure = shrink(original, first, make, harness_class=kind.harness_class, **options)
+    first = record.first_failure or error.failure
+    shrunk = shrink_failure(original, first, make, harness_class=kind.harness_class, **options)
+    steps, failure = shrunk.program, shrunk.failure
     result = HuntResult(failure, steps, len(original), record.first_failure_at, 0.0, 0.0,
-                        record.examples, record.steps, 0.0)
+                        record.examples, record.steps, 0.0, reproduced=shrunk.reproduced, replays=shrunk.replays)
     found_by = {"tool": "pytest", "test": item.nodeid, "generator": "hypothesis"}
     path, _ = store(result, kind=kind, impl_spec=machine.impl_spec, config=config, found_by=found_by,
                     directory=item.config.getoption("--cowcheck-dir"), harness_options=options)
     report.sections.append(("cowcheck counterexample",
-                            format_failure(failure, steps, machine.impl_spec, kind, config)
+                            format_failure(failure, steps, machine.impl_spec, kind, config,
+                                           (shrunk.reproduced, shrunk.replays))
                             + f"saved: {path}\nreplay: {replay_command(path, machine.impl_spec)}\n"))

@@ -1,4 +1,4 @@
-"""AsyncExecutionController: Flink 2.x's async state execution (SPEC §12, FLIP-424/425).
+"""AsyncExecutionController: Flink 2.x's async state execution (docs/contract.md §12, FLIP-424/425).
 
 Contract: records are processed asynchronously, yet every key behaves as if
 its records ran one at a time in arrival order. A record's processing

@@ -1,4 +1,4 @@
-"""CopyOnWriteStateMap: a port of Flink 2.3.0's heap state map (SPEC §3–§7).
+"""CopyOnWriteStateMap: a port of Flink 2.3.0's heap state map (docs/contract.md §3–§7).
 
 Contract: a hash map ``(key, namespace) -> state`` with chaining, incremental
 rehash and asynchronous snapshots. A snapshot costs one shallow copy of the
@@ -29,7 +29,7 @@ Maintenance notes:
 2. ``put_entry`` picks the table *before* it may start a rehash, and a new
    entry goes to the head of its chain.
 3. Faithful to Flink includes its quirks: reads that drive the rehash during a
-   live iteration can make the iterator repeat or skip entries (SPEC §7).
+   live iteration can make the iterator repeat or skip entries (docs/contract.md §7).
 4. For speed (see ``benchmarks/bench_map.py``) the keyed ops spell out their
    lookup (rehash step, hash, select_active_table, chain walk) instead of
    sharing a helper: get, put, _put_entry, _remove_entry and _lookup. A
@@ -42,7 +42,7 @@ The one usage rule: a state returned by ``get`` may be mutated in place by the
 caller; states handed to ``put`` belong to the map from then on.
 
 White-box fields (read by ``reference.invariants``) are public attributes
-named as in SPEC §3; they are not to be written from outside.
+named as in docs/contract.md §3; they are not to be written from outside.
 
 >>> m = CopyOnWriteStateMap(capacity=4)
 >>> m.put("k", 0, [1])
@@ -91,7 +91,7 @@ _INT_MAX = (1 << 31) - 1
 
 
 def _hash_of(key, namespace) -> int:
-    """``composite_hash`` (SPEC §2), rejecting None like Flink rejects null.
+    """``composite_hash`` (docs/contract.md §2), rejecting None like Flink rejects null.
 
     get, put, _put_entry and _remove_entry inline the int32 fast path below:
     in CPython the call alone would add about half to the hash's cost.

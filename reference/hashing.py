@@ -1,4 +1,4 @@
-"""Java-compatible hashing (SPEC §2).
+"""Java-compatible hashing (docs/contract.md §2).
 
 Python's ``hash()`` of ``str`` is salted per process, so it never decides a
 bucket here: every function below reproduces the int32 arithmetic of the JVM,

@@ -1,4 +1,4 @@
-"""Structural invariants of CopyOnWriteStateMap (SPEC §8), each written once.
+"""Structural invariants of CopyOnWriteStateMap (docs/contract.md §8), each written once.
 
 Every check is a function ``(view, ...) -> list[Violation]``; the state
 machines, the fuzzer and debug switches all call these, never restate them.

@@ -2,7 +2,7 @@
 
 Flink hands a state map keys of the job's key type and namespaces of the
 state's namespace type; besides ``Integer``, ``Long`` and ``String`` (Python
-``int`` and ``str``, SPEC §2) three types are everyday:
+``int`` and ``str``, docs/contract.md §2) three types are everyday:
 
 - :class:`Tuple2` (``org.apache.flink.api.java.tuple.Tuple2``): a composite
   key, as ``keyBy`` on two fields makes; ``hashCode = 31 * h(f0) + h(f1)``

@@ -1,4 +1,4 @@
-"""CopyOnWriteStateMapSnapshot: a read-only view of a map at one version (SPEC §6).
+"""CopyOnWriteStateMapSnapshot: a read-only view of a map at one version (docs/contract.md §6).
 
 Isolation is one-way: the map copies before it writes anything a live
 snapshot can reach, but objects read from a snapshot may still be shared with

@@ -9,7 +9,7 @@ mailbox, with the record's context restored first). A callback registered on a
 future that is already done runs at once, in the caller (which is the task
 thread by the usage rule below).
 
-Reference counting (``ContextStateFuture``, SPEC §12): the record context a
+Reference counting (``ContextStateFuture``, docs/contract.md §12): the record context a
 future belongs to is retained +1 when the future is created, +1 when a
 callback is registered; released -1 when the future completes and -1 when a
 callback finishes. Derived futures (the ones ``then_*`` return while the

@@ -1,4 +1,4 @@
-"""CopyOnWriteStateTable: one CopyOnWriteStateMap per key group (SPEC §10).
+"""CopyOnWriteStateTable: one CopyOnWriteStateMap per key group (docs/contract.md §10).
 
 Contract: a ``(key, namespace) -> state`` table over a contiguous key-group
 range of a job with ``max_parallelism`` key groups. Every keyed operation
@@ -315,7 +315,7 @@ class CopyOnWriteStateTableSnapshot:
         return chain.from_iterable(self.map_snapshots)
 
     def iterate(self, transformer: Optional[Callable[[Any], Any]] = None) -> SnapshotView:
-        """All key groups' entries; with a transformer this is the last use (SPEC §6)."""
+        """All key groups' entries; with a transformer this is the last use (docs/contract.md §6)."""
         views = [s.iterate(transformer) for s in self.map_snapshots]
         return SnapshotView(sum(len(v) for v in views), [e for v in views for e in v])
 

@@ -20,14 +20,16 @@ from typing import TextIO
 from properties.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
                                    one_line, seconds_arg)
 from properties.core import bounds
+from properties.core.contract import pointer
 from properties.core.errors import UsageError
 from properties.core.impls import probe_isolated, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.core.machine import machine_kind
+from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 from spark_fuzz.driver import run_campaign
 from spark_fuzz.executor import CampaignConfig
-from spark_fuzz.report import replay_command
+from spark_fuzz.report import failure_kind, replay_command
 from spark_fuzz.session import start
 from spark_fuzz.store import CampaignStore, CampaignStoreError
 
@@ -81,6 +83,9 @@ def register(sub) -> None:
                    help="check the structural invariants I1-I9 after every N-th step and at the end of each "
                         "walk (default 1: every step); P1-P7 are checked after every step regardless")
     p.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
+    p.add_argument("--contract", choices=list(CONTRACTS), default="flink",
+                   help="flink (default: snapshot isolation and Flink's copy discipline, P6) or isolation (what any "
+                        "snapshot map owes, no rule about when copies are made; docs/contract.md)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
     p.add_argument("--seed-time-limit", type=seconds_arg(), default=60.0, metavar="SECONDS",
@@ -128,7 +133,8 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                             examples=args.examples, invariants_every=args.invariants_every,
                             white_box=white_box, strict_live_iteration=args.strict_live_iteration,
                             seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit,
-                            batched=not args.call_by_call, sizes=args.sizes, in_process=args.in_process)
+                            batched=not args.call_by_call, sizes=args.sizes, contract=args.contract,
+                            in_process=args.in_process)
     batched = config.batched and config.executor == "raw" and callable(getattr(impl, "walk_harness", None))
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
     store = CampaignStore(args.out)
@@ -138,7 +144,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
         raise UsageError(str(exc)) from None
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
     stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
-                 f"{_invariants(config, white_box, batched)}, maps up to {config.sizes} "
+                 f"{_invariants(config, white_box, batched)}, contract {config.contract}, maps up to {config.sizes} "
                  f"({SIZE_CLASSES[config.sizes]:,} entries), out {args.out}\n")
     stdout.flush()
     if probed.notice:
@@ -175,9 +181,9 @@ def _run(args, stdout: TextIO, stderr: TextIO, impl, config, white_box: bool, ba
     if not result.distinct:
         stdout.write("no failures\n")
     for row in result.distinct:
-        stdout.write(f"FAILURE {row['kind']} {row['code']} {row['signature']}: seed {row['seed']} "
+        stdout.write(f"FAILURE {failure_kind(row)} {row['signature']}: seed {row['seed']} "
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
-                     f"  {replay_command(args.out, row)}\n")
+                     f"  {replay_command(args.out, row)}\n  {pointer(row['code'])}\n")
     stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
     if result.internal:
         first = result.internal[0]

@@ -364,11 +364,14 @@ def _first_line(exc: BaseException | None) -> str:
 
 
 def prefer(a: tuple[dict, int], b: tuple[dict, int]) -> tuple[dict, int]:
-    """Of two failures with one signature: the shorter program (rows without a
-    program count as longest), then the lower seed; occurrences add up."""
+    """Of two failures with one signature: the one whose program failed in every
+    replay (a deterministic one before one marked nondeterministic), then the
+    shorter program (rows without a program count as longest), then the lower
+    seed; occurrences add up."""
 
     def rank(row):
-        return (row["shrunk_steps"] if row["shrunk_steps"] is not None else math.inf, row["seed"])
+        return (bool(row.get("nondeterministic")),
+                row["shrunk_steps"] if row["shrunk_steps"] is not None else math.inf, row["seed"])
 
     return (a[0] if rank(a[0]) <= rank(b[0]) else b[0]), a[1] + b[1]
 

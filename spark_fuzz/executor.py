@@ -3,8 +3,12 @@
 ``run_seed(seed, config)`` builds a program from the seed, runs it against
 the implementation under test and the model step by step through
 :class:`~properties.map.harness.Harness` (so P1–P7 and, white-box, I1–I9 apply),
-and on failure shrinks it (:mod:`properties.core.shrink`) and returns the
-counterexample as JSON data (the file format of docs/counterexample-format.md).
+and on failure shrinks it (:func:`properties.core.shrink.shrink_failure`: the
+program is replayed 10 times before and after, and one that does not fail every
+time is marked nondeterministic) and returns the counterexample as JSON data
+(the file format of docs/counterexample-format.md). A call suspected of hanging
+at the run's pace that returns under the full step time limit was only slow:
+the seed's walk runs again at the new pace.
 The Spark driver only spreads seeds and gathers outcomes; everything that
 decides a verdict is here and is tested without Spark.
 
@@ -46,10 +50,12 @@ from properties.core.impls import resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.core.machine import RunRecord
 from properties.core.profiles import PROFILES, stabilise_generation
-from properties.core.shrink import confirm_replay, replay, shrink
+from properties.core.report import nondeterminism_note
+from properties.core.shrink import confirm_replay, is_hang, replay, shrink_failure
 import properties.flink  # noqa: F401  (registers --impl flink in every worker process; starts no JVM)
 from properties.map import MAP, MachineConfig, expected_results, make_map_machine
 from properties.map.harness import Harness
+from properties.map.harness import CONTRACTS
 from properties.map.ops import MAP_OPS, SIZE_CLASSES
 from properties.map.walks import SPACES, SampledHarness, walk_program
 
@@ -122,6 +128,7 @@ class CampaignConfig:
     sizes: str = attrs.field(default="large", validator=attrs.validators.in_(tuple(SIZE_CLASSES)))
     space: str = attrs.field(default="full", validator=attrs.validators.in_(SPACES))
     in_process: bool = False
+    contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -146,6 +153,8 @@ class Outcome:
     its limit) or ``worker-exit`` (the process running the seed died).
     ``counterexample`` is the shrunk failure as counterexample JSON data (None
     when there is no replayable program). ``ops``: steps applied and checked.
+    ``nondeterministic``: ``reproduced k of n replays`` when the stored program
+    did not fail in every replay (the implementation fails at random), else ''.
     Equality ignores ``seconds``.
     """
 
@@ -164,6 +173,7 @@ class Outcome:
     counterexample: dict | None = None
     seconds: float = attrs.field(default=0.0, eq=False)
     details: str = ""
+    nondeterministic: str = ""
 
     @property
     def failed(self) -> bool:
@@ -222,7 +232,8 @@ def run_seed(seed: int, config: CampaignConfig) -> Outcome:
 
 
 def _options(config: CampaignConfig, impl) -> dict:
-    return {"white_box": _white_box(config, impl), "strict_live_iteration": config.strict_live_iteration}
+    return {"white_box": _white_box(config, impl), "strict_live_iteration": config.strict_live_iteration,
+            "contract": config.contract}
 
 
 def _walk_harness(config: CampaignConfig, impl, options: dict):
@@ -233,6 +244,15 @@ def _walk_harness(config: CampaignConfig, impl, options: dict):
 
 
 def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcome:
+    while True:
+        outcome = _walk_once(seed, config, impl, started)
+        if outcome is not None:
+            return outcome
+        # A call suspected of hanging at the run's pace returned under the full limit: only slow.
+        # The walk again, at the new pace (the same seed, the same walk).
+
+
+def _walk_once(seed: int, config: CampaignConfig, impl, started: float) -> Outcome | None:
     options = _options(config, impl)
     base = dict(seed=seed, impl_spec=config.impl)
     try:
@@ -302,12 +322,16 @@ def _counts(harness: Harness) -> dict:
                 space=space.folded().to_json() if space is not None else {})
 
 
-def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure, options: dict) -> Outcome:
+def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure,
+            options: dict) -> Outcome | None:
+    """The outcome of a failing walk, its program shrunk and its reliability measured; None if
+    the failure was a call suspected of hanging that returned under the full limit."""
     program = list(harness.steps)
     make = functools.partial(impl.new, capacity=config.capacity)
     shrink_make, shrink_class = make, Harness
     batched = getattr(harness, "expect", None) is not None
-    if isinstance(harness, SampledHarness) or batched:
+    hang = is_hang(failure)  # replayed under the full limit by shrink_failure, once (each costs the limit)
+    if (isinstance(harness, SampledHarness) or batched) and not hang:
         # Checked after every step, call by call, the program may fail earlier or with another
         # code: that failure is the one `cowcheck replay` shows. A batched walk's must be the same.
         if batched:
@@ -317,35 +341,30 @@ def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: 
             confirmed = replay(program, make, harness_class=Harness, **options)
         failure = confirmed or failure
         program = program[: failure.step_index + 1]
-    original = len(program)
-    if config.shrink:
-        budget = time.perf_counter() + config.seed_time_limit
-        program, failure = _shrink_within(program, failure, shrink_make, shrink_class, options, budget)
-        if batched:  # the stored failure is the call-by-call bridge's, as replay shows it
-            failure = confirm_replay(program, failure, make, harness_class=Harness, what="the shrunk program",
-                                     **options)
-    return _with_counterexample(seed, config, program, failure, make, options, "walk", original,
-                                _counts(harness))
+    original = len(program[: failure.step_index + 1])
+    shrunk = shrink_failure(program, failure, shrink_make, harness_class=shrink_class, shrink=config.shrink,
+                            deadline=time.monotonic() + config.seed_time_limit, **options)
+    if not shrunk.confirmed:
+        return None
+    program, failure = shrunk.program, shrunk.failure
+    if batched and config.shrink and not hang:  # the stored failure is the call-by-call bridge's, as replay shows
+        failure = confirm_replay(program, failure, make, harness_class=Harness, what="the shrunk program", **options)
+    return _with_counterexample(seed, config, program, failure, make, options, "walk", original, _counts(harness),
+                                (shrunk.reproduced, shrunk.replays))
 
 
-def _shrink_within(program, failure, make, harness_class, options, budget):
-    """Shrink in rounds of a bounded number of replays until a fixpoint or the budget is spent."""
-    while time.perf_counter() < budget:
-        shorter, failure = shrink(program, failure, make, harness_class=harness_class, max_replays=500, **options)
-        if shorter == program:
-            break
-        program = shorter
-    return program, failure
-
-
-def _with_counterexample(seed, config, program, failure, make, options, generator, original, counts) -> Outcome:
+def _with_counterexample(seed, config, program, failure, make, options, generator, original, counts,
+                         reproduced: tuple) -> Outcome:
     found_by = {"tool": "cowcheck campaign", "generator": generator, "seed": seed, "executor": config.executor,
                 "steps": counts["ops"]}
     cx = Counterexample.build(program, failure, impl=config.impl, capacity=config.capacity, found_by=found_by,
-                              expected=expected_results(program), **options)
+                              expected=expected_results(program), white_box=options["white_box"],
+                              strict_live_iteration=options["strict_live_iteration"],
+                              settings=MAP.settings(MachineConfig(contract=config.contract)), reproduced=reproduced)
     return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
                    failing_op=program[failure.step_index].op if program else "", original_steps=original,
-                   counterexample=cx.to_json(), impl_spec=config.impl, **counts)
+                   counterexample=cx.to_json(), impl_spec=config.impl,
+                   nondeterministic=nondeterminism_note(reproduced).partition(": ")[2], **counts)
 
 
 def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
@@ -381,4 +400,4 @@ def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
     if result.failure is None:
         return Outcome(seed=seed, kind=PASS, impl_spec=config.impl, **counts)
     return _with_counterexample(seed, config, result.program, result.failure, make, options, "hypothesis",
-                                result.original_length, counts)
+                                result.original_length, counts, (result.reproduced, result.replays))

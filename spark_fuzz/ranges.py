@@ -137,7 +137,8 @@ class RangeResult:
                          "shrunk_steps": len(cx["steps"]) if cx else None,
                          "steps_json": json.dumps(cx["steps"]) if cx else None,
                          "counterexample_json": json.dumps(cx) if cx else None,
-                         "impl": config.impl, "executor": config.executor, "details": o.details or None})
+                         "impl": config.impl, "executor": config.executor, "details": o.details or None,
+                         "nondeterministic": o.nondeterministic or None})
         return rows
 
     def to_json(self) -> dict:
@@ -164,14 +165,15 @@ def guarded_run_seed(seed: int, config: CampaignConfig) -> Outcome:
 
 def run_range(start: int, stop: int, config: CampaignConfig, isolate: bool = True) -> RangeResult:
     """Run seeds ``start..stop-1``; one outcome per seed, in seed order. Each
-    step runs under ``config.step_time_limit``."""
+    call into the implementation runs under ``config.step_time_limit``, paced
+    (``properties.core.limits``: a hang is suspected within about a second)."""
     started = time.time()
     seeds = list(range(start, stop))
     if isolate and hasattr(os, "fork"):
         outcomes, startup = _run_forked(seeds, config)
     else:
         had_jvm = jvm_started() is not None
-        with limited(config.step_time_limit):
+        with limited(config.step_time_limit, paced=True):
             outcomes = [guarded_run_seed(seed, config) for seed in seeds]
         info = jvm_started()
         fresh = info is not None and not had_jvm
@@ -253,7 +255,7 @@ def _serve(requests_fd: int, out_fd: int) -> None:
                 out.write(json.dumps({"stuck": seconds}) + "\n")
                 out.flush()
 
-            with limited(config.step_time_limit, on_stuck=stuck):
+            with limited(config.step_time_limit, on_stuck=stuck, paced=True):
                 for seed in request["seeds"]:
                     out.write(json.dumps({"start": seed}) + "\n")
                     out.flush()

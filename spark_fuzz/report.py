@@ -22,6 +22,7 @@ from pathlib import Path
 
 import attrs
 
+from properties.core.contract import entries, pointer
 from properties.core.counterexample import replay_command as cx_replay_command
 from properties.core.files import write_atomically
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
@@ -29,12 +30,12 @@ from properties.map.space import SpaceCoverage
 from spark_fuzz.store import space_of_row
 
 __all__ = ["Summary", "summarise", "busy_seconds", "throughput_segments", "totals", "replay_command",
-           "render_markdown", "render_html", "write_report", "PLOTS"]
+           "render_markdown", "render_html", "write_report", "PLOTS", "failure_kind"]
 
 PLOTS = {
     "throughput": ("plots/throughput.png", "Throughput per partition over time"),
     "op_mix": ("plots/op_mix.png", "Operation mix"),
-    "coverage": ("plots/coverage.png", "SPEC §13 scenario coverage"),
+    "coverage": ("plots/coverage.png", "Scenario coverage (docs/contract.md §13)"),
 }
 
 
@@ -190,7 +191,7 @@ def plot_coverage(runs: list[dict], path: Path, white_box: bool = True) -> None:
     coverage = totals(runs, "coverage")
     names = MAP_SCENARIOS if white_box else BLACK_BOX_SCENARIOS
     _bars([(name, coverage.get(name, 0)) for name in names], path,
-          "SPEC §13 scenario hits (red: never reached)", "hits (log scale)", log=True)
+          "Scenario hits (docs/contract.md §13; red: never reached)", "hits (log scale)", log=True)
 
 
 # ---------------------------------------------------------------- reports
@@ -202,10 +203,24 @@ def _coverage_rows(runs: list[dict], white_box: bool) -> list[tuple[str, str, in
     return [(name, description, coverage.get(name, 0)) for name, description in names.items()]
 
 
+def failure_kind(row: dict) -> str:
+    """``KIND CODE``, with ``(nondeterministic: reproduced k of n replays)`` if the row's program
+    did not fail in every replay."""
+    mark = row.get("nondeterministic")
+    return f"{row['kind']} {row['code']}" + (f" (nondeterministic: {mark})" if mark else "")
+
+
 def _failure_table(out_dir, distinct: list[dict]) -> list[list[str]]:
-    return [[row["signature"], f"{row['kind']} {row['code']}", str(row["seed"]), str(row.get("occurrences", 1)),
+    return [[row["signature"], failure_kind(row), str(row["seed"]), str(row.get("occurrences", 1)),
              "" if row["shrunk_steps"] is None else str(row["shrunk_steps"]), replay_command(out_dir, row)]
             for row in distinct]
+
+
+def _code_lines(distinct: list[dict]) -> list[str]:
+    """What each failing code means: its title in the contract and where to read it."""
+    codes = dict.fromkeys(row["code"] for row in distinct)
+    known = entries()
+    return [f"{code}: {known[code].title + ' ' if code in known else ''}{pointer(code)}" for code in codes]
 
 
 def _summary_rows(s: Summary, meta: dict) -> list[tuple[str, str]]:
@@ -238,11 +253,12 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
     if distinct:
         lines += ["| signature | kind | first seed | seeds | steps | replay |", "|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(cells[:5]) + f" | `{cells[5]}` |" for cells in _failure_table(out_dir, distinct)]
+        lines += [""] + [f"- {line}" for line in _code_lines(distinct)]
     else:
         lines.append("None: every seed passed.")
     rows = _coverage_rows(runs, white_box)
     reached = sum(1 for _, _, hits in rows if hits)
-    lines += ["", f"## SPEC §13 scenario coverage: {reached}/{len(rows)} reached", "",
+    lines += ["", f"## Scenario coverage (docs/contract.md §13): {reached}/{len(rows)} reached", "",
               "| scenario | hits |", "|---|---|"]
     lines += [f"| {description} | {hits:,}{'  **never reached**' if not hits else ''} |"
               for _, description, hits in rows]
@@ -280,11 +296,12 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
             parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells[:5])
                          + f"<td><code>{e(cells[5])}</code></td></tr>")
         parts.append("</table>")
+        parts += ["<ul>"] + [f"<li>{e(line)}</li>" for line in _code_lines(distinct)] + ["</ul>"]
     else:
         parts.append("<p>None: every seed passed.</p>")
     rows = _coverage_rows(runs, white_box)
     reached = sum(1 for _, _, hits in rows if hits)
-    parts += [f"<h2>SPEC §13 scenario coverage: {reached}/{len(rows)} reached</h2>",
+    parts += [f"<h2>Scenario coverage (docs/contract.md §13): {reached}/{len(rows)} reached</h2>",
               "<table><tr><th>scenario</th><th>hits</th></tr>"]
     parts += [f"<tr><td>{e(description)}</td><td{' class=never' if not hits else ''}>"
               f"{hits:,}{' never reached' if not hits else ''}</td></tr>" for _, description, hits in rows]

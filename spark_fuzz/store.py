@@ -78,6 +78,7 @@ FAILURES_SCHEMA = pa.schema([
     ("failing_op", pa.string()), ("ops", pa.int64()), ("original_steps", pa.int64()),
     ("shrunk_steps", pa.int64()), ("steps_json", pa.string()), ("counterexample_json", pa.string()),
     ("impl", pa.string()), ("executor", pa.string()), ("details", pa.string()),
+    ("nondeterministic", pa.string()),  # "reproduced k of n replays" (null: every replay; older parts: null)
 ])
 _MAPS = ("coverage", "op_mix", "findings", "space_size_classes", "space_keys", "space_namespaces")
 

@@ -1,4 +1,4 @@
-"""Unit tests of the async execution controller, its parts and state futures (SPEC §12)."""
+"""Unit tests of the async execution controller, its parts and state futures (docs/contract.md §12)."""
 
 import threading
 

@@ -1,10 +1,12 @@
 """Campaign rows to reports, the campaign directory, seed planning and dedupe: all without Spark."""
 
+import html
 import json
 
 import pyarrow.parquet as pq
 import pytest
 
+from properties.core.contract import pointer
 from spark_fuzz.driver import distinct_failures_locally, missing_ranges, plan_ranges, prefer
 from spark_fuzz.executor import CampaignConfig
 from spark_fuzz.ranges import run_range
@@ -161,8 +163,9 @@ def test_the_markdown_report_has_the_summary_failures_coverage_and_plots(found):
     text = render_markdown("DIR", runs, failures, distinct, CONFIG.impl, "raw", {"master": "local[2]"})
     assert "| seeds | 6 in 1 ranges |" in text
     assert f"`cowcheck replay DIR/counterexamples/{distinct[0]['signature']}.json --trace`" in text
-    assert "## SPEC §13 scenario coverage:" in text
+    assert "## Scenario coverage (docs/contract.md §13):" in text
     assert "![Throughput per partition over time](plots/throughput.png)" in text
+    assert all(pointer(row["code"]) in text for row in distinct)
 
 
 def test_the_html_report_escapes_what_it_shows():
@@ -170,6 +173,7 @@ def test_the_html_report_escapes_what_it_shows():
     text = render_html("DIR", [_run(0, 2)], [failure], [dict(failure, occurrences=1)], "a<b", "raw", {})
     assert "<script>" not in text and "&lt;script&gt;" in text
     assert "<img src='plots/coverage.png'" in text
+    assert html.escape(pointer(failure["code"])) in text
 
 
 def test_an_empty_campaign_reports_no_failures():

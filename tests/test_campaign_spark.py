@@ -81,7 +81,7 @@ def test_the_report_lists_the_failures_with_replay_commands_and_the_coverage(mut
     for row in mutant_campaign.distinct:
         assert f"cowcheck replay {out / 'counterexamples' / row['signature']}.json --trace" in markdown
         assert row["signature"] in html
-    assert "SPEC §13 scenario coverage" in markdown
+    assert "Scenario coverage (docs/contract.md §13)" in markdown
     assert all((out / "plots" / name).stat().st_size > 1000 for name in ("throughput.png", "op_mix.png",
                                                                         "coverage.png"))
 

@@ -8,7 +8,7 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from properties.checkpoint.harness import (
     CHECKPOINT_SCENARIOS,
-    SPEC_13_CHECKPOINT_SCENARIOS,
+    REQUIRED_CHECKPOINT_SCENARIOS,
     CheckpointHarness,
     render_checkpoint_program,
 )
@@ -33,7 +33,7 @@ def _run_ci(factory=None, config=CheckpointMachineConfig()):
 def test_reference_passes_20k_ci_steps_and_reaches_every_checkpoint_scenario():
     record = _run_ci()
     assert record.steps >= 20_000
-    assert [name for name in SPEC_13_CHECKPOINT_SCENARIOS if record.coverage[name] == 0] == []
+    assert [name for name in REQUIRED_CHECKPOINT_SCENARIOS if record.coverage[name] == 0] == []
     assert [name for name in CHECKPOINT_SCENARIOS if record.coverage[name] == 0] == []
 
 

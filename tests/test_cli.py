@@ -21,7 +21,7 @@ def test_check_on_the_reference_finds_nothing_and_reports_coverage():
     run = cowcheck("check", "--examples", "30", "--seed", "1")
     assert run.returncode == 0, run.stderr
     assert "white-box" in run.stdout
-    assert "Scenario coverage (SPEC §13)" in run.stdout
+    assert "Scenario coverage (docs/contract.md §13)" in run.stdout
 
 
 def test_check_black_box_on_the_model_finds_nothing():
@@ -62,7 +62,7 @@ def test_module_factory_that_cannot_be_imported_is_named():
 
 def test_factory_missing_the_api_is_named():
     err = _one_line_error(cowcheck("check", "--impl", "collections:OrderedDict"))
-    assert "lacks the SPEC §15 methods" in err
+    assert "lacks the docs/contract.md §15 methods" in err
 
 
 def test_examples_and_minutes_together_are_rejected():
@@ -92,3 +92,25 @@ def test_check_of_an_async_mutant_fails_and_stores_a_replayable_counterexample(t
 def test_a_mutant_of_another_machine_names_the_right_machine():
     run = cowcheck("check", "--impl", "mutant:async-timeout-never-fires")
     assert run.returncode == 2 and "--machine async" in run.stderr
+
+
+def test_version_names_cowcheck_and_the_packages_a_bug_report_needs():
+    run = cowcheck("--version")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("cowcheck ") and "hypothesis" in run.stdout
+
+
+def test_a_mistyped_machine_is_bad_usage_with_the_close_name_offered():
+    run = cowcheck("check", "--machine", "mapp")
+    assert run.returncode == 2
+    assert "did you mean 'map'?" in run.stderr and len(run.stderr.strip().splitlines()) == 1
+
+
+def test_check_help_names_every_machine():
+    from properties.core.machine import MACHINES
+
+    run = cowcheck("check", "--help")
+    assert run.returncode == 0
+    text = " ".join(run.stdout.split())
+    for kind in MACHINES.values():
+        assert kind.summary and " ".join(kind.summary.split()) in text, kind.name

@@ -200,7 +200,7 @@ def test_remove_of_absent_key_changes_nothing():
     assert 3 == len(m)
 
 
-# ------------------------------------------- identity contracts (SPEC §6)
+# ------------------------------------------- identity contracts (docs/contract.md §6)
 
 def test_copy_on_write_contracts_of_flink():
     # Port of Flink's CopyOnWriteStateMapTest.testCopyOnWriteContracts.
@@ -260,7 +260,7 @@ def test_in_place_mutation_of_value_returned_by_get_does_not_reach_snapshot():
     assert [(3, 3, [3]), (2, 2, [2]), (1, 1, [1])] == list(s)
 
 
-# ------------------------------------------ copy rules of SPEC §4's table
+# ------------------------------------------------ copy rules of docs/contract.md §4
 
 def test_put_never_copies_the_given_state_even_under_snapshot():
     m = CopyOnWriteStateMap(capacity=4)

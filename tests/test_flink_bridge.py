@@ -1,5 +1,5 @@
 """The Flink bridge (properties.flink): Flink 2.3.0's own CopyOnWriteStateMap,
-in this process's JVM, behind the SPEC §15 API. Every test here runs the real jar."""
+in this process's JVM, behind the docs/contract.md §15 API. Every test here runs the real jar."""
 
 import io
 import json
@@ -15,12 +15,14 @@ import pytest
 import properties.flink
 from properties.core.counterexample import load
 from properties.core.impls import resolve
+from properties.core.keys import fresh
 from properties.core.program import Step
 from properties.core.shrink import replay, shrink
 from properties.flink import BATCH_OPS, FlinkCapacityError, FlinkStateMap, jvm, run_batch
 from properties.map.harness import Harness
 from properties.map.ops import MAP_OPS
-from reference import ConcurrentModificationError, CopyOnWriteStateMap
+from properties.flink.jvm import Java
+from reference import VOID_NAMESPACE, ConcurrentModificationError, CopyOnWriteStateMap, TimeWindow, Tuple2
 from reference.serializers import IntSerializer, ListSerializer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -185,17 +187,112 @@ def test_an_exception_in_the_transform_function_comes_back_unchanged():
     assert m.get(1, 0) == [1]
 
 
-def test_states_must_be_lists_of_int32_and_keys_int_str_or_bool():
+def test_states_must_be_lists_of_int32_and_keys_of_the_key_types():
     m = FlinkStateMap()
-    with pytest.raises(TypeError, match="lists of int32"):
-        m.put(1, 0, ["x"])
-    with pytest.raises(TypeError, match="lists of int32"):
-        m.put(1, 0, [1 << 40])
-    with pytest.raises(TypeError, match="int, str or bool"):
-        m.put(1.5, 0, [])
+    for bad_state in (["x"], [1 << 40]):
+        with pytest.raises(TypeError):
+            m.put(1, 0, bad_state)
+    for bad_key in (1.5, (1, "a"), Tuple2(1.5, "a"), 1 << 70):
+        with pytest.raises(TypeError):
+            m.put(bad_key, 0, [])
+    assert len(m) == 0
     m.put(1 << 40, "ns", [])
     m.put(True, -(1 << 63), [])
-    assert sorted(map(repr, m)) == ["(1099511627776, 'ns', [])", "(True, -9223372036854775808, [])"]
+    m.put(Tuple2(-7, "\ud800x"), TimeWindow(0, 60_000), [1])
+    m.put("", VOID_NAMESPACE, [2])
+    assert sorted(map(repr, m)) == ["('', VOID_NAMESPACE, [2])", "(1099511627776, 'ns', [])",
+                                    "(True, -9223372036854775808, [])",
+                                    "(Tuple2(-7, '\\ud800x'), TimeWindow(0, 60000), [1])"]
+
+
+def _same_java_object(a, b) -> bool:
+    seen = Java.jpype.JClass("java.util.IdentityHashMap")()
+    seen.put(a, 1)
+    return bool(seen.containsKey(b))
+
+
+def test_a_python_object_seen_again_is_the_same_java_object_a_new_one_a_new_java_object():
+    """What the harness hands the map becomes what a Java caller would hand Flink: fresh keys as
+    fresh Java objects (never Integer.valueOf's cached ones), held keys as the same object, values
+    CPython keeps one object of as one Java object per value."""
+    m = FlinkStateMap()
+    to_java = m._keys
+    for value in (-100, 1000, 1 << 40, "key", "日", "\ud800", Tuple2(300, "ab"), TimeWindow(0, 10)):
+        held = fresh(value)
+        assert _same_java_object(to_java(held), to_java(held)), value
+        assert not _same_java_object(to_java(fresh(value)), to_java(fresh(value))), value
+        assert to_java(fresh(value)).equals(to_java(held))  # equal objects, by Java's equals
+    for value in (5, -5, 256, "", "é", True, VOID_NAMESPACE):
+        assert _same_java_object(to_java(value), to_java(fresh(value))), value
+    other = FlinkStateMap()
+    assert not _same_java_object(to_java(1000 + 0), other._keys(1000 + 0))
+
+
+def test_python_keys_only_the_bridge_refers_to_are_forgotten_held_ones_kept():
+    m = FlinkStateMap()
+    held = [fresh(10_000 + i) for i in range(50)]
+    first = [m._keys(k) for k in held]
+    for i in range(20_000):
+        m.put(fresh(1_000_000 + i % 500), 0, [])
+    assert len(m._keys) < 8_000
+    assert all(_same_java_object(m._keys(k), j) for k, j in zip(held, first))
+
+
+def test_a_release_without_a_key_type_refuses_it_naming_the_release_and_the_type(monkeypatch):
+    from properties.core.errors import UsageError
+    from properties.flink import WalkHarness, WalkMap, convert
+    from properties.flink.releases import selected_release
+
+    jvm()
+    monkeypatch.setitem(convert._MISSING, selected_release(), frozenset(convert.KEY_TYPE_CLASSES[TimeWindow][1][:1]))
+    for make in (lambda: Harness(FlinkStateMap()), lambda: WalkHarness(WalkMap())):
+        harness = make()
+        harness.apply(Step("put", (1, 0, [1])))  # the other types still run
+        with pytest.raises(convert.FlinkKeyTypeError) as caught:  # neither the map's failure nor cowcheck's
+            harness.apply(Step("put", (1, TimeWindow(0, 10), [1])))
+        assert isinstance(caught.value, UsageError) and caught.value.release == selected_release()
+        assert "TimeWindow" in caught.value.what
+
+
+def test_cowcheck_check_on_a_release_without_key_types_is_bad_usage_in_one_line(tmp_path):
+    result = _python(f"""
+        import sys
+        from properties.flink import convert
+        convert._MISSING["2.3.0"] = frozenset(c for _, cs in convert.KEY_TYPE_CLASSES.values() for c in cs)
+        from properties.cli import main
+        sys.exit(main(["check", "--impl", "flink", "--examples", "20", "--seed", "1",
+                       "--save-dir", {str(tmp_path)!r}]))
+    """)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "2.3.0" in lines[0], lines
+    assert any(name in lines[0] for name in ("Tuple2", "TimeWindow", "VoidNamespace")), lines
+
+
+@pytest.mark.parametrize("key, namespace", [
+    (Tuple2(-7, "\ud800\U0001f600"), TimeWindow(-(1 << 63), 0)),
+    ("a\udfffé", VOID_NAMESPACE),
+    ((1 << 63) - 1, 300),
+], ids=["tuple-window", "string-void", "long-int"])
+def test_every_answer_names_keys_as_the_python_types(key, namespace):
+    """Keys coming back from Java (iteration, keys(), snapshots, visits, white-box entries) are the
+    Python types the caller put, lone surrogates and non-BMP characters included."""
+    m = FlinkStateMap()
+    m.put(key, namespace, [1])
+    s = m.snapshot()
+    assert list(m) == [(key, namespace, [1])]
+    assert list(m.keys(fresh(namespace))) == [key]
+    assert list(s) == [(key, namespace, [1])]
+    assert [(e.key, e.namespace) for e in s.entry_objects()] == [(key, namespace)]
+    view = m.introspect()
+    assert [(e.key, e.namespace) for e in view.primary_table if e is not None] == [(key, namespace)]
+    assert all(type(e.key) is type(key) for e in view.primary_table if e is not None)
+    visitor = m.incremental_visitor(4)
+    rows = []
+    while visitor.has_next():
+        rows += visitor.next_entries()
+    assert rows == [(key, namespace, [1])] and type(rows[0][1]) is type(namespace)
+    s.release()
 
 
 def test_twins_of_unreachable_states_are_forgotten_and_identity_still_holds():
@@ -288,15 +385,22 @@ def test_introspection_shows_flinks_table_at_the_98th_insert():
 # ------------------------------------------------------------------- batch
 
 
-def test_batch_java_numbers_operations_in_the_order_of_the_maps_table():
-    source = (Path(properties.flink.__file__).parent / "java" / "cowcheck" / "bridge" / "Batch.java").read_text()
+def test_java_numbers_operations_in_the_order_of_the_maps_table():
+    source = (Path(properties.flink.__file__).parent / "java" / "cowcheck" / "bridge" / "Ops.java").read_text()
     codes = {name.lower(): int(code) for name, code in re.findall(r"static final int ([A-Z_]+) = (\d+);", source)
-             if not name.startswith("DETAIL")}
+             if name != "LAST_BATCH"}
+    assert sorted(codes, key=codes.get) == list(MAP_OPS.names)
     batch = [op.name for op in MAP_OPS if op.batch]
-    assert list(BATCH_OPS) == batch == sorted(codes, key=codes.get)
-    # The batch operations come first in the table: op code = position in the table.
+    assert re.search(r"LAST_BATCH = ([A-Z_]+);", source).group(1).lower() == batch[-1]
+    assert list(BATCH_OPS) == batch
+    # The batch operations come first in the table: op code = position in the table, in a batch as in a walk.
     assert batch == list(MAP_OPS.names[: len(batch)])
     assert {"write_snapshot"} == set(MAP_OPS.names) - set(batch)  # the harness drives it through FlinkStateMap
+    jvm()
+    assert list(Java.Batch.operations()) == list(Java.Walk.operations()) == list(MAP_OPS.names)
+    for name in ("Batch.java", "Walk.java"):  # one numbering: the constants are Ops.java's only
+        text = (Path(properties.flink.__file__).parent / "java" / "cowcheck" / "bridge" / name).read_text()
+        assert not re.search(r"static final int (PUT|GET|REHASH) = ", text), name
 
 
 def test_batch_runs_a_program_in_one_call_with_identity_numbers():
@@ -368,13 +472,32 @@ def test_map_machine_on_flink_with_keys_enough_to_rehash_passes_and_reaches_the_
     from properties.core.machine import RunRecord
 
     record = RunRecord()
-    machine = make_map_machine(FlinkStateMap, MachineConfig(capacity=128, keys=160, namespaces=2), record,
-                               impl_spec="flink")
+    # The classic world (int keys 0..159, namespaces 0..1) drives one table through rehashes under snapshots.
+    machine = make_map_machine(FlinkStateMap, MachineConfig(capacity=128, keys=160, namespaces=2, space="classic"),
+                               record, impl_spec="flink")
     run_state_machine_as_test(machine, settings=settings(settings.get_profile("ci"), max_examples=60,
                                                          stateful_step_count=300))
     assert machine.impl_spec == "flink"
     assert record.coverage["rehash-step-copies"] > 0
     assert record.coverage["rehash-finish-under-snapshot"] > 0
+
+
+def test_map_machine_on_flink_over_every_key_family_passes_and_hands_every_kind_of_key():
+    from hypothesis import settings
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from properties.core.machine import RunRecord
+    from properties.map.machine import MachineConfig, make_map_machine
+
+    record = RunRecord()
+    machine = make_map_machine(FlinkStateMap, MachineConfig(capacity=128, keys=40, namespaces=3), record,
+                               impl_spec="flink")
+    run_state_machine_as_test(machine, settings=settings(settings.get_profile("ci"), max_examples=60,
+                                                         stateful_step_count=120))
+    kinds = set(record.space.keys) | set(record.space.namespaces)
+    assert {"Tuple2", "TimeWindow", "VoidNamespace", "long, beyond int32", "int, > 256"} <= kinds, kinds
+    assert any(k.startswith("string") for k in kinds), kinds
+    assert record.space.fresh > 0 and record.space.held > 0
 
 
 @pytest.mark.parametrize("name", ["live-iteration-rehash.json", "live-iteration-rehash-skip.json"])

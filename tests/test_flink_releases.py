@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,53 @@ def test_regression_range_names_the_last_bad_and_first_good_release():
     assert regression_range(row) == "last reproduces on 1.15.4, first passes on 1.17.2"
     assert regression_range({"1.13.6": PASSES, "2.3.0": PASSES}) == "passes on every release run (1.13.6–2.3.0)"
     assert regression_range({"1.13.6": NOT_APPLICABLE}) == "-"
+
+
+def test_flink_1_13_6_takes_every_key_family_and_operation_batched_and_call_by_call():
+    """The oldest release: no key type missing, parity programs of every family identical to the
+    reference, batched walks judged as the call-by-call bridge judges them (the real map passes;
+    keys compared with == fail the same way on both paths unless the caller holds them)."""
+    script = textwrap.dedent("""
+        import json
+        from properties.flink.releases import select_release
+        select_release("1.13.6")
+        from properties.core.keys import family_of
+        from properties.core.program import Step
+        from properties.core.shrink import replay
+        from properties.flink import FlinkStateMap, jvm
+        from properties.flink.jvm import Java
+        from properties.flink.parity import run_parity
+        from properties.flink.walk import WalkHarness, WalkMap
+        from properties.map.harness import Harness
+        from properties.map.walks import walk_program
+
+        def verdict(f):
+            return None if f is None else [f.kind, f.code, f.step_index]
+
+        out = {"release": jvm().flink_version, "missing": [str(c) for c in Java.Keys.missing()]}
+        parity = run_parity(40, [13], 300, 1, 10)
+        out["differences"] = parity["counts"]["differences"]
+        out["families"] = sorted(parity["families"])
+        verdicts, families = [], set()
+        for corruption in ("", "identity-keys"):
+            for seed in range(10):
+                program = list(walk_program(seed, 150))
+                families |= {family_of(s.args[0]).name for s in program if s.op == "put"}
+                pair = [verdict(replay(program, lambda: None, harness_class=lambda _: h))
+                        for h in (WalkHarness(WalkMap(corruption=corruption), white_box=True),
+                                  Harness(FlinkStateMap(corruption=corruption), white_box=True))]
+                verdicts.append([corruption, seed] + pair)
+        out["verdicts"], out["walk_families"] = verdicts, sorted(families)
+        print(json.dumps(out))
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["release"] == "1.13.6" and out["missing"] == []
+    assert out["differences"] == 0
+    assert {f.split("/")[0] for f in out["families"]} == {"int", "long", "string", "tuple"}, out["families"]
+    assert {f.split("/")[1] for f in out["families"]} == {"int", "void", "window"}, out["families"]
+    assert all(batched == per_call for _, _, batched, per_call in out["verdicts"]), out["verdicts"]
+    assert all(batched is None for corruption, _, batched, _ in out["verdicts"] if not corruption)
+    assert any(batched is not None for corruption, _, batched, _ in out["verdicts"] if corruption)

@@ -10,7 +10,13 @@ import textwrap
 
 import pytest
 
+import random
+
 from properties.core.impls import UnknownImplementationError, resolve
+from properties.core.keys import FAMILIES, family_of, nth_key
+from properties.flink.convert import answer
+from properties.map.ops import MAX_COUNT
+from reference import VOID_NAMESPACE, TimeWindow, Tuple2
 from properties.core.program import Step
 from properties.core.shrink import replay
 from properties.flink import FlinkStateMap, jvm
@@ -40,19 +46,24 @@ def test_walk_numbers_operations_as_the_maps_table():
 
 
 @pytest.mark.parametrize("white_box", [False, True], ids=["black-box", "white-box"])
-@pytest.mark.parametrize("corruption", ["", "mark-fresh", "misplace", "lose-size", "stale-required"])
+@pytest.mark.parametrize("corruption", ["", "mark-fresh", "misplace", "lose-size", "stale-required", "identity-keys"])
 def test_batched_walks_judge_every_program_as_the_call_by_call_bridge(corruption, white_box):
     """Same programs, same map (Flink's own, corrupted or not): kind, code and step of the first
     failure are identical, white-box invariants computed in Java against the Python checks over
-    the bridge's mirrors."""
+    the bridge's mirrors. The walks draw every key and namespace family, bulk steps and
+    ``hold_keys`` (the seeds below cover them all: asserted)."""
     verdicts = []
+    families = set()
     for seed in range(24):
         program = list(walk_program(seed, 150))
+        families |= _families(program)
         batched = _run(WalkHarness(WalkMap(corruption=corruption), white_box=white_box), program)
         per_call = _run(Harness(FlinkStateMap(corruption=corruption), white_box=white_box), program)
         assert _verdict(batched) == _verdict(per_call), (seed, batched and batched.message,
                                                          per_call and per_call.message)
         verdicts.append(_verdict(batched))
+    assert families >= {"int", "long", "string", "tuple", "void", "window", "hold_keys", "put_range",
+                        "remove_range", "get_range"}, families
     if corruption:
         expected = CORRUPTIONS[corruption].white_box if white_box else CORRUPTIONS[corruption].black_box
         failed = [v for v in verdicts if v is not None]
@@ -60,6 +71,99 @@ def test_batched_walks_judge_every_program_as_the_call_by_call_bridge(corruption
         assert {code for _, code, _ in failed} <= set(expected), verdicts
     else:
         assert verdicts == [None] * len(verdicts)
+
+
+def _families(program) -> set:
+    """The key and namespace families of a program's keyed steps, and its bulk and hold_keys steps."""
+    out = set()
+    for step in program:
+        if step.op in ("put", "get", "remove", "contains_key"):
+            out |= {family_of(step.args[0]).name, family_of(step.args[1]).name}
+        elif step.op in ("put_range", "remove_range", "get_range", "hold_keys"):
+            out.add(step.op)
+    return out
+
+
+def _identity_program(family: str, keys, namespace, hold: bool) -> list:
+    """Puts, reads, updates and removes of ``keys`` under ``namespace``, each step handing the map
+    new equal objects unless the caller holds its keys."""
+    steps = [Step("hold_keys", ())] if hold else []
+    steps += [Step("put", (k, namespace, [i])) for i, k in enumerate(keys)]
+    steps += [Step("get", (k, namespace)) for k in keys]
+    steps += [Step("put", (k, namespace, [i, i])) for i, k in enumerate(keys)]
+    steps += [Step("get_range", (family, 0, 40, namespace)), Step("put_range", (family, 0, 40, namespace, [1])),
+              Step("get_range", (family, 0, 40, namespace)), Step("contains_key", (keys[0], namespace)),
+              Step("remove_range", (family, 0, 40, namespace))]
+    steps += [Step("remove", (k, namespace)) for k in keys] + [Step("iterate", ())]
+    return steps
+
+
+_FRESH_CASES = {  # (family, keys, namespace): keys Python hands fresh (not pinned), Java must too
+    "ints above 256": ("int", [1000, 1001, 70_000, -(1 << 31)], 0),
+    "ints in Java's Integer cache": ("int", [-100, -6, -128], 7),
+    "strings": ("string", ["key", "日本", "\ud800x", "Aa"], 0),
+    "Tuple2 keys": ("tuple", [Tuple2(5, "a"), Tuple2(300, "é")], VOID_NAMESPACE),
+    "longs, TimeWindow namespaces": ("long", [1 << 40, -(1 << 40)], TimeWindow(0, 60_000)),
+}
+
+
+@pytest.mark.parametrize("white_box", [False, True], ids=["black-box", "white-box"])
+@pytest.mark.parametrize("case", sorted(_FRESH_CASES))
+def test_keys_reach_flink_as_fresh_objects_an_identity_comparing_map_fails_unless_keys_are_held(case, white_box):
+    """Fresh objects on the Java side, on both paths: with keys compared by == (the identity-keys
+    corruption of Flink's real map) the walk fails, batched and call by call alike, at the same
+    step (the first get of a key put before); once the caller holds its keys (hold_keys) the same
+    walk passes; Flink's map itself passes both."""
+    family, keys, namespace = _FRESH_CASES[case]
+    for hold in (False, True):
+        program = _identity_program(family, keys, namespace, hold)
+        for corruption in ("identity-keys", ""):
+            batched = _run(WalkHarness(WalkMap(corruption=corruption), white_box=white_box), program)
+            per_call = _run(Harness(FlinkStateMap(corruption=corruption), white_box=white_box), program)
+            assert _verdict(batched) == _verdict(per_call), (hold, corruption, batched and batched.message)
+            if corruption and not hold:
+                assert (batched.kind, batched.code, batched.step_index) == ("DIVERGENCE", "P1", len(keys)), batched
+            else:
+                assert batched is None, (hold, corruption, batched.message)
+
+
+def test_values_python_keeps_one_object_of_are_one_java_object_on_both_paths():
+    """Values CPython keeps one object of (ints -5..256, "" and one Latin-1 character) cannot be
+    handed fresh from Python: both paths hand Flink one Java object per value, so an
+    identity-comparing map passes on them (and on nothing else: the test above)."""
+    programs = [[Step("put", (k, 5, [1])) for k in (0, 255, -5, 256)] + [Step("get", (k, 5)) for k in (0, 255, 256)],
+                [Step("put", (k, "", [2])) for k in ("é", "a", "")] + [Step("get", ("é", "")), Step("remove", ("a", "")),
+                                                                       Step("iterate", ())]]
+    for program in programs:
+        for harness in (WalkHarness(WalkMap(corruption="identity-keys"), white_box=True),
+                        Harness(FlinkStateMap(corruption="identity-keys"), white_box=True)):
+            assert _run(harness, program) is None
+
+
+def test_java_computes_the_bulk_sequence_of_every_family_as_python():
+    jvm()
+    for position, family in enumerate(FAMILIES):
+        for first, count in ((0, 5000), ((1 << 31) - 2000, 2000 + MAX_COUNT // 50), (987_654_321, 700)):
+            java = answer(Java.Keys.nthJson(position, first, count))
+            assert java == [nth_key(family, i) for i in range(first, first + count)], family
+    strings = answer(Java.Keys.nthJson(list(FAMILIES).index("string"), 0, 300))
+    assert any("\ud800" in s for s in strings) and any(len(s) < len(s.encode("utf-16-le")) // 2 for s in strings)
+
+
+def test_java_writes_keys_as_python_repr_writes_them():
+    """Checker.java's messages name keys as Python's repr does (batched and call-by-call failures
+    carry equal messages): strings with quotes, escapes, lone surrogates, non-BMP, Tuple2,
+    TimeWindow, VOID_NAMESPACE."""
+    from properties.flink.convert import java_template
+
+    jvm()
+    r = random.Random(7)
+    values = ["", "'", '"', "'\"", "a\\b", "\t\n\r\x00\x7f", "\xa0\xad\u00e9", "\ud800", "\udfff\ud800",
+              "\U0001f600", "\u2028\u200b\ue000", "日本", 0, -1, 1 << 40, True,
+              Tuple2(-3, "x'y"), TimeWindow(-(1 << 63), 5), VOID_NAMESPACE]
+    values += [FAMILIES[name].draw(r) for name in FAMILIES for _ in range(60)]
+    java = list(Java.Repr.reprs(Java.object_array([java_template(v) for v in values])))
+    assert [str(x) for x in java] == [repr(v) for v in values]
 
 
 def test_white_box_batched_walks_count_the_scenarios_the_python_classification_counts():

@@ -16,7 +16,7 @@ from reference.hashing import (
 )
 
 
-# SPEC §2 test vectors, produced by Flink itself.
+# docs/contract.md §2 test vectors, produced by Flink itself.
 
 def test_bit_mix_matches_flink_vectors():
     assert 1364076727 == bit_mix(1)

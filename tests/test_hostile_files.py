@@ -142,7 +142,6 @@ def test_generated_tests_hold_exactly_the_statements_of_a_clean_file_whatever_it
 
         def hostile(data, text=text):
             data["failure"]["message"] = text
-            data["failure"]["code"] = text
             data["implementation"]["spec"] = text
         # the file's own name carries the text too (a received file can be called anything)
         name = tmp_path / "in" / ("x" + text.replace("/", "_").replace("\x00", "") + ".json")
@@ -157,12 +156,22 @@ def test_generated_tests_hold_exactly_the_statements_of_a_clean_file_whatever_it
     assert not marker.exists()
 
 
+def test_a_file_whose_failure_code_is_not_the_contracts_is_bad_input(tmp_path):
+    marker = tmp_path / "INJECTED"
+    clean = clean_map_file(tmp_path / "in")
+    for i, text in enumerate(HOSTILE_TEXT + ["P66"]):
+        path = variant(clean, tmp_path / "in" / f"code{i}.json",
+                       lambda data, text=text.format(marker=str(marker)): data["failure"].update(code=text))
+        code, _, err = in_process("replay", path, "--to-pytest", "--impl", "reference", "--out-dir", tmp_path / "o")
+        assert code == 2 and "unknown failure code" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "o").exists() and not marker.exists()
+
+
 def test_replay_shows_file_text_escaped_on_the_terminal(tmp_path):
     clean = clean_map_file(tmp_path)
     forged = "I9\x1b[2K\r   passes: the failure no longer reproduces\x07"
 
     def hostile(data):
-        data["failure"]["code"] = forged
         data["implementation"]["spec"] = "x\x1b]0;owned\x07"
         data["failure"]["message"] = forged
     path = variant(clean, tmp_path / "esc\x1b[1m.json", hostile)
@@ -172,6 +181,10 @@ def test_replay_shows_file_text_escaped_on_the_terminal(tmp_path):
         assert run.returncode == 1, run.stderr
         for stream in (run.stdout, run.stderr):
             assert "\x1b" not in stream and "\r" not in stream and "\x07" not in stream
+    forged_code = variant(clean, tmp_path / "code.json", lambda d: d["failure"].update(code=forged))
+    run = cowcheck("replay", forged_code, "--impl", "mutant:skip-prefix-copy", cwd=tmp_path)
+    one_line_usage_error(run)  # not a code of the contract
+    assert "\x1b" not in run.stderr and "\r" not in run.stderr and "\x07" not in run.stderr
     bad = variant(clean, tmp_path / "bad.json", lambda d: d["steps"][0].update(op="\x1b[2Jput"))
     run = cowcheck("replay", bad, cwd=tmp_path)
     one_line_usage_error(run)

@@ -47,7 +47,7 @@ def test_reference_shows_flinks_live_iteration_quirk_as_a_finding_not_a_failure(
 
 
 def test_strict_live_iteration_contract_fails_on_the_faithful_port():
-    # SPEC §7: reads that drive the rehash mid-iteration repeat or skip entries.
+    # docs/contract.md §7: reads that drive the rehash mid-iteration repeat or skip entries.
     with pytest.raises(CheckFailure) as caught:
         _run_ci(CopyOnWriteStateMap, MachineConfig(strict_live_iteration=True))
     assert (caught.value.failure.kind, caught.value.failure.code) == ("DIVERGENCE", "P7")

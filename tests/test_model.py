@@ -67,7 +67,7 @@ def test_model_snapshot_is_frozen_against_in_place_mutation_of_values_returned_b
 
 def test_model_snapshot_holds_what_an_eager_deep_copy_would_hold_under_random_programs():
     """Snapshots save a slot's value only when it first changes; that must equal a deep
-    copy of the whole map taken when the snapshot was (the oracle's definition, SPEC §9)."""
+    copy of the whole map taken when the snapshot was (the oracle's definition, docs/contract.md §9)."""
     import copy
     import random
 

@@ -35,7 +35,7 @@ def rehashing_map():
 # ------------------------------------------------ StateMapEntry copy constructor
 
 def test_copy_with_version_copies_every_field_and_shares_state_and_next():
-    """SPEC §3: the copy constructor ``(other, entry_version)`` copies key,
+    """docs/contract.md §3: the copy constructor ``(other, entry_version)`` copies key,
     namespace, the state *reference*, hash, next and state_version.
     Kills xǁStateMapEntryǁcopy_with_version__mutmut_1..7."""
     state, tail = [1, 2], StateMapEntry("t", "ns", [0], 5, None, 1, 1)
@@ -65,7 +65,7 @@ def test_is_empty_follows_inserts_and_removes():
 
 
 def test_select_active_table_picks_the_table_that_holds_the_entry():
-    """SPEC §4 select_active_table, on a map mid-rehash: every entry sits in
+    """docs/contract.md §4 select_active_table, on a map mid-rehash: every entry sits in
     the table the helper picks; buckets below rehash_index go to the new table.
     Kills xǁCopyOnWriteStateMapǁ_select_active_table__mutmut_1..9."""
     m = rehashing_map()
@@ -112,7 +112,7 @@ def test_incremental_visitor_sees_the_only_entry_of_a_map():
 
 
 def test_incremental_visitor_scans_at_most_n_empty_buckets_per_call():
-    """SPEC §7: the visitor scans at most ``recommended_max_records`` empty
+    """docs/contract.md §7: the visitor scans at most ``recommended_max_records`` empty
     buckets per call, so a call may return nothing. One entry in bucket b of
     a table of 16: with N=1 the first b calls return [], call b+1 the chain.
     Kills xǁStateIncrementalVisitorǁ__init____mutmut_6 (N dropped) and
@@ -129,7 +129,7 @@ def test_incremental_visitor_scans_at_most_n_empty_buckets_per_call():
 
 
 def test_incremental_visitor_never_walks_a_rehash_table_started_after_the_primary_was_swapped():
-    """SPEC §7: the chain iterator walks the primary captured at start, then
+    """docs/contract.md §7: the chain iterator walks the primary captured at start, then
     the current rehash table *only if the primary has not been swapped*. A
     visitor started on table P, after a rehash finished (P swapped out) and a
     second one started (table T2 filling), ends: P's buckets are all empty and
@@ -240,7 +240,7 @@ def same_objects(left, right) -> bool:
 
 
 def test_chained_copy_reuses_middle_entries_already_copied_for_the_newest_snapshot():
-    """SPEC §4 chained_copy_on_write: "nodes already newer are reused" — not
+    """docs/contract.md §4, chained copy-on-write: entries already newer are reused — not
     just the head. Chain 3 -> 2 -> 1 under a snapshot: writing 2 copies 3 and
     2; writing 1 afterwards must reuse both copies and copy only 1.
     Kills xǁCopyOnWriteStateMapǁ_chained_copy_on_write__mutmut_24 (``<=``)."""
@@ -276,7 +276,7 @@ def test_foreign_snapshot_error_names_the_snapshot_version():
 
 
 def test_rehash_moves_entries_created_after_the_newest_snapshot_without_copying():
-    """SPEC §5: a rehash step copies a moved entry only if its entry_version
+    """docs/contract.md §5: a rehash step copies a moved entry only if its entry_version
     < R; entries created after the newest snapshot move as they are (same
     objects, same versions), so nothing is copied twice.
     Kills xǁCopyOnWriteStateMapǁ_incremental_rehash__mutmut_12 (``<=``)."""
@@ -297,7 +297,7 @@ def test_rehash_moves_entries_created_after_the_newest_snapshot_without_copying(
 
 
 def test_mod_count_starts_at_0_and_counts_each_structural_change_once():
-    """SPEC §3/§4: mod_count (a white-box field, also reported by
+    """docs/contract.md §3/§4: mod_count (a white-box field, also reported by
     ConcurrentModificationError) is 0 for a new map and grows by exactly one
     per insert of a new key and per remove; updates, reads, copy-on-write,
     rehash steps, snapshots and removes of absent keys leave it alone.

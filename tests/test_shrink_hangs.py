@@ -1,19 +1,24 @@
-"""Shrinking a hang: candidates run under a short per-step limit taken from the
-program's own pace, and the result is confirmed under the full limit (a step that
-is only slow under the short limit must not end up as the shrunk TIMEOUT)."""
+"""Hangs in seconds: the step time limit times the implementation's calls only; a paced
+limit suspects a call at the run's pace and the suspicion is confirmed once under the full
+limit (a call that is only slow is not a hang: the pace goes up and the work runs again);
+shrinking a hang runs its candidates under a short per-call limit taken from the program's
+own pace, and the result is confirmed under the full limit (a step that is only slow under
+the short limit must not end up as the shrunk TIMEOUT)."""
 
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "zoo"))
 
 from tiny import TinyMap  # noqa: E402
 
 from properties.core.failures import TIME_LIMIT, TIMEOUT  # noqa: E402
-from properties.core.limits import StepTimeLimit, current_limit  # noqa: E402
+from properties.core.limits import PACE_FLOOR, StepTimeLimit, current_limit  # noqa: E402
 from properties.core.program import Step  # noqa: E402
-from properties.core.shrink import replay, shrink  # noqa: E402
+from properties.core.shrink import replay, shrink, shrink_failure  # noqa: E402
 from properties.map.harness import Harness  # noqa: E402
 
 LIMITS_SEEN: list = []
@@ -70,3 +75,147 @@ def test_a_step_that_is_slow_under_the_short_limit_is_not_taken_for_the_hang():
     assert (failure.kind, failure.code) == (TIMEOUT, TIME_LIMIT)
     with StepTimeLimit(1.0):
         assert replay(steps, SlowWithOneSnapshot, harness_class=Harness).step_index == len(steps) - 1
+
+
+# ------------------------------------------------- the limit times the implementation only
+
+
+class SleepyHarness(Harness):
+    """The harness's own checking takes 0.3 s a step: cowcheck's time, not the map's."""
+
+    def check_after_step(self, step):
+        time.sleep(0.3)
+        super().check_after_step(step)
+
+
+class SleepsInGet(TinyMap):
+    def get(self, key, namespace):
+        time.sleep(0.3)
+        return super().get(key, namespace)
+
+
+def test_the_limit_times_the_calls_into_the_implementation_not_the_harnesss_checking():
+    program = [Step("put", (1, 0, [1])), Step("get", (1, 0))]
+    with StepTimeLimit(0.1):
+        assert replay(program, TinyMap, harness_class=SleepyHarness) is None
+        failure = replay(program, SleepsInGet, harness_class=Harness)
+    assert (failure.kind, failure.code, failure.step_index) == (TIMEOUT, TIME_LIMIT, 1)
+
+
+class EndlessHarness(Harness):
+    def check_after_step(self, step):
+        for _ in range(500):  # 5 s: far past the bound below
+            time.sleep(0.01)
+
+
+def test_a_step_whose_own_checking_runs_past_its_bound_is_cowchecks_error_not_a_timeout(monkeypatch):
+    from properties.core import limits
+    from properties.core.errors import InternalError
+
+    monkeypatch.setattr(limits, "_HARNESS_FLOOR", 0.3)
+    with StepTimeLimit(0.05), pytest.raises(InternalError):
+        replay([Step("put", (1, 0, [1]))], TinyMap, harness_class=EndlessHarness)
+
+
+# ----------------------------------------------------------- paced limits
+
+
+def test_a_paced_limit_suspects_a_hang_at_its_pace_and_it_is_stored_as_confirmed_under_the_full_limit():
+    make = HangsWithTwoSnapshots
+    with StepTimeLimit(3.0, paced=True) as limit:
+        assert limit.pace == PACE_FLOOR < 3.0
+        failure = replay(_program(), make, harness_class=Harness)
+        assert (failure.kind, failure.code) == (TIMEOUT, TIME_LIMIT)
+        assert limit.last_timeout == PACE_FLOOR  # interrupted at the pace: a suspicion
+        LIMITS_SEEN.clear()
+        shrunk = shrink_failure(_program(), failure, make, harness_class=Harness)
+    assert shrunk.confirmed and (shrunk.reproduced, shrunk.replays) == (1, 1)
+    assert [s.op for s in shrunk.program] == ["snapshot", "snapshot", "get"]
+    assert (shrunk.failure.kind, shrunk.failure.code) == (TIMEOUT, TIME_LIMIT)
+    assert LIMITS_SEEN[-1] == 3.0 and min(LIMITS_SEEN) < PACE_FLOOR  # candidates quick, one replay in full
+
+
+class SlowUnderASnapshot(TinyMap):
+    """Correct, but its first get under a live snapshot takes 1.3 s: past the pace, within the limit."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.slowed = False
+
+    def get(self, key, namespace):
+        if self.live and not self.slowed:
+            self.slowed = True
+            time.sleep(1.3)
+        return super().get(key, namespace)
+
+
+def test_a_call_past_the_pace_that_returns_under_the_full_limit_is_not_a_hang_and_takes_the_pace_up():
+    with StepTimeLimit(3.0, paced=True) as limit:
+        failure = replay(_program(), SlowUnderASnapshot, harness_class=Harness)
+        assert (failure.kind, failure.code) == (TIMEOUT, TIME_LIMIT)
+        shrunk = shrink_failure(_program(), failure, SlowUnderASnapshot, harness_class=Harness)
+        assert not shrunk.confirmed
+        assert limit.pace == 3.0  # 10x the suspected call's second, capped by the limit
+        assert replay(_program(), SlowUnderASnapshot, harness_class=Harness) is None
+
+
+SLOW_ONCE = [True]
+
+
+class SlowOnceInTheProcess(TinyMap):
+    def get(self, key, namespace):
+        if self.live and SLOW_ONCE[0]:
+            SLOW_ONCE[0] = False
+            time.sleep(1.3)
+        return super().get(key, namespace)
+
+
+def test_hunt_runs_the_walk_a_slow_call_stopped_again_and_the_map_passes():
+    from hypothesis import settings
+
+    from properties.core.hunt import hunt
+    from properties.core.machine import RunRecord, machine_kind
+
+    kind = machine_kind("map")
+    config = kind.config(capacity=4, white_box=False)
+    make, options = kind.replay_setup(SlowOnceInTheProcess, config)
+    SLOW_ONCE[0] = True
+    with StepTimeLimit(3.0, paced=True):
+        result = hunt(lambda record: kind.builder(SlowOnceInTheProcess, config, record), make, base_seed=1,
+                      profile=settings.get_profile("ci"), examples=2, record=RunRecord(), harness_options=options,
+                      replay_harness=kind.harness_class, walker=kind.walker, walks=8)
+    assert result.failure is None and result.slow_calls == 1 and not SLOW_ONCE[0]
+
+
+def test_no_spare_walks_are_run_after_a_hang():
+    from properties.core.walk_phase import run_walks
+    from properties.map import walk
+
+    with StepTimeLimit(0.2):
+        run = run_walks(walk, HangsWithTwoSnapshots, harness_class=Harness, harness_options={"white_box": False},
+                        base_seed=1, walks=32, spares=4)
+    assert (run.finding.failure.kind, run.finding.failure.code) == (TIMEOUT, TIME_LIMIT)
+    assert run.more == [] and run.walks == run.finding.walk
+
+
+def test_building_and_probing_run_under_the_full_limit_not_the_pace():
+    from properties.map import _introspection_problem
+    from reference import CopyOnWriteStateMap
+
+    class SlowView(CopyOnWriteStateMap):
+        slow = True
+
+        def introspect(self):
+            if SlowView.slow:
+                SlowView.slow = False
+                time.sleep(1.3)
+            return super().introspect()
+
+    with StepTimeLimit(3.0, paced=True):
+        assert _introspection_problem(SlowView(capacity=4)) is None
+
+
+def test_a_shorter_nested_limit_keeps_the_outer_limits_dead_mans_switch():
+    with StepTimeLimit(5.0) as outer:
+        with StepTimeLimit(0.05) as inner:
+            assert inner._dead_man == outer.seconds == 5.0

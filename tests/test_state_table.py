@@ -32,7 +32,7 @@ def keys_in_group(group, max_parallelism=8, count=3):
 
 def test_entries_go_to_the_map_of_their_flink_key_group():
     table = CopyOnWriteStateTable(KeyGroupRange(0, 127), 128, capacity=4)
-    for key, group in [(0, 94), (1, 86), (42, 29), ("abc", 115)]:  # SPEC §2 vectors
+    for key, group in [(0, 94), (1, 86), (42, 29), ("abc", 115)]:  # docs/contract.md §2 vectors
         table.put(key, 0, [key])
         assert table.key_group_of(key) == group
         assert list(table.map_for_key_group(group)) == [(key, 0, [key])]

@@ -2,7 +2,7 @@
 
 A dict with snapshots taken by deep copy. Simple and correct for reads and
 snapshots, but it has no fail-fast iteration and copies every snapshot in
-full; the suite reports what it breaks of SPEC §15.
+full; the suite reports what it breaks of docs/contract.md §15.
 """
 
 import copy

@@ -1,4 +1,4 @@
-"""The async machine: Flink's FLIP-424 AsyncExecutionController (SPEC §12), registered as machine ``async``.
+"""The async machine: Flink's FLIP-424 AsyncExecutionController (docs/contract.md §12), registered as machine ``async``.
 
 - ``ops``: the operations (record arrivals, time, triggers, drains, mailbox runs);
 - ``harness``: drives a controller against the serial model, checks A1–A10;
@@ -23,6 +23,7 @@ __all__ = ["ASYNC", "AsyncHarness", "AsyncMachineConfig", "make_async_machine"]
 
 ASYNC = MachineKind(
     name="async",
+    summary="the FLIP-424 async execution controller",
     operations=ASYNC_OPS,
     harness_class=AsyncHarness,
     builder=make_async_machine,

@@ -1,4 +1,4 @@
-"""Drive an async execution controller and the serial model side by side (SPEC §12).
+"""Drive an async execution controller and the serial model side by side (docs/contract.md §12).
 
 A program is a list of :class:`~properties.core.program.Step` over the ops of
 :data:`~properties.async_exec.ops.ASYNC_OPS`: record arrivals (each record runs a small program of
@@ -108,7 +108,7 @@ class AsyncMachineConfig:
     epoch_mode: str = attrs.field(default="serial", validator=attrs.validators.in_(EPOCH_MODES))
 
 
-# SPEC §13's async scenarios (the first four) and one more worth counting.
+# docs/contract.md §13's async scenarios (the first four) and one more worth counting.
 ASYNC_SCENARIOS: dict[str, str] = {
     "same-key-blocked-then-activated": "same-key request blocked, then activated when the key was released",
     "backpressure-drain": "a new record drained in-flight records first (backpressure)",

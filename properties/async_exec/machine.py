@@ -1,4 +1,4 @@
-"""A Hypothesis state machine over the async execution controller (SPEC §12).
+"""A Hypothesis state machine over the async execution controller (docs/contract.md §12).
 
 ``make_async_machine(factory, config, record)`` returns a
 ``RuleBasedStateMachine`` class whose rules interleave record arrivals (one

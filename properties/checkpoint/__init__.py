@@ -1,4 +1,4 @@
-"""The checkpoint machine: key-grouped tables, the two-phase checkpoint write and restore (SPEC §10–§11).
+"""The checkpoint machine: key-grouped tables, the two-phase checkpoint write and restore (docs/contract.md §10–§11).
 
 - ``ops``: the operations (keyed writes and reads on two states, checkpoints, restores);
 - ``harness``: drives a backend against the checkpoint model, checks P1/P4/P6/P7 and C1–C5;
@@ -22,6 +22,7 @@ __all__ = ["CHECKPOINT", "CheckpointHarness", "CheckpointMachineConfig", "make_c
 
 CHECKPOINT = MachineKind(
     name="checkpoint",
+    summary="the heap backend's checkpoint write and restore",
     operations=CHECKPOINT_OPS,
     harness_class=CheckpointHarness,
     builder=make_checkpoint_machine,

@@ -61,7 +61,7 @@ __all__ = [
     "CheckpointHarness",
     "key_pool",
     "CHECKPOINT_SCENARIOS",
-    "SPEC_13_CHECKPOINT_SCENARIOS",
+    "REQUIRED_CHECKPOINT_SCENARIOS",
     "STATES",
     "InjectedWriteFailure",
     "FaultInjectingStreams",
@@ -88,7 +88,8 @@ CHECKPOINT_SCENARIOS: dict[str, str] = {
     "merge-handles": "a restore merging several handles (scale in)",
     "recover-and-continue": "state restored from a checkpoint and changed further",
 }
-SPEC_13_CHECKPOINT_SCENARIOS = ("write-while-mutated", "restore-smaller-range")
+# The checkpoint scenarios docs/contract.md §13 requires every run to reach.
+REQUIRED_CHECKPOINT_SCENARIOS = ("write-while-mutated", "restore-smaller-range")
 
 _MISSING = object()
 

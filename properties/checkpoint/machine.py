@@ -1,4 +1,4 @@
-"""A Hypothesis state machine for checkpoints of key-grouped heap state (SPEC §10, §11).
+"""A Hypothesis state machine for checkpoints of key-grouped heap state (docs/contract.md §10, §11).
 
 ``make_checkpoint_machine(factory)`` returns a ``RuleBasedStateMachine``
 class whose rules interleave keyed operations on two list states (put, get,

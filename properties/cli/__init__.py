@@ -22,13 +22,15 @@ every command:
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import sys
 from importlib import metadata
 from typing import TextIO
 
 import properties.flink  # noqa: F401  (registers --impl flink)
 import properties.machines  # noqa: F401  (registers every machine)
-from properties.cli import check, checkpoint, mutants, prove, replay, versions
+from properties.cli import check, checkpoint, explain, mutants, prove, replay, versions
 from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error
 from properties.core.boundary import catching_interrupts
 from properties.core.errors import UsageError
@@ -37,13 +39,35 @@ from properties.core.profiles import tune_collector
 
 __all__ = ["main", "build_parser", "COMMANDS", "ENTRY_POINT_GROUP"]
 
-COMMANDS = (check, mutants, replay, checkpoint, prove, versions)
+COMMANDS = (check, mutants, replay, checkpoint, prove, versions, explain)
 ENTRY_POINT_GROUP = "cowcheck.commands"
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2, no usage dump
-        raise UsageError(f"{message} (see '{self.prog} --help')")
+        raise UsageError(f"{message}{_did_you_mean(message)} (see '{self.prog} --help')")
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
+
+
+def _did_you_mean(message: str) -> str:
+    """``; did you mean 'map'?`` for an invalid choice close to a valid one."""
+    found = _INVALID_CHOICE.search(message)
+    if not found:
+        return ""
+    choices = re.findall(r"'([^']*)'", found.group(2))
+    close = difflib.get_close_matches(found.group(1), choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def version_text() -> str:
+    """``cowcheck X (Python Y, hypothesis Z, ...)``: what a bug report needs."""
+    from properties.core.counterexample import tool_versions
+
+    versions = tool_versions()
+    rest = ", ".join(f"{name} {version}" for name, version in versions.items() if name != "cowcheck")
+    return f"cowcheck {versions.get('cowcheck', 'unknown')} ({rest})"
 
 
 def _unavailable(name: str, reason: str):
@@ -56,6 +80,7 @@ def build_parser(commands: tuple = ()) -> argparse.ArgumentParser:
     """The parser of every built-in command, the ``commands`` given (modules with
     ``register``), and the commands of the ``cowcheck.commands`` entry points."""
     parser = _Parser(prog="cowcheck", description="Property-based verification of copy-on-write state maps.")
+    parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", parser_class=_Parser, required=True)
     for module in COMMANDS + tuple(commands):
         module.register(sub)

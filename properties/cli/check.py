@@ -13,16 +13,19 @@ from hypothesis import settings
 from properties.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
                                    seed_arg, store_found)
 from properties.core import bounds
+from properties.core.contract import pointer
 from properties.core.counterexample import replay_command
 from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
 from properties.core.hunt import HuntResult, hunt, store
 from properties.core.impls import resolve
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
+from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit, active_limit
 from properties.core.machine import MACHINES, RunRecord, machine_kind
 from properties.core.profiles import stabilise_generation
 from properties.core.report import format_failure, format_summary
+from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
+from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 
 __all__ = ["register", "check"]
@@ -37,7 +40,9 @@ def register(sub) -> None:
                                    "coverage and failures. Exit 0: nothing found, 1: failure found (stored, "
                                    "shrunk, replayable), 2: bad usage, 3: internal error of cowcheck.")
     p.add_argument("--machine", default="map", choices=sorted(MACHINES),
-                   help="which state machine: the map (default), the async controller, checkpoints")
+                   help="which state machine: " + "; ".join(f"{kind.name}: {kind.summary}" for kind in
+                                                           sorted(MACHINES.values(), key=lambda k: k.name))
+                        + " (default map)")
     p.add_argument("--impl", default="reference",
                    help="reference | model | mutant:NAME | flink | MODULE:FACTORY (default: reference)")
     p.add_argument("--in-process", action="store_true",
@@ -71,6 +76,10 @@ def register(sub) -> None:
     p.add_argument("--epoch-mode", choices=["serial", "parallel"],
                    help="async machine: how non-records separate epochs (serial: SERIAL_BETWEEN_EPOCH, Flink's "
                         "default; parallel: PARALLEL_BETWEEN_EPOCH)")
+    p.add_argument("--contract", choices=list(CONTRACTS), default=None,
+                   help="map machine: flink (default: snapshot isolation and Flink's copy discipline, P6) or "
+                        "isolation (what any snapshot map owes, with no rule about when copies are made; "
+                        "docs/contract.md)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
     p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT,
@@ -78,6 +87,9 @@ def register(sub) -> None:
                    help=f"a step running longer is a TIMEOUT failure (default {DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--shrink-seconds", type=seconds_arg(), default=DEFAULT_SHRINK_SECONDS, metavar="SECONDS",
                    help=f"time budget for shrinking a failure (default {DEFAULT_SHRINK_SECONDS:g})")
+    p.add_argument("--replays", type=count_arg(bounds.MAX_REPLAYS), default=DEFAULT_REPLAYS, metavar="N",
+                   help=f"replay a failing program N times before and after shrinking; one that does not fail "
+                        f"every time is reported and stored as nondeterministic (default {DEFAULT_REPLAYS})")
     p.add_argument("--save-dir", default=DEFAULT_SAVE_DIR,
                    help="where shrunk failures are stored (default .cowcheck/counterexamples)")
     p.add_argument("--no-save", action="store_true", help="do not store the counterexample")
@@ -85,7 +97,7 @@ def register(sub) -> None:
 
 
 def check(args, stdout: TextIO, stderr: TextIO) -> int:
-    with StepTimeLimit(args.step_time_limit, on_stuck=lambda seconds: _stuck(args, stdout, seconds)):
+    with StepTimeLimit(args.step_time_limit, on_stuck=lambda seconds: _stuck(args, stdout, seconds), paced=True):
         return _check(args, stdout, stderr)
 
 
@@ -103,10 +115,12 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     keys = args.keys or (max(12, capacity * 5 // 4) if sized else None)
     if args.epoch_mode is not None and "epoch_mode" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
-    sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (SPEC §17)
+    if args.contract is not None and "contract" not in attrs.fields_dict(kind.config_class):
+        raise UsageError(f"--contract applies to the map machine, not {args.machine!r}")
+    sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (docs/contract.md §17)
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes)
+                             sizes=sizes, contract=args.contract)
     try:
         probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
     except CheckFailure as exc:  # building one crashed (ended its process, raised SystemExit...)
@@ -114,15 +128,16 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     white_box = probed.white_box
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=white_box,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes)
+                             sizes=sizes, contract=args.contract)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     mode = "white-box" if white_box else "black-box"
     where = f", capacity {capacity}" if sized else ""
-    stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description}), {mode}{where}, "
-                 f"profile {args.profile}, seed {base_seed}\n")
+    level = f", contract {config.contract}" if hasattr(config, "contract") else ""
+    stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description}), {mode}{where}"
+                 f"{level}, profile {args.profile}, seed {base_seed}\n")
     stdout.flush()
     if probed.notice:
         stderr.write(f"cowcheck: notice: {probed.notice}\n")
@@ -138,7 +153,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
                       harness_options=options, replay_harness=kind.harness_class,
                       shrink_seconds=args.shrink_seconds, walker=kind.walker_for(config), walks=walks,
-                      walk_with=_batched_walks(impl, kind, config))
+                      walk_with=_batched_walks(impl, kind, config), replays=args.replays)
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
@@ -146,6 +161,10 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         return 130
     progress.update(record.examples, record.steps, force=True)
     progress.finish()
+    if result.slow_calls:
+        limit = active_limit()
+        stdout.write(f"slow calls: {result.slow_calls} ran past the run's pace and returned within the step time "
+                     f"limit (not hangs; the work they stopped ran again; pace now {limit.pace:g} s)\n")
     walked = result.walks
     if result.phase == "walks":
         found_by = {"tool": "cowcheck check", "generator": "walk", "seed": base_seed, "walk": walked.walks,
@@ -165,16 +184,18 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(f"first failure found by the walk phase after {walked.seconds * 1000:.0f} ms; shrunk "
                      f"{result.original_length} -> {len(result.program)} steps in "
                      f"{result.seconds_to_shrink * 1000:.0f} ms\n")
-        stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
-        return _report_saved(stdout, saved, impl, args)
+        stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
+                                    (result.reproduced, result.replays)))
+        return _report_saved(stdout, saved, impl, result, args)
     stdout.write(format_summary(record, result.seconds_to_find, kind, white_box))
     if result.failure is None:
         return 0
     stdout.write(f"first failure found by Hypothesis after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
-    stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config))
-    return _report_saved(stdout, saved, impl, args)
+    stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
+                                (result.reproduced, result.replays)))
+    return _report_saved(stdout, saved, impl, result, args)
 
 
 def _failed_at_construction(args, stdout: TextIO, stderr: TextIO, failure: Failure, kind, impl, config) -> int:
@@ -186,7 +207,7 @@ def _failed_at_construction(args, stdout: TextIO, stderr: TextIO, failure: Failu
     saved = _save(args, stderr, result, kind, impl, config, dict(options, white_box=False), found_by)
     stdout.write("building the implementation failed before any step\n")
     stdout.write(format_failure(failure, [], impl.spec, kind, config))
-    return _report_saved(stdout, saved, impl, args)
+    return _report_saved(stdout, saved, impl, result, args)
 
 
 def _batched_walks(impl, kind, config):
@@ -213,7 +234,10 @@ def _save(args, stderr: TextIO, result: HuntResult, kind, impl, config, options,
                        args.save_dir, stderr)
 
 
-def _report_saved(stdout: TextIO, saved, impl, args) -> int:
+def _report_saved(stdout: TextIO, saved, impl, result: HuntResult, args) -> int:
+    if result.nondeterministic:
+        stdout.write(f"the implementation is nondeterministic: the stored program failed in {result.reproduced} of "
+                     f"{result.replays} replays (the verdict stands: it failed)\n")
     if saved is not None:
         path, written = saved
         verb = "saved" if written else "already stored (same signature, no longer)"
@@ -235,7 +259,7 @@ def _stuck(args, stdout: TextIO, seconds: float) -> None:
                                            f"of {args.step_time_limit:g} s and could not be interrupted (native "
                                            f"code; {seconds:.0f} s)", len(steps) - 1, "returns", "still running")
     stdout.write(f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (not shrunk: the step hangs "
-                 f"in native code)\n  {failure.message}\n")
+                 f"in native code)\n  {failure.message}\n  {pointer(failure.code)}\n")
     if not args.no_save:
         result = HuntResult(failure, steps, len(steps), None, seconds, 0.0, record.examples, record.steps, seconds)
         impl = _RUN["impl"]

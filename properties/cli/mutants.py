@@ -8,10 +8,12 @@ from hypothesis import settings
 
 from properties.cli.common import count_arg, seconds_arg, seed_arg
 from properties.core import bounds
+from properties.core.contract import CONTRACT
 from properties.core.errors import UsageError
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.mutants import catalogue, format_table, run_mutant
 from properties.core.profiles import stabilise_generation
+from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALKS
 
 __all__ = ["register", "mutants"]
@@ -32,6 +34,9 @@ def register(sub) -> None:
     p.add_argument("--walks", type=count_arg(bounds.MAX_WALKS, zero=True), default=DEFAULT_WALKS, metavar="N",
                    help=f"seeded swarm walks before Hypothesis, per mutant (default {DEFAULT_WALKS}; "
                         f"0: Hypothesis only)")
+    p.add_argument("--replays", type=count_arg(bounds.MAX_REPLAYS), default=DEFAULT_REPLAYS, metavar="N",
+                   help=f"replays of a kill's program before and after shrinking, to tell a nondeterministic "
+                        f"mutant (default {DEFAULT_REPLAYS})")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")
@@ -52,14 +57,17 @@ def mutants(args, stdout: TextIO, stderr: TextIO) -> int:
     stabilise_generation()
     profile = settings.get_profile(args.profile)
     rows = []
-    with StepTimeLimit(args.step_time_limit):
+    with StepTimeLimit(args.step_time_limit, paced=True):
         for i, mutant in enumerate(chosen, 1):
             stderr.write(f"[{i}/{len(chosen)}] {mutant.name} ... ")
             stderr.flush()
             row = run_mutant(mutant, white_box=not args.black_box, seed=args.seed, examples=args.examples,
-                             max_seconds=args.max_seconds, profile=profile, walks=args.walks)
+                             max_seconds=args.max_seconds, profile=profile, walks=args.walks, replays=args.replays)
             by = f" by {'the walk phase' if row.phase == 'walks' else 'Hypothesis'}" if row.killed else ""
+            if row.nondeterministic:
+                by += f" (nondeterministic: reproduced {row.reproduced} of {row.replays} replays)"
             stderr.write(f"{'killed' if row.killed else 'SURVIVED'} in {row.seconds:.3f} s{by}\n")
             rows.append(row)
     stdout.write(format_table(rows))
+    stdout.write(f"what a code in 'caught by' means: cowcheck explain CODE ({CONTRACT})\n")
     return 0 if all(r.killed for r in rows) else 1

@@ -2,7 +2,9 @@
 
 replay exits 1 if a failure reproduces, 0 if it no longer does (for
 bisecting a fix), 2 for bad input, 3 for an internal error; files are
-validated before anything runs.
+validated before anything runs. A file marked nondeterministic (its program
+failed in only k of n replays when it was stored) is replayed n times, and
+replay says in how many it failed (exit 1 if in any).
 
 A counterexample file is data: it may name any implementation, but only the
 built-in ones (``reference``, ``model``, ``mutant:NAME``, ``flink``...) are
@@ -27,9 +29,10 @@ from typing import TextIO
 
 import attrs
 
-from properties.cli.common import PrintableOutput, check_output_directory, seconds_arg, store_found
+from properties.cli.common import PrintableOutput, check_output_directory, count_arg, seconds_arg, store_found
 from properties.core import bounds
-from properties.core.counterexample import Counterexample, CounterexampleError, load, save
+from properties.core.counterexample import Counterexample, CounterexampleError, load, reliability, save
+from properties.core.contract import pointer
 from properties.core.errors import UsageError
 from properties.core.files import write_atomically
 from properties.core.impls import UnknownImplementationError, resolve
@@ -37,7 +40,9 @@ from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.regression import test_name_for, to_pytest
 from properties.core.failures import CheckFailure
 from properties.core.replay import ReplayOutcome, implementation_for, replay_setup, replay_traced
-from properties.core.shrink import replay, shrink, signature_of
+from properties.core.report import nondeterminism_note
+from properties.core.shrink import replay, shrink_failure, signature_of
+from properties.map.harness import CONTRACTS
 
 __all__ = ["register", "replay_files", "shrink_files"]
 
@@ -55,6 +60,11 @@ def register(sub) -> None:
     p.add_argument("--to-pytest", action="store_true",
                    help="write a regression test into tests/regressions/ instead of replaying")
     p.add_argument("--out-dir", default="tests/regressions", help="where --to-pytest writes (default tests/regressions)")
+    p.add_argument("--contract", choices=list(CONTRACTS),
+                   help="map machine: replay under this contract level instead of the file's (docs/contract.md)")
+    p.add_argument("--replays", type=count_arg(bounds.MAX_REPLAYS), metavar="N",
+                   help="replay each file N times and say in how many it failed (default: once, or as many times "
+                        "as a nondeterministic file was replayed when it was stored)")
     _add_step_time_limit(p)
     _add_in_process(p)
     p.set_defaults(handler=replay_files)
@@ -123,28 +133,47 @@ def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
     reproduced = False
     for path, cx in loaded:
         spec = implementation_for(cx, args.impl, path)
+        times = args.replays or (cx.reproduced[1] if cx.reproduced else 1)
         started = time.perf_counter()
         try:
-            impl, make_impl, options, kind = replay_setup(cx, spec, isolated=not args.in_process)
+            impl, make_impl, options, kind = replay_setup(cx, spec, {"contract": args.contract},
+                                                          isolated=not args.in_process)
         except CheckFailure as exc:  # building it crashed: the program fails before its first step
             stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "
                          f"{len(cx.steps)} steps; replaying on {spec}\n")
-            outcome = ReplayOutcome(exc.failure, 0)
+            failures = [exc.failure] * times
         else:
             stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "
                          f"{len(cx.steps)} steps; replaying on {impl.spec}\n")
+            if cx.nondeterministic:
+                stdout.write(f"   stored as nondeterministic: reproduced {cx.reproduced[0]} of {cx.reproduced[1]} "
+                             f"replays\n")
             started = time.perf_counter()
             outcome = replay_traced(list(cx.steps), make_impl, stdout if (args.trace or args.diagram) else None,
                                     kind=kind, impl_name=impl.spec, diagrams=args.diagram, **options)
-        took = (time.perf_counter() - started) * 1000
-        if outcome.failure is None:
-            stdout.write(f"   passes: the failure no longer reproduces ({len(cx.steps)} steps, {took:.1f} ms)\n")
+            failures = [outcome.failure]
+            for _ in range(times - 1):  # the first replay traced (if asked), the others counted
+                failures.append(replay(list(cx.steps), make_impl, harness_class=kind.harness_class, **options))
+        took = (time.perf_counter() - started) * 1000 / times
+        same = [f for f in failures if f is not None and signature_of(f) == signature_of(cx.failure)]
+        other = [f for f in failures if f is not None and signature_of(f) != signature_of(cx.failure)]
+        of = f" in {len(same)} of {times} replays" if times > 1 else ""
+        each = " each" if times > 1 else ""
+        if not same and not other:
+            never = f" in {times} replays" if times > 1 else ""
+            stdout.write(f"   passes: the failure no longer reproduces{never} ({len(cx.steps)} steps, "
+                         f"{took:.1f} ms{each})\n")
             continue
         reproduced = True
-        same = signature_of(outcome.failure) == signature_of(cx.failure)
+        shown = (same or other)[0]
         what = "reproduces" if same else "fails differently"
-        stdout.write(f"   {what} at step {outcome.failure.step_index}: {outcome.failure.kind} "
-                     f"{outcome.failure.code}: {outcome.failure.message} ({took:.1f} ms)\n")
+        if same and other:
+            of += f" (and fails differently in {len(other)})"
+        elif not same and times > 1:
+            of = f" in {len(other)} of {times} replays"
+        stdout.write(f"   {what}{of} at step {shown.step_index}: {shown.kind} {shown.code}: {shown.message} "
+                     f"({took:.1f} ms{each})\n"
+                     f"   {pointer(shown.code)}\n")
     return 1 if reproduced else 0
 
 
@@ -169,19 +198,24 @@ def _shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
                 stdout.write(f"{path}: shrunk {len(cx.steps)} -> 0 steps\n")
             status = status if same else 1
             continue
-        failure = replay(list(cx.steps), make, harness_class=kind.harness_class, **options)
+        failure = None
+        for _ in range(cx.reproduced[1] if cx.reproduced else 1):  # a nondeterministic file may pass once
+            failure = replay(list(cx.steps), make, harness_class=kind.harness_class, **options)
+            if failure is not None:
+                break
         if failure is None:
             stdout.write(f"{path}: no longer fails on {impl.spec}; left unchanged\n")
             status = 1
             continue
-        steps, failure = shrink(list(cx.steps), failure, make, harness_class=kind.harness_class, **options)
+        shrunk = shrink_failure(list(cx.steps), failure, make, harness_class=kind.harness_class, **options)
+        steps, failure = shrunk.program, shrunk.failure
         if impl.spec != cx.implementation or signature_of(failure) != signature_of(cx.failure):
             # Another failure (or another implementation's): stored apart, the file keeps its own.
             other = Counterexample.build(steps, failure, impl=impl.spec, capacity=cx.capacity,
                                          found_by={"tool": "cowcheck shrink", "from": Path(path).name},
                                          expected=kind.expected_results(steps), machine=cx.machine,
                                          white_box=cx.white_box, strict_live_iteration=cx.strict_live_iteration,
-                                         settings=cx.settings)
+                                         settings=cx.settings, reproduced=(shrunk.reproduced, shrunk.replays))
             saved = store_found(lambda directory: save(other, directory), Path(path).parent, stderr)
             where = f"saved as {saved[0]}" if saved else "not stored"
             stdout.write(f"{path}: on {impl.spec} it fails with {failure.kind} {failure.code} in {len(steps)} steps, "
@@ -189,11 +223,13 @@ def _shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
                          f"unchanged; that failure is {where}\n")
             status = 1
             continue
-        if len(steps) >= len(cx.steps):
+        if (shrunk.rate, -len(steps)) <= (reliability(cx), -len(cx.steps)):
             stdout.write(f"{path}: already minimal at {len(cx.steps)} steps; left unchanged\n")
             continue
         shorter = attrs.evolve(cx, steps=tuple(steps), failing_step=failure.step_index, failure=failure,
-                               expected=tuple(kind.expected_results(steps)))
+                               expected=tuple(kind.expected_results(steps)),
+                               reproduced=(shrunk.reproduced, shrunk.replays) if shrunk.nondeterministic else None)
         write_atomically(Path(path), json.dumps(shorter.to_json(), indent=2) + "\n")
-        stdout.write(f"{path}: shrunk {len(cx.steps)} -> {len(steps)} steps\n")
+        note = f" ({nondeterminism_note((shrunk.reproduced, shrunk.replays))})" if shrunk.nondeterministic else ""
+        stdout.write(f"{path}: shrunk {len(cx.steps)} -> {len(steps)} steps{note}\n")
     return status

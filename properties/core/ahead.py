@@ -29,16 +29,15 @@ hang or a crash of the implementation shows at the step that caused it.
 
 from __future__ import annotations
 
-import functools
 import io
 from collections import deque
 
 from properties.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, OutOfStep, WorkerFailure, build
 from properties.core.failures import TIMEOUT, CheckFailure
-from properties.core.limits import StepTimeout, step_begins, step_ends
+from properties.core.limits import StepTimeout, implementation_call
 from properties.core.machine import machine_kind
 from properties.core.program import Step
-from properties.core.remote import (_ANSWER, _BATCH, _CALLABLE, _OPS, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK,
+from properties.core.remote import (_ANSWER, _BATCH, _OPS, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK,
                                     _T_FN, _T_LIST, _T_LISTX, _T_OBJ, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2,
                                     _T_VOID, _T_WINDOW, _WALK, RemoteObject, Session, _Bound, _Broken, _describe,
                                     _exception_info, _proxy_class, _Server, register_ahead)
@@ -709,13 +708,10 @@ class AheadHarness(metaclass=_HarnessLike):
         """The step's record must be used up (read now if the harness made no call); a
         record that does not come in time, or a process that ends, is out of step here:
         the harness made no call that could have caused it."""
-        step_begins()
         try:
-            self.replay.end()
+            implementation_call(self.replay.end)
         except (StepTimeout, WorkerFailure) as exc:
             raise OutOfStep(f"step {self.replay.index}: {exc}") from None
-        finally:
-            step_ends()
 
     def final_check(self) -> None:
         self.inner.final_check()
@@ -725,13 +721,10 @@ class AheadHarness(metaclass=_HarnessLike):
         """The walk is over here: read its end there (or end that process, if it goes on)."""
         if not self.streaming:
             return
-        step_begins()
         try:
-            ended = self.replay.finish()
+            ended = implementation_call(self.replay.finish)
         except (StepTimeout, WorkerFailure):
             ended = False
-        finally:
-            step_ends()
         if ended:
             self.replay.worker.streaming = self.streaming = False
         else:

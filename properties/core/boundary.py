@@ -44,7 +44,7 @@ from typing import Callable, NoReturn
 
 from properties.core.errors import InternalError
 from properties.core.failures import CRASH, TIME_LIMIT, TIMEOUT, CheckFailure, Failure
-from properties.core.limits import BudgetSpent, StepTimeout, current_limit, step_begins, step_ends
+from properties.core.limits import BudgetSpent, StepTimeout, current_limit, implementation_call
 
 __all__ = ["Interrupted", "catching_interrupts", "no_user_here", "is_interruption", "is_ours", "WorkerFailure", "LateError", "OutOfStep",
            "ImplementationError", "build", "construction_failure", "is_crash_at_construction", "CONSTRUCTION",
@@ -194,14 +194,11 @@ def build(make: Callable[[], object]):
     raises anything but cowcheck's own control flow, the program fails before its first
     step: CheckFailure with a CRASH (``construction``, ``worker-exit``) or TIMEOUT at
     step 0 of an empty program, which stores and replays like any failure."""
-    step_begins()
     try:
-        return make()
+        return implementation_call(make)
     except StepTimeout as exc:
         raise CheckFailure(construction_failure(exc)) from None
     except BaseException as exc:
         if isinstance(exc, (CheckFailure, InternalError, BudgetSpent)) or is_interruption(exc):
             raise
         raise CheckFailure(construction_failure(exc)) from None
-    finally:
-        step_ends()

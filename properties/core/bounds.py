@@ -6,8 +6,8 @@ an absurd argument (``--seeds 0:2**70``, ``--minutes inf``) or file
 proportional to it. The command line's argument types
 (``properties.cli.common``) and the counterexample reader use these.
 
->>> MAX_CAPACITY.limit, MAX_CAPACITY.reason
-(65536, 'a larger table only slows the checks: programs hold a few dozen keys')
+>>> MAX_REPLAYS.limit
+1000
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import attrs
 
 __all__ = ["Bound", "MAX_CAPACITY", "MAX_KEYS", "MAX_EXAMPLES", "MAX_WALKS", "MAX_MINUTES", "MAX_STEP_SECONDS",
            "MAX_SECONDS", "MAX_SEEDS", "MAX_SEED", "MAX_STEPS", "MAX_PARTITIONS", "MAX_WORKERS", "MAX_EVERY",
-           "MAX_HYPOTHESIS_SEED"]
+           "MAX_HYPOTHESIS_SEED", "MAX_REPLAYS"]
 
 
 @attrs.frozen
@@ -27,7 +27,8 @@ class Bound:
     reason: str
 
 
-MAX_CAPACITY = Bound(1 << 16, "a larger table only slows the checks: programs hold a few dozen keys")
+MAX_CAPACITY = Bound(1 << 20, "a table larger than the largest maps the machines grow (10^5 entries) only slows "
+                               "the white-box checks")
 MAX_KEYS = Bound(100_000, "the machines draw keys from a pool built up front")
 MAX_EXAMPLES = Bound(10_000_000, "more than a run of days gets through; use --minutes for long runs")
 MAX_WALKS = Bound(100_000, "the walk phase is the quick first look; Hypothesis and campaigns do the long runs")
@@ -41,3 +42,4 @@ MAX_STEPS = Bound(100_000, "a program longer than this shrinks for hours; failur
 MAX_PARTITIONS = Bound(100_000, "Spark schedules a task per partition")
 MAX_WORKERS = Bound(256, "one process each")
 MAX_EVERY = Bound(100_000, "at most --steps steps per walk")
+MAX_REPLAYS = Bound(1000, "each replay runs the whole program; a thousand measure a rate to a tenth of a percent")

@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 
 from properties.core.bounds import MAX_CAPACITY
+from properties.core.contract import entries as contract_entries
 from properties.core.failures import Failure, json_data
 from properties.core.files import MIB, UserFileError, read_json, write_atomically
 from properties.core.impls import is_builtin
@@ -33,7 +34,7 @@ from properties.core.machine import MACHINES
 from properties.core.program import Step, step_to_json
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Counterexample", "CounterexampleError", "DEFAULT_DIR", "load", "save",
-           "signature", "tool_versions", "replay_command"]
+           "signature", "tool_versions", "replay_command", "reliability"]
 
 FORMAT = "cowcheck-counterexample"
 FORMAT_VERSION = 1
@@ -95,6 +96,13 @@ class Counterexample:
     strict_live_iteration: bool = False
     versions: dict = attrs.Factory(tool_versions)
     settings: dict = attrs.Factory(dict)  # the machine's recorded settings (MachineKind.recorded_settings)
+    # (reproduced, replays): the program failed the same way in ``reproduced`` of ``replays`` fresh replays
+    # before it was stored; fewer than all: the implementation is nondeterministic. None: every time.
+    reproduced: tuple | None = None
+
+    @property
+    def nondeterministic(self) -> bool:
+        return self.reproduced is not None and self.reproduced[0] < self.reproduced[1]
 
     @property
     def signature(self) -> str:
@@ -105,15 +113,22 @@ class Counterexample:
     @classmethod
     def build(cls, steps: list[Step], failure: Failure, *, impl: str, capacity: int, found_by: dict,
               expected: list | None = None, machine: str = "map", white_box: bool = True,
-              strict_live_iteration: bool = False, settings: dict | None = None) -> "Counterexample":
+              strict_live_iteration: bool = False, settings: dict | None = None,
+              reproduced: tuple | None = None) -> "Counterexample":
+        """``reproduced``: ``(k, n)`` replays that failed the same way; recorded only if ``k < n``."""
         expected = expected if expected is not None else [None] * len(steps)
+        if reproduced is not None and reproduced[0] >= reproduced[1]:
+            reproduced = None
         return cls(impl, capacity, machine, tuple(steps), tuple(_json_safe(e) for e in expected),
                    failure.step_index, failure, found_by, white_box=white_box,
-                   strict_live_iteration=strict_live_iteration, settings=dict(settings or {}))
+                   strict_live_iteration=strict_live_iteration, settings=dict(settings or {}),
+                   reproduced=None if reproduced is None else (int(reproduced[0]), int(reproduced[1])))
 
     def to_json(self) -> dict:
         f = self.failure
         settings = {"settings": dict(self.settings)} if self.settings else {}
+        nondeterministic = ({"nondeterministic": {"reproduced": self.reproduced[0], "replays": self.reproduced[1]}}
+                            if self.nondeterministic else {})
         return {
             "format": FORMAT,
             "format_version": FORMAT_VERSION,
@@ -127,6 +142,7 @@ class Counterexample:
             "failing_step": self.failing_step,
             "failure": {"kind": f.kind, "code": f.code, "message": f.message,
                         "expected": _json_safe(f.expected), "actual": _json_safe(f.actual)},
+            **nondeterministic,
             "versions": self.versions,
         }
 
@@ -178,7 +194,11 @@ class Counterexample:
         kind = need(raw_failure, "kind", str, "failure")
         if kind not in KINDS:
             raise CounterexampleError(path, f"unknown failure kind {kind!r} (expected one of {', '.join(KINDS)})")
-        failure = Failure(kind, need(raw_failure, "code", str, "failure"), need(raw_failure, "message", str, "failure"),
+        code = need(raw_failure, "code", str, "failure")
+        if code not in contract_entries():
+            raise CounterexampleError(path, f"unknown failure code {code[:40]!r} (the codes are docs/contract.md's: "
+                                            f"cowcheck explain lists them)")
+        failure = Failure(kind, code, need(raw_failure, "message", str, "failure"),
                           failing, raw_failure.get("expected"), raw_failure.get("actual"))
         checks = data.get("checks", {})
         if not isinstance(checks, dict) or any(not isinstance(checks.get(name), (bool, type(None)))
@@ -197,11 +217,20 @@ class Counterexample:
             machine_kind.config(**settings)
         except (TypeError, ValueError) as exc:
             raise CounterexampleError(path, f"settings {settings!r:.80}: {exc}") from None
+        reproduced = None
+        if "nondeterministic" in data:
+            raw = need(data, "nondeterministic", dict)
+            k = need(raw, "reproduced", int, "nondeterministic")
+            n = need(raw, "replays", int, "nondeterministic")
+            if not 0 <= k < n:
+                raise CounterexampleError(path, f"nondeterministic: reproduced {k} of {n} replays is not a count "
+                                                f"below the replays")
+            reproduced = (k, n)
         return cls(spec, capacity, machine, tuple(steps), tuple(expected), failing, failure,
                    data.get("found_by", {}), copier=copier,
                    white_box=bool(checks.get("white_box", True)),
                    strict_live_iteration=bool(checks.get("strict_live_iteration", False)),
-                   versions=data.get("versions", {}), settings=settings)
+                   versions=data.get("versions", {}), settings=settings, reproduced=reproduced)
 
 
 def replay_command(path, impl_spec: str, in_process: bool = False) -> str:
@@ -226,11 +255,17 @@ def load(path) -> Counterexample:
     return Counterexample.from_json(data, str(path))
 
 
+def reliability(cx: Counterexample) -> float:
+    """The share of replays in which ``cx``'s program failed (1.0: every time)."""
+    return 1.0 if cx.reproduced is None else cx.reproduced[0] / cx.reproduced[1]
+
+
 def save(cx: Counterexample, directory=DEFAULT_DIR) -> tuple[Path, bool]:
     """Store ``cx`` under its signature; keeps an existing file of the same
-    signature unless ``cx`` is shorter. A file under that name holding anything
-    else (another failure, or no readable counterexample) is never replaced:
-    ``cx`` goes to ``SIGNATURE.2.json`` (or the next free number) beside it.
+    signature unless ``cx`` reproduces more reliably, or as reliably and is
+    shorter. A file under that name holding anything else (another failure, or
+    no readable counterexample) is never replaced: ``cx`` goes to
+    ``SIGNATURE.2.json`` (or the next free number) beside it.
     Returns the path and whether it was written."""
     directory = Path(directory)
     for n in range(1, 1000):
@@ -243,7 +278,7 @@ def save(cx: Counterexample, directory=DEFAULT_DIR) -> tuple[Path, bool]:
             continue  # not ours to replace
         if held.signature != cx.signature:
             continue
-        if len(held.steps) <= len(cx.steps):
+        if (reliability(held), -len(held.steps)) >= (reliability(cx), -len(cx.steps)):
             return path, False
         break
     else:

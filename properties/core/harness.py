@@ -7,18 +7,20 @@ owns what does not depend on the structure:
 - the step loop (:meth:`~HarnessBase.apply` calls the subclass's
   ``_op_<name>`` method, then :meth:`~HarnessBase.check_after_step`);
 - :meth:`~HarnessBase._fail`, which records a
-  :class:`~properties.failures.Failure` and raises ``CheckFailure``;
+  :class:`~properties.core.failures.Failure` and raises ``CheckFailure``;
 - :meth:`~HarnessBase._call`, the only way into the implementation: an
   exception it raises becomes a CRASH failure of the step, BaseExceptions
   included (``SystemExit``, ``GeneratorExit``, a ``KeyboardInterrupt`` it
   raises itself; :mod:`properties.core.boundary`); an implementation in
   another process whose process ends is a CRASH ``worker-exit`` of the step;
-- time limits (:mod:`properties.limits`): a step past the active limit is a
-  TIMEOUT failure (code ``time-limit``) naming the step;
+- time limits (:mod:`properties.core.limits`): a call into the implementation
+  past the active limit is a TIMEOUT failure (code ``time-limit``) naming the
+  step; the limit counts the calls only, never the harness's own checking (a
+  step whose checking alone runs past its bound is cowcheck's error);
 - the boundary between the implementation's failures and the suite's own
   errors: any other exception escaping a step was raised by cowcheck's own
   code (the model, the invariants, rendering) and becomes
-  :class:`~properties.errors.InternalError`, never a failure of the
+  :class:`~properties.core.errors.InternalError`, never a failure of the
   implementation.
 
 Subclasses set ``operations`` (the machine's
@@ -39,9 +41,9 @@ from typing import NoReturn
 
 from properties.core.boundary import (WORKER_EXIT, ImplementationError, LateError, WorkerFailure, is_interruption,
                                       is_ours)
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
-from properties.core.limits import StepTimeout, current_limit, step_begins, step_ends
+from properties.core.limits import HarnessOverrun, StepTimeout, calls_into, steps_through
 from properties.core.program import OperationTable, Step
 
 __all__ = ["HarnessBase"]
@@ -86,23 +88,27 @@ class HarnessBase:
 
     # ---------------------------------------------------------------- apply
 
+    @steps_through
     def apply(self, step: Step) -> None:
         """Run one step on both sides and check everything; raises CheckFailure
         (the implementation broke a property) or InternalError (cowcheck did)."""
         self.steps.append(step)
-        step_begins()
         try:
             self._apply(step)
         except CheckFailure:
             raise
-        except StepTimeout:
-            self._timed_out(step)
+        except StepTimeout as exc:
+            self._timed_out(step, exc)
         except LateError as exc:  # a call sent ahead raised: the step's CRASH, as if it had raised at once
             self._crashed(step, exc.error)
         except WorkerFailure as exc:
             self._worker_failed(step, exc)
-        except InternalError:
+        except (InternalError, UsageError):  # UsageError: a driver refusing its input (exit 2), not the map
             raise
+        except HarnessOverrun as exc:
+            raise InternalError(f"{exc} (the {self.machine} harness at step {len(self.steps) - 1}, "
+                                f"{self._render(step)}, outside the calls into the implementation)",
+                                traceback.format_exc()) from None
         except Exception as exc:
             if isinstance(exc, ImplementationError):  # raised in the implementation's process, e.g. by the
                 self._crashed(step, exc)  # __eq__ of a value it handed out, while the harness compared it
@@ -115,8 +121,6 @@ class HarnessBase:
             if is_interruption(exc):
                 raise
             self._crashed(step, exc)
-        finally:
-            step_ends()
 
     def _apply(self, step: Step) -> None:
         op = self._ops.get(step.op)
@@ -139,7 +143,7 @@ class HarnessBase:
         raise CheckFailure(self.failure)
 
     def _expect_identity(self, step: Step, slot, value, copy_expected: bool) -> None:
-        """P6, SPEC §6's exact identity rule: a state handed out is a fresh copy
+        """P6, docs/contract.md §6's exact identity rule: a state handed out is a fresh copy
         if ``copy_expected``, else the very object the implementation holds for
         ``slot`` (``self.held``; unknown slots and None are not checked)."""
         held = self.held.get(slot, _MISSING)
@@ -152,18 +156,23 @@ class HarnessBase:
             self._fail(DIVERGENCE, "P6", f"{self._render(step)}: returned a copy although {self.own_reason} "
                                          f"(expected the caller's own object)", "same object", "copy")
 
-    def _timed_out(self, step: Step) -> NoReturn:
-        limit = current_limit()
-        self._fail(TIMEOUT, TIME_LIMIT, f"{self._render(step)}: did not return within the step time limit"
-                                        f" of {limit:g} s" if limit else f"{self._render(step)}: timed out",
-                   "returns", "still running")
+    def _timed_out(self, step: Step, exc: StepTimeout) -> NoReturn:
+        if exc.suspected:  # the run's pace ran out: confirmed under the full limit before it is stored
+            message = (f"{self._render(step)}: did not return within {exc.seconds:g} s, the run's pace "
+                       f"(suspected hang; the step time limit is {exc.limit:g} s)")
+        else:
+            message = f"{self._render(step)}: did not return within the step time limit of {exc.seconds:g} s"
+        self._fail(TIMEOUT, TIME_LIMIT, message, "returns", "still running")
 
+    @calls_into
     def _call(self, step: Step, fn, *args, **kwargs):
         """``fn(*args, **kwargs)``, a call into the implementation: an exception
-        it raises is a CRASH failure of ``step`` (code :attr:`crash_code`)."""
+        it raises is a CRASH failure of ``step`` (code :attr:`crash_code`). The
+        call, and only the call, runs under the step time limit (the watchdog
+        sees this frame on the stack: nothing is paid per call)."""
         try:
             return fn(*args, **kwargs)
-        except (CheckFailure, InternalError):  # InternalError: a driver between harness and map (cowcheck's)
+        except (CheckFailure, InternalError, UsageError):  # raised by a driver between harness and map
             raise
         except Exception as exc:  # the implementation raised where the model did not
             self._crashed(step, exc)

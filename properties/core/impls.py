@@ -15,7 +15,7 @@ black-box checks.
 
 Only built-in specs (:func:`is_builtin`) are resolved from a stored
 counterexample: a file is data, and a module it names is imported only when
-the user names it on the command line (SPEC §16). Likewise a spec whose
+the user names it on the command line (docs/contract.md §16). Likewise a spec whose
 resolution would fetch something (``flink@VERSION`` of a release not cached
 yet: :func:`fetch_needed`) is resolved from a file only once the user has
 fetched it by naming it.
@@ -36,7 +36,7 @@ import attrs
 from properties.core.boundary import build, construction_failure, is_crash_at_construction, is_ours
 from properties.core.errors import ConstructionError, InternalError, UsageError
 from properties.core.failures import CheckFailure
-from properties.core.limits import StepTimeout, limited, step_begins, step_ends
+from properties.core.limits import StepTimeout, implementation_call, limited, unpaced
 from properties.core.machine import MachineKind, machine_kind
 from properties.core.ahead import ahead_harness
 from properties.core.remote import ImportFailed, remote_factory
@@ -187,9 +187,9 @@ def construct(impl: Implementation, build: Callable[[], object], arguments: dict
     A factory that crashes instead (ends its process, raises SystemExit or another
     BaseException: :func:`~properties.core.boundary.is_crash_at_construction`) is
     the implementation's failure: CheckFailure of a program with no steps."""
-    step_begins()
     try:
-        return build()
+        with unpaced():
+            return implementation_call(build)
     except StepTimeout:
         raise ConstructionError(impl.spec, arguments, TimeoutError("did not return within the step time limit"),
                                 option) from None
@@ -199,8 +199,6 @@ def construct(impl: Implementation, build: Callable[[], object], arguments: dict
         if is_crash_at_construction(exc):
             raise CheckFailure(construction_failure(exc)) from None
         raise ConstructionError(impl.spec, arguments, exc, option) from None
-    finally:
-        step_ends()
 
 
 def probe_by_harness(kind: MachineKind, impl: Implementation, config, *, black_box: bool = False,

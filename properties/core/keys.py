@@ -8,7 +8,7 @@ suite that draws keys 0..31 hands the map the very same objects every time
 and a map comparing keys by identity (Java's ``==`` on boxed Integers) passes.
 
 A :class:`Family` is one type of key or namespace with its whole range
-(SPEC §17): ``int`` (Java ``Integer``, the int32 range: negatives, extremes,
+(docs/contract.md §17): ``int`` (Java ``Integer``, the int32 range: negatives, extremes,
 values sharing low bits), ``long`` (beyond int32), ``string`` (ASCII,
 accented, CJK, non-BMP, lone surrogates, pairs with equal ``hashCode`` such
 as "Aa"/"BB"), ``tuple`` (:class:`~reference.keys.Tuple2`, a composite key
@@ -43,7 +43,8 @@ from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 from reference.serializers import (IntSerializer, LongSerializer, StringSerializer, TimeWindowSerializer,
                                    Tuple2Serializer, VoidNamespaceSerializer)
 
-__all__ = ["Family", "FAMILIES", "INT", "KEY_FAMILIES", "NAMESPACE_FAMILIES", "family_of", "fresh", "encode_value",
+__all__ = ["Family", "FAMILIES", "INT", "KEY_FAMILIES", "NAMESPACE_FAMILIES", "family_of", "fresh", "pinned",
+           "encode_value",
            "decode_value", "nth_key", "magnitude", "serializers_for", "LONG_MIN", "LONG_MAX", "Tuple2",
            "TimeWindow", "VOID_NAMESPACE"]
 
@@ -57,7 +58,27 @@ def _fresh_int(v: int) -> int:
 
 
 def _fresh_str(s: str) -> str:
-    return s[:1] + s[1:] if len(s) > 1 else s  # "" and one character are cached singletons anyway
+    if len(s) > 1:
+        return s[:1] + s[1:]
+    if s and ord(s) > 255:
+        return chr(ord(s))  # CPython caches "" and one Latin-1 character only
+    return s
+
+
+def pinned(value) -> bool:
+    """Whether ``value`` is one CPython keeps a single object of, so :func:`fresh` returns it as it
+    is: ints -5..256, ``""`` and one Latin-1 character, bools, ``VOID_NAMESPACE``. A bridge to
+    another language hands a map one object per such value (it cannot tell a held key from a fresh one).
+
+    >>> [pinned(v) for v in (256, 257, "é", "日", True, VOID_NAMESPACE, Tuple2(1, "a"))]
+    [True, False, True, False, True, True, False]
+    """
+    t = type(value)
+    if t is int:
+        return -5 <= value <= 256
+    if t is str:
+        return not value or (len(value) == 1 and ord(value) < 256)
+    return t is bool or value is VOID_NAMESPACE
 
 
 _FRESH: dict[type, Callable[[Any], Any]] = {
@@ -66,6 +87,17 @@ _FRESH: dict[type, Callable[[Any], Any]] = {
     Tuple2: lambda t: Tuple2(fresh(t.f0), fresh(t.f1)),
     TimeWindow: lambda w: TimeWindow(_fresh_int(w.start), _fresh_int(w.end)),
 }
+
+
+def pinned(value) -> bool:
+    """Whether CPython keeps one object of ``value`` (ints -5..256, ``''`` and one Latin-1 character,
+    bools, ``None``, ``VOID_NAMESPACE``): every spelling of it is that object, fresh or not."""
+    t = type(value)
+    if t is int:
+        return -5 <= value <= 256
+    if t is str:
+        return len(value) == 0 or (len(value) == 1 and ord(value) < 256)
+    return t is bool or value is None or value is VOID_NAMESPACE
 
 
 def fresh(value):

@@ -1,19 +1,38 @@
 """Time limits on calls into an implementation: nothing the implementation does may hang the tool.
 
-A harness marks each step it runs (:func:`step_begins` / :func:`step_ends`,
-one global store each: cheap enough for every step of a walk). While
-:class:`StepTimeLimit` is active, a watchdog thread looks at the running
-step a few times a second; a step that has run longer than the limit gets
+The limit measures the implementation, not cowcheck: every call into it goes
+through a function registered with :func:`calls_into` (``HarnessBase._call``,
+:func:`implementation_call`), and a harness step is a function registered
+with :func:`steps_through` (``HarnessBase.apply``). While
+:class:`StepTimeLimit` is active, a watchdog thread looks at the main
+thread's stack a few times a second (nothing is paid per call): the innermost
+registered frame on it is the running call (or the harness checking a step),
+named by that frame object. A call that has run longer than the limit gets
 :class:`StepTimeout` raised in the main thread (through ``SIGALRM``, so a
 ``time.sleep`` or a blocking call that Python can interrupt is left too).
 The harness turns it into a TIMEOUT failure naming the step, which shrinks,
-is stored and replays like any other failure.
+is stored and replays like any other failure. The harness's own checking
+(the model, I1-I9) is not the implementation's time: a step whose checking
+alone runs past :func:`harness_bound` raises :class:`HarnessOverrun`
+instead, cowcheck's own error (exit 3).
+
+A *paced* limit (``paced=True``: ``check``, ``mutants``, campaigns) waits
+for a call no longer than the run's own pace requires: ``PACE_FACTOR`` times
+the slowest call seen so far, at least ``PACE_FLOOR``, at most the limit
+(calls are timed by the watchdog's samples, so the pace moves only for calls
+longer than a sample interval). A call past the pace is only *suspected* of
+hanging (:attr:`StepTimeout.seconds` below the limit): whoever stores it
+first confirms it under the full limit (``properties.core.shrink``), and a
+suspicion that does not confirm takes the pace up (:meth:`StepTimeLimit.missed`)
+and the work is done again. So a hang costs about a second to find and one
+full limit to confirm; a map that is only slow still passes.
 
 Two kinds of hang cannot be interrupted inside the process:
 
 - native code that released the GIL and never returns (a Java call through
-  JPype that loops): after a grace period the watchdog calls ``on_stuck``
-  (the command stores what it has, unshrunk) and ends the process with exit 1;
+  JPype that loops): after the full limit and a grace period the watchdog
+  calls ``on_stuck`` (the command stores what it has, unshrunk) and ends the
+  process with exit 1;
 - native code that holds the GIL (a C extension's loop): no Python runs at
   all, so :mod:`faulthandler` ends the process (exit 1) after the limit plus
   the grace period, with every thread's traceback on stderr.
@@ -36,18 +55,92 @@ import threading
 import time
 from typing import Callable
 
-__all__ = ["DEFAULT_STEP_TIME_LIMIT", "StepTimeout", "BudgetSpent", "StepTimeLimit", "step_begins", "step_ends",
-           "current_limit", "limited"]
+__all__ = ["DEFAULT_STEP_TIME_LIMIT", "PACE_FLOOR", "PACE_FACTOR", "StepTimeout", "HarnessOverrun", "BudgetSpent",
+           "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "running", "current_limit",
+           "active_limit", "harness_bound", "limited", "unpaced"]
 
 DEFAULT_STEP_TIME_LIMIT = 10.0
+PACE_FLOOR = 1.0  # seconds: a paced limit never suspects a call sooner
+PACE_FACTOR = 10.0  # a paced limit suspects a call this many times slower than the slowest seen
 _GRACE = 2.0  # seconds a stuck main thread gets to pick up StepTimeout before on_stuck / faulthandler
+_REARM = 0.25  # seconds between the watchdog's re-arming of the dead man's switch
+_HARNESS_FLOOR = 60.0  # seconds of its own checking a step may take at least (harness_bound)
+
+_CALLS: set = set()  # ids of the code objects through which cowcheck calls into an implementation
+_STEPS: set = set()  # ids of the code objects of a harness step
+_LIMIT: "StepTimeLimit | None" = None
+
+
+def calls_into(fn):
+    """Decorator: a frame of ``fn`` on the main thread's stack is a call into the implementation
+    (timed from when the watchdog first sees it)."""
+    _CALLS.add(id(fn.__code__))
+    return fn
+
+
+def steps_through(fn):
+    """Decorator: a frame of ``fn`` (and no call inside it) is the harness checking a step."""
+    _STEPS.add(id(fn.__code__))
+    return fn
+
+
+@calls_into
+def implementation_call(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` as a call into the implementation outside a harness step
+    (building one, probing its view, a batched walk's segment): under the time limit."""
+    return fn(*args, **kwargs)
+
+
+def running(frame) -> tuple[str, object]:
+    """What the thread whose current frame is ``frame`` runs: ``("call", frame of the
+    innermost call into the implementation)``, ``("step", frame of the step whose own
+    checking runs)`` or ``("", None)``."""
+    calls, steps = _CALLS, _STEPS
+    while frame is not None:
+        code = id(frame.f_code)
+        if code in calls:
+            return "call", frame
+        if code in steps:
+            return "step", frame
+        frame = frame.f_back
+    return "", None
+
+
+def current_limit() -> float | None:
+    """Seconds a call may take under the active limit (the full limit, not the pace), or None."""
+    return _LIMIT.seconds if _LIMIT is not None else None
+
+
+def active_limit() -> "StepTimeLimit | None":
+    return _LIMIT
+
+
+def harness_bound(seconds: float) -> float:
+    """Seconds of cowcheck's own checking one step may take under a limit of ``seconds``."""
+    return max(_HARNESS_FLOOR, 6 * seconds)
 
 
 class StepTimeout(BaseException):
-    """Raised in the main thread inside a step that ran past its time limit.
+    """Raised in the main thread inside a call that ran past its time limit.
 
     A BaseException, so that an implementation's ``except Exception`` cannot
-    swallow it; the harness catches it and reports a TIMEOUT failure."""
+    swallow it; the harness catches it and reports a TIMEOUT failure.
+    ``seconds``: the limit that ran out (below ``limit`` when it was a paced
+    run's pace: a suspected hang, to be confirmed under ``limit``)."""
+
+    def __init__(self, seconds: float = 0.0, limit: float = 0.0) -> None:
+        super().__init__(f"a call ran longer than {seconds:g} s")
+        self.seconds = seconds
+        self.limit = limit or seconds
+
+    @property
+    def suspected(self) -> bool:
+        return self.seconds < self.limit
+
+
+class HarnessOverrun(BaseException):
+    """Raised in the main thread when a step's own checking (not the implementation's calls)
+    runs past :func:`harness_bound`: cowcheck's own error, never the implementation's."""
 
 
 class BudgetSpent(BaseException):
@@ -55,52 +148,51 @@ class BudgetSpent(BaseException):
     stops a Hypothesis run at once (a BaseException passes through it)."""
 
 
-# The running step: whether one runs and a counter that moves at every step
-# (module globals: the hot path writes them with two stores per step).
-_ACTIVE = False
-_TICK = 0
-_LIMIT: "StepTimeLimit | None" = None
-
-
-def step_begins() -> None:
-    global _ACTIVE, _TICK
-    _TICK += 1
-    _ACTIVE = True
-
-
-def step_ends() -> None:
-    global _ACTIVE
-    _ACTIVE = False
-
-
-def current_limit() -> float | None:
-    """Seconds a step may take under the active limit, or None."""
-    return _LIMIT.seconds if _LIMIT is not None else None
-
-
 class StepTimeLimit:
-    """Context manager: steps of any harness run in this thread take at most
-    ``seconds``. Re-entrant: an inner limit (shrinking uses a shorter one)
-    replaces the outer one until it exits.
+    """Context manager: calls into the implementation from any harness run in this
+    thread take at most ``seconds``. Re-entrant: an inner limit (shrinking and
+    confirming use their own) replaces the outer one until it exits.
 
+    ``paced``: suspect a call at the run's pace (see the module docstring).
     ``on_stuck(seconds)``: called from the watchdog thread when the main
     thread is stuck in native code past the limit and the grace period (it
     should store what is known); the process then exits with code 1.
     """
 
     def __init__(self, seconds: float = DEFAULT_STEP_TIME_LIMIT,
-                 on_stuck: Callable[[float], None] | None = None) -> None:
+                 on_stuck: Callable[[float], None] | None = None, *, paced: bool = False) -> None:
         if seconds <= 0:
             raise ValueError(f"step time limit must be positive, got {seconds!r}")
         self.seconds = float(seconds)
         self.on_stuck = on_stuck
-        self.timed_out = 0  # how many steps were interrupted
+        self.paced = paced
+        self.slowest = 0.0  # the longest call seen to return (a lower bound, at the watchdog's resolution)
+        self.timed_out = 0  # how many calls were interrupted
+        self.last_timeout = 0.0  # the limit that interrupted the last of them
         self._outer: StepTimeLimit | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._previous_handler = None
-        self._fire_tick = -1
+        self._fire: tuple = ("", None, 0.0)  # what the next SIGALRM is for: ("call" | "step", frame, seconds)
         self._enabled = False
+        self._dead_man = self.seconds  # the limit the dead man's switch allows for (the outermost's, at least)
+
+    @property
+    def pace(self) -> float:
+        """Seconds the next call may take before it is suspected of hanging."""
+        if not self.paced:
+            return self.seconds
+        return min(self.seconds, max(PACE_FLOOR, PACE_FACTOR * self.slowest))
+
+    def missed(self) -> bool:
+        """The last interrupted call was suspected at the pace and did not hang under the full
+        limit: it was slow. Take the pace up as if that call had returned; False if it was
+        interrupted at the full limit (there is nothing to take up)."""
+        if not self.paced or not 0 < self.last_timeout < self.seconds:
+            return False
+        self.slowest = max(self.slowest, self.last_timeout)
+        self.last_timeout = self.seconds
+        return True
 
     def __enter__(self) -> "StepTimeLimit":
         global _LIMIT
@@ -111,6 +203,7 @@ class StepTimeLimit:
             return self  # not the main thread: no signals here; steps run unbounded
         if self._outer is not None:
             self._outer._pause()
+            self._dead_man = max(self.seconds, self._outer._dead_man)  # a shorter inner limit is not the user's
         _LIMIT = self
         self._previous_handler = signal.signal(signal.SIGALRM, self._on_alarm)
         self._stop.clear()
@@ -139,13 +232,16 @@ class StepTimeLimit:
         self._start_watchdog()
 
     def _interval(self) -> float:
-        return min(0.25, self.seconds / 4)
+        """Seconds between the watchdog's samples: the resolution of the pace, and how late a call
+        is first seen (it is timed from then, so never interrupted before its limit)."""
+        shortest = min(self.seconds, PACE_FLOOR) if self.paced else self.seconds
+        return min(0.05, shortest / 5)
 
     def _arm_dead_man_switch(self) -> None:
         # Dead man's switch for a main thread stuck in native code that holds the GIL: the
         # watchdog cannot run then either, so it stops re-arming and faulthandler ends the
         # process once the interpreter has been unresponsive for the limit and twice the grace.
-        faulthandler.dump_traceback_later(self.seconds + 2 * _GRACE + self._interval(), exit=True)
+        faulthandler.dump_traceback_later(self._dead_man + 2 * _GRACE + _REARM, exit=True)
 
     def _start_watchdog(self) -> None:
         # Armed here, before the watchdog's first wake-up: a step that takes the GIL for good
@@ -158,29 +254,60 @@ class StepTimeLimit:
     # -------------------------------------------------------- the watchdog
 
     def _on_alarm(self, signum, frame) -> None:
-        if _ACTIVE and _TICK == self._fire_tick:
+        what, target, seconds = self._fire
+        self._fire = ("", None, 0.0)
+        if target is None or running(frame) != (what, target):
+            return  # that call returned (or that step's checking went into a call) since the watchdog looked
+        if what == "call":
             self.timed_out += 1
-            raise StepTimeout(f"step ran longer than {self.seconds:g} s")
+            self.last_timeout = seconds
+            raise StepTimeout(seconds, self.seconds)
+        raise HarnessOverrun(f"cowcheck's own checking of one step ran past {seconds:g} s")
+
+    def _signal(self, main_ident: int, what: str, target, seconds: float) -> None:
+        self._fire = (what, target, seconds)
+        signal.pthread_kill(main_ident, signal.SIGALRM)
 
     def _watch(self, main_ident: int) -> None:
         interval = self._interval()
-        seen_tick, since, signalled_at = -1, time.monotonic(), None
-        while not self._stop.wait(interval):
-            self._arm_dead_man_switch()
+        bound = harness_bound(self.seconds)
+        call_seen, call_since, call_took, signalled = None, 0.0, 0.0, False
+        step_seen, checking, step_signalled = None, 0.0, False
+        last = armed = time.monotonic()
+        wait = interval
+        while not self._stop.wait(wait):
             now = time.monotonic()
-            if not _ACTIVE:
-                seen_tick, signalled_at = -1, None
-                continue
-            if _TICK != seen_tick:
-                seen_tick, since, signalled_at = _TICK, now, None
-            if now - since < self.seconds:
-                continue
-            if signalled_at is None:
-                self._fire_tick = seen_tick
-                signalled_at = now
-                signal.pthread_kill(main_ident, signal.SIGALRM)
-            elif now - signalled_at > _GRACE:
-                self._stuck(now - since)
+            if now - armed >= _REARM:
+                self._arm_dead_man_switch()
+                armed = now
+            wait = interval
+            what, where = running(sys._current_frames().get(main_ident))
+            call = where if what == "call" else None
+            if call is not call_seen:  # the call seen last time has returned (or was interrupted)
+                if call_seen is not None and not signalled and call_took > self.slowest:
+                    self.slowest = call_took  # the pace: calls that returned, never one interrupted
+                call_seen, call_since, call_took, signalled = call, now, 0.0, False
+            if call is not None:
+                call_took = now - call_since
+                limit = self.pace
+                if signalled:
+                    if call_took > self.seconds + _GRACE:
+                        self._stuck(call_took)
+                elif call_took >= limit:
+                    signalled = True
+                    self._signal(main_ident, "call", call, limit)
+                else:  # wake up when its time is up, not a sample later
+                    wait = min(interval, max(limit - call_took, 0.001))
+            elif what == "step":  # the harness's own checking of a step
+                if where is not step_seen:
+                    step_seen, checking, step_signalled = where, 0.0, False
+                else:
+                    checking += now - last
+                if checking >= bound and not step_signalled:
+                    step_signalled = True
+                    self._signal(main_ident, "step", where, bound)
+            del where
+            last = now
 
     def _stuck(self, seconds: float) -> None:
         """The main thread has not picked up StepTimeout: stuck in native code."""
@@ -197,6 +324,16 @@ class StepTimeLimit:
             os._exit(1)
 
 
-def limited(seconds: float | None, on_stuck: Callable[[float], None] | None = None):
+def unpaced():
+    """The active limit without its pace (a nested limit of its full seconds; a no-op without a
+    paced limit): for calls that cannot be done again when a suspicion does not confirm
+    (building the implementation, probing its view)."""
+    limit = _LIMIT
+    if limit is None or not limit.paced:
+        return contextlib.nullcontext()
+    return StepTimeLimit(limit.seconds, limit.on_stuck)
+
+
+def limited(seconds: float | None, on_stuck: Callable[[float], None] | None = None, *, paced: bool = False):
     """A :class:`StepTimeLimit`, or a no-op context for ``seconds`` None."""
-    return StepTimeLimit(seconds, on_stuck) if seconds else contextlib.nullcontext()
+    return StepTimeLimit(seconds, on_stuck, paced=paced) if seconds else contextlib.nullcontext()

@@ -27,7 +27,7 @@ from hypothesis import event
 from hypothesis.stateful import RuleBasedStateMachine
 
 from properties.core.boundary import build
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.limits import BudgetSpent
 from properties.core.program import OperationTable, Step
@@ -63,7 +63,7 @@ class RunRecord:
     # an unreliable implementation may not fail again): its failure and program.
     first_failure: Failure | None = None
     first_failure_steps: list | None = None
-    internal: InternalError | None = None  # the first error of cowcheck's own
+    internal: Exception | None = None  # cowcheck's own error (InternalError), or a UsageError a driver raised
     deadline: float | None = None  # time.monotonic() after which no step starts (BudgetSpent)
 
 
@@ -126,7 +126,7 @@ class HarnessMachine(RuleBasedStateMachine):
                 record.first_failure = exc.failure
                 record.first_failure_steps = list(self.harness.steps)
             raise
-        except InternalError as exc:
+        except (InternalError, UsageError) as exc:  # cowcheck's error, or a driver refusing its input
             if record.internal is None:
                 record.internal = exc
             raise
@@ -152,11 +152,14 @@ class MachineKind:
     - ``probe(kind, impl, config, black_box=, white_box=)`` -> ``Probed``: builds
       one with the run's arguments (ConstructionError if it cannot); call it as
       :meth:`probe_implementation`;
-    - ``scenarios``: SPEC §13 scenario ids -> descriptions (``black_box_scenarios``:
+    - ``scenarios``: docs/contract.md §13 scenario ids -> descriptions (``black_box_scenarios``:
       the ids a black-box run can see; None: all);
     - ``expected_results(steps)`` -> the model's result per step, stored in counterexamples;
     - ``setup_lines(impl_spec, config)`` -> Python lines that build the
       implementation (printed above a failing program);
+    - ``program(steps, failure, impl_spec, config)`` -> the failing program as lines of Python
+      that fail by themselves when pasted (setup included), or None for the steps rendered one
+      by one under ``setup_lines``;
     - ``regression(cx, impl_spec, source_name)`` -> a pytest module, or None
       for the generic replay-only rendering;
     - ``describe_state(harness, failed=)`` -> text shown by ``replay --diagram`` after each step;
@@ -164,6 +167,7 @@ class MachineKind:
     - ``walker(seed, steps, instance)`` -> the steps of a seeded swarm walk (the
       walk phase of ``check`` and ``mutants``, ``properties.core.walk_phase``), or
       None for a machine without walks;
+    - ``summary``: what the machine drives, in a few words (``cowcheck check --help``);
     - ``walker_takes_config``: the walker also takes ``config=`` (the run's config, e.g. the
       map's largest size class); :meth:`walker_for` passes it;
     - ``recorded_settings``: config fields beyond capacity and checks that a
@@ -187,12 +191,14 @@ class MachineKind:
     expected_results: Callable[[list], list] = _nothing_expected
     setup_lines: Callable[[str, Any], list] = lambda impl_spec, config: [f"# implementation: {impl_spec}"]
     regression: Callable | None = None
+    program: Callable | None = None
     describe_state: Callable[..., str] = lambda harness, failed=False: ""
     findings: dict = attrs.Factory(dict)
     walker: Callable | None = None
     walker_takes_config: bool = False
     recorded_settings: tuple = ()
     isolation: Any = None
+    summary: str = ""  # what the machine drives, in a few words (``check --help``)
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""

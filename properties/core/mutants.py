@@ -21,6 +21,7 @@ import attrs
 from properties.core.hunt import hunt
 from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
 from properties.core.machine import MachineKind, machine_kind
+from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALKS
 
 __all__ = ["Mutant", "MutantResult", "register_mutant", "catalogue", "run_mutant", "format_table"]
@@ -96,10 +97,16 @@ class MutantResult:
     walks: int = 0  # walks the walk phase ran
     walk_steps: int = 0
     phase: str = "-"  # which phase killed it: "walks" or "hypothesis"
+    reproduced: int = 1  # replays of the kill's shrunk program that failed the same way, of ``replays``
+    replays: int = 1
+
+    @property
+    def nondeterministic(self) -> bool:
+        return self.killed and self.reproduced < self.replays
 
 
 def run_mutant(mutant: Mutant, *, white_box: bool, seed: int, examples: int, max_seconds: float,
-               profile, walks: int = DEFAULT_WALKS) -> MutantResult:
+               profile, walks: int = DEFAULT_WALKS, replays: int = DEFAULT_REPLAYS) -> MutantResult:
     """Hunt one mutant with its machine (the walk phase first, where the machine
     has walks, then Hypothesis); the row of the kill table."""
     kind = machine_kind(mutant.machine)
@@ -107,7 +114,8 @@ def run_mutant(mutant: Mutant, *, white_box: bool, seed: int, examples: int, max
     make_impl, options = kind.replay_setup(mutant.factory, config)
     result = hunt(lambda rec: kind.builder(mutant.factory, config, rec), make_impl, base_seed=seed, profile=profile,
                   examples=examples, deadline=time.monotonic() + max_seconds, harness_options=options,
-                  replay_harness=kind.harness_class, walker=kind.walker, walks=walks if kind.walker else 0)
+                  replay_harness=kind.harness_class, walker=kind.walker, walks=walks if kind.walker else 0,
+                  replays=replays)
     if result.failure is None:
         return MutantResult(mutant.name, mutant.machine, False, result.elapsed, result.examples, result.steps,
                             0, "-", white_box, result.walks.walks, result.walks.steps)
@@ -116,7 +124,7 @@ def run_mutant(mutant: Mutant, *, white_box: bool, seed: int, examples: int, max
         found_examples = 0
     return MutantResult(mutant.name, mutant.machine, True, result.seconds_to_find, found_examples, found_steps,
                         len(result.program), f"{result.failure.kind} {result.failure.code}", white_box,
-                        result.walks.walks, result.walks.steps, result.phase)
+                        result.walks.walks, result.walks.steps, result.phase, result.reproduced, result.replays)
 
 
 def format_table(rows: list[MutantResult]) -> str:
@@ -125,7 +133,8 @@ def format_table(rows: list[MutantResult]) -> str:
               "mode")
     body = [(r.name, "yes" if r.killed else "NO", f"{r.seconds:.3f} s", r.phase if r.killed else "-",
              f"{r.walks:,}", f"{r.examples:,}", f"{r.steps:,}", str(r.shrunk_length) if r.killed else "-",
-             r.caught_by, "white-box" if r.white_box else "black-box")
+             r.caught_by + (f", nondeterministic {r.reproduced}/{r.replays}" if r.nondeterministic else ""),
+             "white-box" if r.white_box else "black-box")
             for r in rows]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     line = lambda cells: "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
@@ -137,4 +146,7 @@ def format_table(rows: list[MutantResult]) -> str:
         lengths = [r.shrunk_length for r in killed]
         summary += (f"; time-to-kill median {statistics.median(times):.3f} s, max {max(times):.3f} s; "
                     f"shrunk length median {statistics.median(lengths):g}, max {max(lengths)}")
+        unsteady = sum(r.nondeterministic for r in killed)
+        if unsteady:
+            summary += f"; {unsteady} nondeterministic (the kill's program did not fail in every replay)"
     return "\n".join(out) + summary + "\n"

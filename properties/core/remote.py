@@ -85,10 +85,10 @@ from typing import Callable
 
 import attrs
 
-from properties.core.boundary import (WORKER_EXIT, WORKER_PROTOCOL, ImplementationError, LateError, WorkerFailure,
+from properties.core.boundary import (WORKER_PROTOCOL, ImplementationError, LateError, WorkerFailure,
                                       no_user_here, raised_text)
 from properties.core.errors import InternalError
-from properties.core.limits import StepTimeout, current_limit, step_begins, step_ends
+from properties.core.limits import StepTimeout, current_limit, implementation_call
 from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 from reference.serializers import serializer_from_id
 
@@ -697,7 +697,7 @@ class Session:
 
     def op(self, handle, name, *args, **kwargs):
         if self.closed is not None and name in ("repr", "str"):
-            return f"<an object of a process that ended>"
+            return "<an object of a process that ended>"
         return self.exchange((_OP, handle, name, [self.enc_arg(a) for a in args],
                               {k: self.enc_arg(v) for k, v in kwargs.items()} if kwargs else None))
 
@@ -1074,11 +1074,7 @@ class RemoteFactory:
 def remote_factory(module: str, attribute: str, isolation: Isolation) -> RemoteFactory:
     """The factory of ``module:attribute`` in its own process, its child started (the module
     imported there, under the step time limit); ImportFailed if it cannot be."""
-    step_begins()
-    try:
-        worker_for(module, attribute, isolation)
-    finally:
-        step_ends()
+    implementation_call(worker_for, module, attribute, isolation)
     return RemoteFactory(module, attribute, isolation)
 
 

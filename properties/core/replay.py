@@ -76,8 +76,16 @@ def replay_traced(steps: list[Step], make_impl: Callable[[], object], out: TextI
             if observed is not None:
                 want, got = observed
                 out.write(f"    model: {show(want)}   {impl_name}: {show(got)}\n")
+            traced = getattr(harness, "trace_line", None)  # what else the step showed (a map's size)
+            if traced is not None and traced():
+                out.write(f"    {traced()}\n")
             if diagrams:
-                out.write(kind.describe_state(harness, failed=False))
+                drawn = kind.describe_state(harness, failed=False)
+                if not drawn:
+                    out.write(f"    (no diagram: {impl_name} offers no introspection; --diagram draws the "
+                              f"structure of maps that do)\n")
+                    diagrams = False
+                out.write(drawn)
     return ReplayOutcome(None, len(steps))
 
 
@@ -100,19 +108,25 @@ def implementation_for(cx: Counterexample, impl_override: str | None, path) -> s
 
 
 def replay_setup(cx: Counterexample, impl_spec: str,
-                 isolated: bool = False) -> tuple[Implementation, Callable, dict, MachineKind]:
+                 overrides: dict | None = None, isolated: bool = False) -> tuple[Implementation, Callable, dict, MachineKind]:
     """``(implementation, make_impl, harness options, machine kind)`` to replay
     ``cx`` on ``impl_spec``; the implementation is built once with the file's
     arguments first (a factory rejecting them is a ConstructionError; one that
-    crashes, a CheckFailure). ``isolated``: a ``MODULE:FACTORY`` runs in a process
-    of its own (:func:`~properties.core.impls.resolve`)."""
+    crashes, a CheckFailure). ``overrides``: recorded settings to replay with
+    instead of the file's (e.g. another contract level). ``isolated``: a
+    ``MODULE:FACTORY`` runs in a process of its own
+    (:func:`~properties.core.impls.resolve`)."""
     kind = machine_kind(cx.machine)
     impl = resolve(impl_spec, cx.machine, isolated=isolated)
+    settings = dict(cx.settings, **{k: v for k, v in (overrides or {}).items() if v is not None})
+    unknown = set(settings) - set(kind.recorded_settings)
+    if unknown:
+        raise UsageError(f"--{sorted(unknown)[0].replace('_', '-')} does not apply to the {kind.name} machine")
     config = kind.config_for(impl, capacity=cx.capacity or None, white_box=cx.white_box,
-                             strict_live_iteration=cx.strict_live_iteration, **cx.settings)
+                             strict_live_iteration=cx.strict_live_iteration, **settings)
     probed = kind.probe_implementation(impl, config, black_box=not cx.white_box)
     config = kind.config_for(impl, capacity=cx.capacity or None, white_box=probed.white_box,
-                             strict_live_iteration=cx.strict_live_iteration, **cx.settings)
+                             strict_live_iteration=cx.strict_live_iteration, **settings)
     make_impl, options = kind.replay_setup(impl.factory, config)
     return impl, make_impl, options, kind
 

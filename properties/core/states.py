@@ -19,7 +19,7 @@ from properties.core.failures import safe_repr
 from properties.core.keys import serializers_for
 from reference.serializers import IntSerializer, ListSerializer, SerializationError
 
-__all__ = ["copy_state", "entries", "same_entries", "transform_append", "drain", "write_serializers",
+__all__ = ["copy_state", "entries", "same_entries", "transform_append", "Kept", "drain", "write_serializers",
            "decode_written"]
 
 
@@ -91,6 +91,21 @@ def same_entries(a, b, symbolic: bool = False) -> bool:
     return entries(a) == entries(b)
 
 
+class Kept:
+    """A transform function that keeps what it was given and what it returned
+    (``old``, ``result``, ``called``): ``m.transform(k, n, v, Kept(transform_append))``."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+        self.called = False
+        self.old = self.result = None
+
+    def __call__(self, old, value):
+        self.called, self.old = True, old
+        self.result = self.fn(old, value)
+        return self.result
+
+
 def drain(iterator):
     """Consume a live iterator; the entries, or the exception it raised."""
     out = []
@@ -102,7 +117,7 @@ def drain(iterator):
     return out
 
 
-# ------------------------------------------------ write_state bytes (SPEC §15, Flink's layout)
+# ------------------------------------------------ write_state bytes (docs/contract.md §15, Flink's layout)
 
 
 def write_serializers(key=0, namespace=0) -> tuple:
@@ -116,7 +131,7 @@ def write_serializers(key=0, namespace=0) -> tuple:
 
 
 def decode_written(data: bytes, serializers: tuple | None = None) -> tuple[int, list]:
-    """``(count, entries)`` of ``write_state``'s bytes (SPEC §15, Flink's layout):
+    """``(count, entries)`` of ``write_state``'s bytes (docs/contract.md §15, Flink's layout):
     an int32 count, then namespace, key, state per entry, read with ``serializers``
     (:func:`write_serializers`' by default). SerializationError if they do not
     decode, or if bytes are left over after ``count`` entries."""

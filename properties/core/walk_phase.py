@@ -23,10 +23,11 @@ from typing import Callable, Iterable
 import attrs
 
 from properties.core.boundary import build
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.machine import add_space
 from properties.core.program import Step
+from properties.core.shrink import is_hang
 
 __all__ = ["WalkFinding", "WalkRun", "run_walks", "walk_seeds", "walk_length", "DEFAULT_WALKS", "DEFAULT_WALK_STEPS"]
 
@@ -52,7 +53,7 @@ class WalkRun:
     steps: int = 0
     seconds: float = 0.0  # to the first failure, or to the end of the phase
     finding: WalkFinding | None = None
-    coverage: Counter = attrs.Factory(Counter)  # the harnesses' scenario counts (SPEC §13), summed
+    coverage: Counter = attrs.Factory(Counter)  # the harnesses' scenario counts (docs/contract.md §13), summed
     findings: Counter = attrs.Factory(Counter)
     space: object = None  # the harnesses' state-space coverage, summed (if they keep one)
     more: list = attrs.Factory(list)  # later walks failing with the same kind (candidates for a shorter program)
@@ -82,15 +83,18 @@ def walk_seeds(base_seed: int, walks: int) -> list[int]:
 
 def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: Callable[[], object], *,
               harness_class, harness_options: dict | None = None, base_seed: int, walks: int,
-              steps: int = DEFAULT_WALK_STEPS, deadline: float | None = None, spares: int = 0) -> WalkRun:
+              steps: int = DEFAULT_WALK_STEPS, deadline: float | None = None, spares: int = 0,
+              first: int = 1) -> WalkRun:
     """Run up to ``walks`` walks of ``steps`` steps each, each on a fresh
     implementation through ``harness_class``, until one fails or ``deadline``
-    (monotonic) passes. With ``spares``, the walks go on after the first failure
+    (monotonic) passes; ``first``: begin with that walk (1-based; the walks
+    before it are not run). With ``spares``, the walks go on after the first failure
     (at most ``walks`` more) to collect up to ``spares`` other failing programs
     of the same kind (DIVERGENCE, INVARIANT...; the code may differ where it
     depends on context, e.g. one checkpoint running or two): the shrinker may
-    get a shorter program from one of them. An exception that is not the harness's CheckFailure is cowcheck's
-    own error: raised as InternalError, never blamed on the map."""
+    get a shorter program from one of them. Not after a hang (a TIMEOUT of the
+    step time limit): every spare that hangs too would cost the limit. An exception that is not the
+    harness's CheckFailure is cowcheck's own error: raised as InternalError, never blamed on the map."""
     run = WalkRun()
     started = time.monotonic()
     options = dict(harness_options or {})
@@ -98,6 +102,8 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
     stop_at = walks
     try:
         for number, seed in enumerate(seeds, start=1):
+            if number < first:
+                continue
             if number > stop_at or (deadline is not None and time.monotonic() >= deadline):
                 break
             program: list[Step] = []
@@ -136,7 +142,7 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                 if run.finding is None:
                     run.finding = found
                     run.seconds = time.monotonic() - started
-                    if not spares:
+                    if not spares or is_hang(found.failure):
                         break
                     stop_at = number + walks
                 elif found.failure.kind == run.finding.failure.kind:
@@ -145,7 +151,7 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                         break
             else:
                 _close(harness, run)
-    except InternalError:
+    except (InternalError, UsageError):  # UsageError: a driver refused its input (exit 2)
         raise
     except Exception as exc:
         raise InternalError(f"the walk phase stopped with {type(exc).__name__}: {exc}",

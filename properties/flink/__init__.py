@@ -2,7 +2,7 @@
 
 - ``jvm``: the Flink jar, our Java helper (``java/``) compiled against it, the JVM started once;
 - ``convert``: what crosses the boundary (keys, namespaces, states, answers, exceptions);
-- ``map``: Flink's ``CopyOnWriteStateMap`` behind the SPEC §15 API (``--impl flink``);
+- ``map``: Flink's ``CopyOnWriteStateMap`` behind the docs/contract.md §15 API (``--impl flink``);
 - ``batch``: a whole program in one Java call, observed as ``properties.map.parity`` observes;
 - ``serializers``: Flink's own serializers, for byte-for-byte parity with the reference's.
 

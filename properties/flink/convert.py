@@ -1,64 +1,186 @@
 """What crosses the JPype boundary: keys, namespaces and states, answers, exceptions.
 
-- keys and namespaces: ``int`` in int32 range as ``java.lang.Integer``, other
-  ints as ``Long``, ``str`` as ``String`` (lone surrogates included), ``bool``
-  as ``Boolean`` (the types whose ``hashCode`` SPEC §2 reproduces; anything
-  else is a TypeError);
+- keys and namespaces (the families of :mod:`properties.core.keys`): ``int``
+  in int32 range as ``java.lang.Integer``, other ints as ``Long``, ``str`` as
+  ``String`` (lone surrogates included), ``bool`` as ``Boolean``,
+  :class:`~reference.keys.Tuple2` as Flink's ``Tuple2``,
+  :class:`~reference.keys.TimeWindow` as Flink's ``TimeWindow`` and
+  ``VOID_NAMESPACE`` as ``VoidNamespace.INSTANCE`` (``Keys.java``; anything
+  else is a TypeError). :func:`java_template` makes one Java object per value
+  for the batched encodings' tables (the Java side hands the map a new copy per
+  use, ``KeyObjects.java``); :class:`JavaKeys` gives a map what the caller
+  gives it: a new Java object for a Python object not seen before, the same
+  one for a Python object seen again (a caller holding its keys). Values
+  CPython keeps one object of (:func:`~properties.core.keys.pinned`: small
+  ints, ``""`` and one Latin-1 character, bools, ``VOID_NAMESPACE``) are one
+  Java object per value on every path;
 - states: lists of int32 as Java ``int[]`` (the helper keeps the Java lists);
-- answers of the helper: JSON (``Json.java``) or fixed-layout int arrays
-  (``Encoded.java``, read by :class:`Reader`);
-- Java exceptions from Flink as the Python exceptions of SPEC §15
+- answers of the helper: JSON (``Json.java``: the key types beyond JSON as the
+  tagged objects of counterexample files, ``{"Tuple2": [1, "a"]}``) or
+  fixed-layout int arrays (``Encoded.java``, read by :class:`Reader`);
+- Java exceptions from Flink as the Python exceptions of docs/contract.md §15
   (``reference.errors``): :func:`translate`.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
+from properties.core.errors import UsageError
+from properties.core.keys import pinned
 from properties.flink.jvm import Java
+from properties.flink.releases import selected_release
 from properties.map.parity import Raised
 from reference.errors import ConcurrentModificationError, IllegalStateError, RehashInProgressError
+from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 
-__all__ = ["java_value", "java_string", "python_string", "ints", "int_array", "answer", "Reader", "translate",
-           "exception_for", "FlinkRaised"]
+__all__ = ["java_template", "JavaKeys", "java_string", "python_string", "ints", "int_array", "answer",
+           "decode_json", "decode_tagged", "Reader", "translate", "exception_for", "FlinkRaised",
+           "FlinkKeyTypeError", "KEY_TYPE_CLASSES", "missing_key_types"]
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
-_JAVA_VALUES: dict = {}
+_TEMPLATES: dict = {}
+
+# The Flink classes each key type beyond Java's own needs (Keys.java reaches them by reflection).
+KEY_TYPE_CLASSES = {
+    Tuple2: ("Tuple2 keys", ("org.apache.flink.api.java.tuple.Tuple2",
+                             "org.apache.flink.api.java.typeutils.runtime.TupleSerializer")),
+    TimeWindow: ("TimeWindow namespaces", ("org.apache.flink.streaming.api.windowing.windows.TimeWindow",)),
+    VoidNamespace: ("VoidNamespace namespaces", ("org.apache.flink.runtime.state.VoidNamespace",
+                                                 "org.apache.flink.runtime.state.VoidNamespaceSerializer")),
+}
+_MISSING: dict = {}  # release -> frozenset of class names its jar lacks (Keys.missing())
 
 
-def java_value(value):
-    """The Java object for a key or namespace (cached: keys repeat)."""
-    cache_key = (type(value), value)
-    try:
-        return _JAVA_VALUES[cache_key]
-    except KeyError:
-        pass
-    except TypeError:
-        raise TypeError(f"Flink bridge: keys and namespaces must be int, str or bool, got "
-                        f"{type(value).__name__} {value!r}") from None
+class FlinkKeyTypeError(UsageError, TypeError):
+    """A key type the Flink release of this process does not have (a usage error: exit 2, one line)."""
+
+    def __init__(self, release: str, what: str, missing: tuple) -> None:
+        super().__init__(f"Flink {release} cannot take {what}: its jar has no {', '.join(missing)}")
+        self.release, self.what, self.missing = release, what, missing
+
+
+def missing_key_types() -> dict:
+    """``{Python type: (what, missing classes)}`` for the key types this process's release cannot take
+    (asks ``Keys.missing()`` once the JVM runs)."""
+    release = selected_release()
+    absent = _MISSING.get(release)
+    if absent is None:
+        absent = _MISSING[release] = frozenset(str(name) for name in Java.Keys.missing())
+    if not absent:
+        return {}
+    return {t: (what, tuple(c for c in classes if c in absent))
+            for t, (what, classes) in KEY_TYPE_CLASSES.items() if any(c in absent for c in classes)}
+
+
+def _check_release(t) -> None:
+    """FlinkKeyTypeError if this process's release lacks a class key type ``t`` needs."""
+    missing = missing_key_types()
+    if missing and t in missing:
+        raise FlinkKeyTypeError(selected_release(), *missing[t])
+
+
+def _bad_key(value) -> TypeError:
+    return TypeError(f"Flink bridge: keys and namespaces must be int, str, bool, Tuple2, TimeWindow or "
+                     f"VOID_NAMESPACE, got {type(value).__name__} {value!r:.60}")
+
+
+def _new_java(value, field):
+    """A new Java object equal to ``value``; ``field(x)`` converts a Tuple2's fields."""
     t = type(value)
     if t is int:
         if _INT_MIN <= value <= _INT_MAX:
-            java = Java.Integer.valueOf(value)
-        elif _LONG_MIN <= value <= _LONG_MAX:
-            java = Java.Long.valueOf(value)
-        else:
-            raise TypeError(f"Flink bridge: key or namespace {value} does not fit a Java long")
-    elif t is str:
-        java = java_string(value)
-    elif t is bool:
-        java = Java.Boolean.valueOf(value)
-    elif value is None:
-        java = None  # Flink decides (NullPointerException -> TypeError)
-    else:
-        raise TypeError(f"Flink bridge: keys and namespaces must be int, str or bool, got "
-                        f"{type(value).__name__} {value!r}")
-    if len(_JAVA_VALUES) > 100_000:
-        _JAVA_VALUES.clear()
-    _JAVA_VALUES[cache_key] = java
+            return Java.Integer(value)  # the constructor: never Integer.valueOf's cached objects
+        if _LONG_MIN <= value <= _LONG_MAX:
+            return Java.Long(value)
+        raise TypeError(f"Flink bridge: key or namespace {value} does not fit a Java long")
+    if t is str:
+        return java_string(value)
+    if t is bool:
+        return Java.Boolean(value)
+    if t is Tuple2:
+        _check_release(Tuple2)
+        return Java.Keys.tuple2(field(value.f0), field(value.f1))
+    if t is TimeWindow:
+        _check_release(TimeWindow)
+        if not all(type(x) is int and _LONG_MIN <= x <= _LONG_MAX for x in (value.start, value.end)):
+            raise TypeError(f"Flink bridge: TimeWindow start and end must be Java longs, got {value!r:.60}")
+        return Java.Keys.window(value.start, value.end)
+    if value is VOID_NAMESPACE:
+        _check_release(VoidNamespace)
+        return Java.Keys.voidNamespace()
+    if value is None:
+        return None  # Flink decides (NullPointerException -> TypeError)
+    raise _bad_key(value)
+
+
+def java_template(value):
+    """One Java object per key or namespace value, for the tables of the batched encodings (cached:
+    keys repeat). The Java side never hands a map the template itself: a new copy per use, or one
+    object per value after hold_keys (``KeyObjects.java``)."""
+    t = type(value)
+    if t in KEY_TYPE_CLASSES:
+        _check_release(t)
+    cache_key = (t, value)
+    try:
+        return _TEMPLATES[cache_key]
+    except KeyError:
+        pass
+    except TypeError:
+        raise _bad_key(value) from None
+    java = _new_java(value, java_template)
+    if len(_TEMPLATES) > 100_000:
+        _TEMPLATES.clear()
+    _TEMPLATES[cache_key] = java
     return java
+
+
+class JavaKeys:
+    """The Java objects one map is handed for the caller's keys and namespaces, as a Java caller
+    would hand them: a Python object seen for the first time becomes a new Java object (Flink's
+    keys are fresh, deserialized objects), a Python object seen again the same Java object (a
+    caller holding its keys, after the harness's ``hold_keys``); a value CPython keeps one object of
+    (:func:`~properties.core.keys.pinned`) one Java object per value. A Tuple2's fields convert the
+    same way. Python objects only this table still refers to are forgotten from time to time
+    (nobody can hand them again), so a long walk of fresh keys does not keep them all."""
+
+    __slots__ = ("_objects", "_pinned", "_prune_at")
+
+    def __init__(self) -> None:
+        self._objects: dict = {}  # id(obj) -> [obj, java]: obj kept alive, so its id names only it
+        self._pinned: dict = {}  # (type, value) -> java
+        self._prune_at = 4096
+
+    def __call__(self, value):
+        hit = self._objects.get(id(value))
+        if hit is not None:
+            return hit[1]
+        if pinned(value):
+            cache_key = (type(value), value)
+            java = self._pinned.get(cache_key)
+            if java is None:
+                java = self._pinned[cache_key] = _new_java(value, self)
+            return java
+        java = _new_java(value, self)
+        objects = self._objects
+        objects[id(value)] = [value, java]
+        if len(objects) >= self._prune_at:
+            self._prune()
+        return java
+
+    def _prune(self) -> None:
+        objects = self._objects
+        getrefcount = sys.getrefcount
+        for key, entry in list(objects.items()):
+            if getrefcount(entry[0]) <= 2:  # the entry's list and getrefcount's argument: only this table
+                del objects[key]
+        self._prune_at = max(4096, 2 * len(objects))
+
+    def __len__(self) -> int:
+        return len(self._objects) + len(self._pinned)
 
 
 def java_string(value: str):
@@ -98,13 +220,29 @@ def int_array(state) -> Any:
         raise TypeError(f"Flink bridge: states must be lists of int32 (or None), got {state!r:.60}") from None
 
 
+def decode_tagged(obj: dict):
+    """A JSON object of the helper's answers as Python: ``{"raised": name}`` -> Raised, and the
+    tagged key types (``{"Tuple2": [f0, f1]}``, ``{"TimeWindow": [start, end]}``,
+    ``{"VoidNamespace": []}``)."""
+    if len(obj) == 1:
+        (tag, fields), = obj.items()
+        if tag == "Tuple2":
+            return Tuple2(*fields)
+        if tag == "TimeWindow":
+            return TimeWindow(*fields)
+        if tag == "VoidNamespace":
+            return VOID_NAMESPACE
+    return Raised(obj["raised"])
+
+
+def decode_json(text: str, object_hook=decode_tagged):
+    """JSON from the helper (``Json.java``) as Python data, the key types decoded by ``object_hook``."""
+    return json.loads(text, object_hook=object_hook)
+
+
 def answer(text):
     """A JSON answer of the helper (Json.java) as Python data; ``{"raised": name}`` -> Raised."""
-    return json.loads(str(text), object_hook=_raised)
-
-
-def _raised(obj: dict):
-    return Raised(obj["raised"])
+    return json.loads(str(text), object_hook=decode_tagged)
 
 
 class Reader:
@@ -116,7 +254,7 @@ class Reader:
     def __init__(self, encoded) -> None:
         self.data = ints(encoded.data)
         self.pos = 0
-        self.keys = iter(json.loads(str(encoded.keys)))
+        self.keys = iter(json.loads(str(encoded.keys), object_hook=decode_tagged))
 
     def raw(self) -> int:
         v = self.data[self.pos]
@@ -128,7 +266,7 @@ class Reader:
 
 
 class FlinkRaised(Exception):
-    """A Java exception from Flink with no SPEC §15 counterpart, recorded by a batched walk:
+    """A Java exception from Flink with no counterpart in ``reference.errors``, recorded by a batched walk:
     its Java class name and message."""
 
     def __init__(self, name: str, message: str) -> None:
@@ -138,7 +276,7 @@ class FlinkRaised(Exception):
 
 def exception_for(name: str, message: str) -> Exception:
     """The Python exception for a Java exception named ``name`` (``Errors.pythonName``)
-    with ``message``: the SPEC §15 exception where there is one (as :func:`translate`)."""
+    with ``message``: the ``reference.errors`` exception where there is one (as :func:`translate`)."""
     if name == "ConcurrentModificationError":
         return ConcurrentModificationError(-1, -1)
     if name == "java.lang.IllegalStateException":
@@ -153,7 +291,7 @@ def exception_for(name: str, message: str) -> Exception:
 
 
 def translate(exc):
-    """The Python exception for a Java exception from Flink (SPEC §15 / reference.errors)."""
+    """The Python exception for a Java exception from Flink (``reference.errors``)."""
     message = str(exc.getMessage()) if exc.getMessage() is not None else ""
     if isinstance(exc, Java.CME):
         return exception_for("ConcurrentModificationError", message)

@@ -35,7 +35,14 @@ CORRUPTIONS = {c.name: c for c in (
                ("P4",), ("P4",)),
     Corruption("stale-required", "a release sets the highest required snapshot version to 0 (the other live "
                                  "snapshots are forgotten)", ("P6", "P2"), ("I5",)),
-    Corruption("cycle", "a put of key 31 links its entry to itself: the next walk of that chain never ends",
+    Corruption("cycle", "a put of a key whose hashCode ends in the ten bits of 31 (key 31, about one key in a "
+                        "thousand of any type) links its entry to itself: the next walk of that chain never ends",
                ("time-limit", "P1", "P2", "P7"), ("I1",)),
-    Corruption("halt", "a put of key 31 ends the JVM and its process on the spot", (), ()),
+    Corruption("halt", "a put of a key whose hashCode ends in the ten bits of 31 (key 31...) ends the JVM and its "
+                       "process on the spot", (), ()),
+    Corruption("identity-keys", "keys and namespaces compared with == (as a map written with identity comparison "
+                                "would): during a keyed call, entries whose key and namespace equal the call's but "
+                                "are other objects are hidden from the lookup, so a get misses them and a put "
+                                "inserts the key twice; harmless while the caller hands the same objects "
+                                "(hold_keys, small ints)", ("P1", "P4", "P2", "P6"), ("P1", "P4", "I3")),
 )}

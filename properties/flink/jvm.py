@@ -203,6 +203,8 @@ class Java:
     MapHandle: Any = None
     Batch: Any = None
     Walk: Any = None
+    Keys: Any = None
+    Repr: Any = None
     Serializers: Any = None
     JException: Any = None
     CME: Any = None
@@ -224,6 +226,8 @@ class Java:
         cls.MapHandle = jpype.JClass(_HELPER_CLASS)
         cls.Batch = jpype.JClass("cowcheck.bridge.Batch")
         cls.Walk = jpype.JClass("cowcheck.bridge.Walk")
+        cls.Keys = jpype.JClass("cowcheck.bridge.Keys")
+        cls.Repr = jpype.JClass("cowcheck.bridge.Repr")
         cls.Serializers = jpype.JClass("cowcheck.bridge.Serializers")
         cls.JException = jpype.JException
         cls.CME = jpype.JClass("java.util.ConcurrentModificationException")

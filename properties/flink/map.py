@@ -1,4 +1,4 @@
-"""Apache Flink 2.3.0's own CopyOnWriteStateMap behind the SPEC §15 API (``--impl flink``).
+"""Apache Flink 2.3.0's own CopyOnWriteStateMap behind the docs/contract.md §15 API (``--impl flink``).
 
 The real Java class runs in-process through JPype (:mod:`properties.flink.jvm`);
 our helper ``MapHandle.java`` drives it call by call.
@@ -25,6 +25,13 @@ of int32 (Flink's ``ListSerializer(IntSerializer)``, whose ``copy`` makes a
 new list, so copy-on-write is visible; ``state_copier`` is not used: Flink
 copies with its serializer, which for these states equals ``copy.deepcopy``).
 
+Keys and namespaces reach Flink as a Java caller would hand them
+(:class:`~properties.flink.convert.JavaKeys`): a Python object the map has not
+seen becomes a new Java object (Flink's keys are always fresh, deserialized
+ones), a Python object seen again the same Java object (a caller holding its
+keys); values CPython keeps one object of (small ints, ``""`` and one Latin-1
+character) one Java object per value.
+
 White box: ``introspect()`` returns a :class:`FlinkView` built by reflection
 (tables, sizes, rehash index, versions, threshold, mod count, entries with
 their versions and hash). Every Java entry has one :class:`EntryMirror`,
@@ -44,7 +51,7 @@ from typing import Any, Callable, Iterator
 import attrs
 
 from properties.core.errors import UsageError
-from properties.flink.convert import Reader, answer, int_array, ints, java_value, translate
+from properties.flink.convert import JavaKeys, Reader, answer, int_array, ints, translate
 from properties.flink.jvm import Java, jvm
 from reference.errors import ConcurrentModificationError, ForeignSnapshotError
 from reference.snapshot import SnapshotView
@@ -144,7 +151,7 @@ class FlinkView:
 
 
 class FlinkStateMap:
-    """Flink 2.3.0's ``CopyOnWriteStateMap`` speaking SPEC §15; see the module docstring.
+    """Flink 2.3.0's ``CopyOnWriteStateMap`` speaking docs/contract.md §15; see the module docstring.
 
     ``capacity`` must be 128 (FlinkCapacityError otherwise); ``state_copier`` is
     accepted for the factory protocol and unused (Flink copies with its serializer);
@@ -158,6 +165,7 @@ class FlinkStateMap:
         jvm()
         self._callbacks = _python_side()(self)
         self._handle = Java.MapHandle(self._callbacks, corruption)
+        self._keys = JavaKeys()  # the Java object for each key and namespace the caller hands the map
         self._twins: dict[int, list] = {}  # state id -> the Python list that is its twin
         self._ids: dict[int, int] = {}  # id(twin) -> state id
         self._mirrors: dict[int, EntryMirror] = {}  # entry id -> mirror
@@ -212,14 +220,14 @@ class FlinkStateMap:
     def get(self, key, namespace):
         self._maybe_prune()
         try:
-            code = self._handle.get(java_value(key), java_value(namespace))
+            code = self._handle.get(self._keys(key), self._keys(namespace))
         except Java.JException as exc:
             raise translate(exc) from None
         return self._twin(code) if code else None
 
     def contains_key(self, key, namespace) -> bool:
         try:
-            return bool(self._handle.containsKey(java_value(key), java_value(namespace)))
+            return bool(self._handle.containsKey(self._keys(key), self._keys(namespace)))
         except Java.JException as exc:
             raise translate(exc) from None
 
@@ -227,7 +235,7 @@ class FlinkStateMap:
         self._maybe_prune()
         state_id = self._state_id(state)
         try:
-            self._handle.put(java_value(key), java_value(namespace), state_id)
+            self._handle.put(self._keys(key), self._keys(namespace), state_id)
         except Java.JException as exc:
             raise translate(exc) from None
 
@@ -235,20 +243,20 @@ class FlinkStateMap:
         self._maybe_prune()
         state_id = self._state_id(state)
         try:
-            code = self._handle.putAndGetOld(java_value(key), java_value(namespace), state_id)
+            code = self._handle.putAndGetOld(self._keys(key), self._keys(namespace), state_id)
         except Java.JException as exc:
             raise translate(exc) from None
         return self._twin(code)
 
     def remove(self, key, namespace) -> None:
         try:
-            self._handle.remove(java_value(key), java_value(namespace))
+            self._handle.remove(self._keys(key), self._keys(namespace))
         except Java.JException as exc:
             raise translate(exc) from None
 
     def remove_and_get_old(self, key, namespace):
         try:
-            code = self._handle.removeAndGetOld(java_value(key), java_value(namespace))
+            code = self._handle.removeAndGetOld(self._keys(key), self._keys(namespace))
         except Java.JException as exc:
             raise translate(exc) from None
         return self._twin(code)
@@ -258,7 +266,7 @@ class FlinkStateMap:
         self._maybe_prune()
         self._pending = lambda old: fn(old, value)
         try:
-            self._handle.transform(java_value(key), java_value(namespace))
+            self._handle.transform(self._keys(key), self._keys(namespace))
         except Java.JException as exc:
             raise translate(exc) from None
         finally:
@@ -290,7 +298,7 @@ class FlinkStateMap:
 
     def size_of_namespace(self, namespace) -> int:
         try:
-            return int(self._handle.sizeOfNamespace(java_value(namespace)))
+            return int(self._handle.sizeOfNamespace(self._keys(namespace)))
         except Java.JException as exc:
             raise translate(exc) from None
 
@@ -384,7 +392,7 @@ class _KeyIterator:
 
     def __init__(self, m: FlinkStateMap, namespace) -> None:
         self.map = m
-        self.iterator = m._handle.keys(java_value(namespace))
+        self.iterator = m._handle.keys(m._keys(namespace))
         self.done = False
         m._cursors.add(self)
 
@@ -431,20 +439,20 @@ class _Visitor:
 
     def remove(self, entry: tuple) -> None:
         try:
-            self.map._handle.visitorRemove(self.visitor, java_value(entry[0]), java_value(entry[1]))
+            self.map._handle.visitorRemove(self.visitor, self.map._keys(entry[0]), self.map._keys(entry[1]))
         except Java.JException as exc:
             raise translate(exc) from None
 
     def update(self, entry: tuple, new_state) -> None:
         state_id = self.map._state_id(new_state)
         try:
-            self.map._handle.visitorUpdate(self.visitor, java_value(entry[0]), java_value(entry[1]), state_id)
+            self.map._handle.visitorUpdate(self.visitor, self.map._keys(entry[0]), self.map._keys(entry[1]), state_id)
         except Java.JException as exc:
             raise translate(exc) from None
 
 
 class FlinkSnapshot:
-    """Flink's ``CopyOnWriteStateMapSnapshot`` (SPEC §15 snapshot API plus the
+    """Flink's ``CopyOnWriteStateMapSnapshot`` (docs/contract.md §15 snapshot API plus the
     white-box ``entry_objects()`` and ``snapshot_data``)."""
 
     __slots__ = ("owner", "_snapshot", "version", "entry_count", "__weakref__")

@@ -1,17 +1,24 @@
 """Flink's own serializers from Python: the bytes Flink writes for a value, and what it reads back.
 
 Each serializer of ``reference.serializers`` (int, long, string, bytes, list,
-map) has a Flink counterpart of the same ``serializer_id`` in the helper
-(``Serializers.java``); tests compare the reference's bytes with Flink's.
+map, and the key types' ``tuple2<int,string>`` (Flink's ``TupleSerializer`` of
+``Tuple2``), ``timewindow`` (``TimeWindow.Serializer``) and ``void``
+(``VoidNamespaceSerializer``)) has a Flink counterpart of the same
+``serializer_id`` in the helper (``Serializers.java``); tests compare the
+reference's bytes with Flink's.
 """
 
 from __future__ import annotations
 
-from properties.flink.convert import java_string, python_string, translate
+from properties.flink.convert import answer, java_string, java_template, python_string, translate
 from properties.flink.jvm import Java, jvm
 from reference import serializers as ref
 
 __all__ = ["flink_serialize", "flink_deserialize"]
+
+_KEY_CLASSES = frozenset(("org.apache.flink.api.java.tuple.Tuple2",
+                          "org.apache.flink.streaming.api.windowing.windows.TimeWindow",
+                          "org.apache.flink.runtime.state.VoidNamespace"))
 
 
 def _to_java(serializer, value):
@@ -37,6 +44,11 @@ def _to_java(serializer, value):
         for k, v in value.items():
             out.put(_to_java(serializer.key_serializer, k), _to_java(serializer.value_serializer, v))
         return out
+    if isinstance(serializer, ref.Tuple2Serializer):
+        return Java.Keys.tuple2(_to_java(serializer.f0_serializer, value.f0),
+                                _to_java(serializer.f1_serializer, value.f1))
+    if isinstance(serializer, (ref.TimeWindowSerializer, ref.VoidNamespaceSerializer)):
+        return java_template(value)
     raise TypeError(f"no Flink serializer for {type(serializer).__name__}")
 
 
@@ -54,6 +66,9 @@ def _from_java(value):
         return [_from_java(x) for x in value]
     if isinstance(value, jpype.JClass("java.util.Map")):
         return {_from_java(e.getKey()): _from_java(e.getValue()) for e in value.entrySet()}
+    name = str(value.getClass().getName())
+    if name in _KEY_CLASSES:  # Tuple2, TimeWindow, VoidNamespace: as the bridge's answers carry them
+        return answer(Java.Keys.json(value))[0]
     raise TypeError(f"no Python value for {value.getClass().getName()}")
 
 

@@ -16,6 +16,14 @@ as any other. States cross as ``[content, number]`` (numbered by identity in
 order of first appearance), and :class:`WalkMap` keeps one Python object per
 number, so the identity rules (P6) are checked as on the per-operation bridge.
 
+Steps travel in the batched encoding (:func:`properties.flink.batch.encode`):
+keys and namespaces as a table of values, of which ``KeyObjects.java`` makes
+the object each call is handed, as the harness hands them (a new object per
+call, one per value after ``hold_keys``); bulk steps as their family, first
+index and count, their keys computed in Java (``Keys.nth``) and each single
+call recorded. A segment holds up to :data:`SEGMENT` steps and
+:data:`SEGMENT_CALLS` calls into the map.
+
 If the harness asks for a call the walk did not record (it cannot, unless the
 two sides disagree on how a step is driven), :class:`OutOfStep` is raised: an
 error of cowcheck's, never the map's. Campaigns confirm every failure found this
@@ -35,21 +43,22 @@ from itertools import islice
 
 from properties.core.errors import InternalError
 from properties.core.failures import INVARIANT
+from properties.core.limits import implementation_call
 from properties.core.program import Step
 from properties.core.states import copy_state
-from properties.flink.batch import key_table
-from properties.flink.convert import exception_for, java_value
+from properties.flink.batch import encode, java_keys
+from properties.flink.convert import decode_tagged, exception_for
 from properties.flink.jvm import Java, jvm
 from properties.flink.map import FLINK_CAPACITY, FlinkCapacityError
 from properties.map.harness import Harness, _count
 from properties.map.ops import MAP_OPS
+from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
 
 __all__ = ["WalkMap", "WalkHarness", "OutOfStep", "SEGMENT", "encode_steps"]
 
 SEGMENT = 512  # steps per Java call at most
-# op code (Walk.OPERATIONS: a test holds the two together) and argument domains, by name
-_ENCODING = {op.name: (i, tuple(op.domains)) for i, op in enumerate(MAP_OPS)}
-_WRITE_SERIALIZERS = ("int", "int", "list<int>")
+SEGMENT_CALLS = 1 << 16  # and calls into the map at most (bulk steps make one per key), beyond its first step
+_BULK = frozenset(op.name for op in MAP_OPS if op.bulk)
 _END = object()
 
 
@@ -66,35 +75,37 @@ class _Raised:
         self.name, self.message = name, message
 
 
-def _hook(obj: dict):
-    return _Raised(obj["raised"], obj.get("message", "")) if "raised" in obj else obj
+def _hook(obj: dict, _tuple2=Tuple2, _window=TimeWindow, _void=VOID_NAMESPACE):
+    """A JSON object of a walk's answers: a tagged key (most often), or an exception with its message."""
+    fields = obj.get("Tuple2")
+    if fields is not None:
+        return _tuple2(*fields)
+    fields = obj.get("TimeWindow")
+    if fields is not None:
+        return _window(*fields)
+    if "VoidNamespace" in obj:
+        return _void
+    if "raised" in obj:
+        return _Raised(obj["raised"], obj.get("message", ""))
+    return decode_tagged(obj)
 
 
 def encode_steps(steps: list[Step]) -> tuple[list[int], list]:
     """Steps as Walk.java's op codes and argument ints; keys and namespaces as
-    indexes into a table of values (the map's domains' encoding)."""
-    table, ref = key_table()
-    out: list[int] = []
-    append, extend = out.append, out.extend
-    for step in steps:
-        code, domains = _ENCODING[step.op]
-        append(code)
-        args = step.args
-        if len(domains) == 1 and domains[0].arity == 1:  # most operations: one plain argument
-            extend(domains[0].encode(args, ref))
-            continue
-        at = 0
-        for domain in domains:
-            extend(domain.encode(args[at: at + domain.arity], ref))
-            at += domain.arity
-    return out, table
+    indexes into a table of values (the batched encoding, ``properties.flink.batch.encode``)."""
+    return encode(steps)
+
+
+def _calls(step: Step) -> int:
+    """How many calls into the map a step makes at least (a bulk step one per key)."""
+    return step.args[2] if step.op in _BULK else 1
 
 
 # ------------------------------------------------------------------ the map
 
 
 class WalkMap:
-    """Flink's map as the harness sees it in a batched walk: SPEC §15's calls,
+    """Flink's map as the harness sees it in a batched walk: docs/contract.md §15's calls,
     answered from what ``Walk.java`` recorded for the current step.
 
     ``corruption``: a seeded Java-side corruption (``properties.flink.corruptions``)."""
@@ -127,9 +138,8 @@ class WalkMap:
 
     def run(self, steps: list[Step], bound: int) -> None:
         """Run ``steps`` on the Java side; their records wait for :meth:`begin`."""
-        program, table = encode_steps(steps)
-        keys = Java.object_array([java_value(v) for v in table])
-        text = self._walk.run(Java.int_array(array("i", program)), keys, bound)  # a buffer: one copy
+        program, table = encode(steps)
+        text = self._walk.run(Java.int_array(array("i", program)), java_keys(table), bound)  # a buffer: one copy
         records = json.loads(str(text), object_hook=_hook)
         if len(records) != len(steps):
             raise InternalError(f"the Java walk answered {len(records)} steps for {len(steps)}")
@@ -184,7 +194,7 @@ class WalkMap:
         key, namespace, seen = row
         return key, namespace, self._state(seen)
 
-    # --------------------------------------------------------- SPEC §15
+    # --------------------------------------------------------- docs/contract.md §15
 
     def put(self, key, namespace, state) -> None:
         self._bind(self._value("put"), state)
@@ -361,10 +371,22 @@ class _Snapshot:
         return _View(size, [self.map._row(r) for r in rows])
 
     def write_state(self, out, key_serializer, namespace_serializer, state_serializer, transformer=None) -> None:
+        """What Flink's writeState wrote with the serializers of these ids (``Walk.writeSnapshot``
+        wrote with those of the snapshot's first entry and with Int ones)."""
         ids = tuple(getattr(s, "serializer_id", None) for s in (key_serializer, namespace_serializer, state_serializer))
-        if ids != _WRITE_SERIALIZERS or transformer is not None:
-            raise OutOfStep(f"write_state with serializers {ids}: the Java walk writes {_WRITE_SERIALIZERS}")
-        out.write(bytes.fromhex(self.map._value("write_state")))
+        key_id, namespace_id, first, *with_ints = self.map._value("write_state")
+        if key_id is None or ids[:2] == (key_id, namespace_id):
+            written = first  # an empty snapshot writes the same bytes with any serializers
+        elif ids[:2] == ("int", "int") and with_ints:
+            written = with_ints[0]
+        else:
+            raise OutOfStep(f"write_state with serializers {ids}: the Java walk wrote with {(key_id, namespace_id)} "
+                            f"and ('int', 'int')")
+        if ids[2] != "list<int>" or transformer is not None:
+            raise OutOfStep(f"write_state with serializers {ids}: the Java walk writes states with 'list<int>'")
+        if isinstance(written, _Raised):
+            raise exception_for(written.name, written.message)
+        out.write(bytes.fromhex(written))
 
     def __repr__(self) -> str:
         return f"WalkSnapshot(version={self.version}, entries={self.count})"
@@ -393,9 +415,11 @@ class WalkHarness(Harness):
     (still correct, only slower)."""
 
     def __init__(self, impl: WalkMap, *, white_box: bool | None = None, state_copier=copy_state,
-                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 128) -> None:
+                 strict_live_iteration: bool = False, symbolic: bool = False,
+                 capacity: int = FLINK_CAPACITY, contract: str = "flink") -> None:
         super().__init__(impl, white_box=False, state_copier=state_copier,
-                         strict_live_iteration=strict_live_iteration, symbolic=symbolic, capacity=capacity)
+                         strict_live_iteration=strict_live_iteration, symbolic=symbolic, capacity=capacity,
+                         contract=contract)
         self.white_box = True if white_box is None else bool(white_box)
         impl.start(self.white_box)
         self._ahead: deque = deque()
@@ -413,9 +437,16 @@ class WalkHarness(Harness):
             ahead.clear()
             impl.discard()
         if not impl._records:
-            segment = [step, *islice(ahead, SEGMENT - 1)]  # they stay ahead: their records are queued
+            segment = [step]  # the steps after it stay ahead: their records are queued
+            calls = _calls(step)
+            for later in islice(ahead, SEGMENT - 1):
+                calls += _calls(later)
+                if calls > SEGMENT_CALLS:
+                    break
+                segment.append(later)
             # An upper bound on the model's size during the segment (iteration and visit bounds).
-            impl.run(segment, len(self.model) + len(segment))
+            # Flink's time, under the step time limit (the checks after it are not)
+            implementation_call(impl.run, segment, len(self.model) + sum(map(_calls, segment)))
         self._record = impl.begin(step.op)
         super()._apply(step)
         if next(impl._events, _END) is not _END:

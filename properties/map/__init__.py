@@ -1,10 +1,10 @@
-"""The map machine: CopyOnWriteStateMap and its snapshots (SPEC §2–§9), registered as machine ``map``.
+"""The map machine: CopyOnWriteStateMap and its snapshots (docs/contract.md §2–§9), registered as machine ``map``.
 
 - ``ops``: the operations, declared once (:data:`~properties.map.ops.MAP_OPS`);
 - ``harness``: applies them to an implementation and the model, checks P1–P7 and I0–I9;
 - ``machine``: the Hypothesis state machine (one rule per operation);
 - ``walks``: seeded swarm walks (campaigns, ``check``'s walk phase);
-- ``introspection``: the white-box view's contract; ``scenarios``: SPEC §13 counts;
+- ``introspection``: the white-box view's contract; ``scenarios``: docs/contract.md §13 counts;
 - ``mutants``: the map's seeded bugs; ``parity``: the same observations from any map;
 - ``short_programs``: the property over short programs (CrossHair's backend).
 
@@ -20,20 +20,20 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 
 from model import ModelMap
+from properties.core.api import StateMapFactory
 from properties.core.counterexample import Counterexample
 from properties.core.errors import UsageError
 from properties.core.failures import CheckFailure
 from properties.core.hunt import HuntResult
 from properties.core.impls import Implementation, Probed, UnknownImplementationError, construct
-from properties.core.limits import StepTimeout, step_begins, step_ends
+from properties.core.limits import StepTimeout, implementation_call, unpaced
 from properties.core.machine import MachineKind, register_machine
+from properties.core.regression import docstring_text, test_name_for
 from properties.core.remote import Isolation, hidden_methods
-from properties.core.regression import comment_text, docstring_text, steps_json, test_name_for
 from properties.core.replay import show
-from properties.core.shrink import shrink
+from properties.core.shrink import DEFAULT_REPLAYS, shrink_failure
 from properties.core.states import transform_append
 from properties.core.walk_phase import DEFAULT_WALKS, run_walks
 from properties.map import mutants  # noqa: F401  (registers the map's seeded bugs)
@@ -41,6 +41,7 @@ from properties.map.harness import Harness, describe_state, has_introspection
 from properties.map.introspection import introspection_problem, snapshot_problem
 from properties.map.machine import MachineConfig, _spec_of, make_map_machine, replay_setup
 from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS
+from properties.map.rendering import imports_for, program_lines
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from properties.map.walks import walk_program
 from reference import CopyOnWriteStateMap
@@ -54,7 +55,7 @@ REQUIRED_METHODS = ("get", "contains_key", "put", "put_and_get_old", "remove", "
 
 FINDINGS = {
     "live-iteration-quirk": "live iteration repeated or skipped entries after reads drove the incremental "
-                            "rehash, without raising (Flink 2.3.0 does the same; SPEC §7)",
+                            "rehash, without raising (Flink 2.3.0 does the same; docs/contract.md §7)",
 }
 
 
@@ -62,7 +63,7 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
     """Build one map of ``impl`` with the run's capacity and decide how it is checked.
 
     ConstructionError if the factory rejects the arguments; UnknownImplementationError
-    if the map lacks SPEC §15 methods; ``white_box=True`` (``--white-box``) makes
+    if the map lacks docs/contract.md §15 methods; ``white_box=True`` (``--white-box``) makes
     an unusable introspection a UsageError instead of a black-box run."""
     capacity = config.capacity
     instance = construct(impl, lambda: impl.new(capacity=capacity, state_copier=copy.deepcopy),
@@ -70,7 +71,7 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
     missing = [name for name in REQUIRED_METHODS if not callable(getattr(instance, name, None))]
     if missing:
         raise UnknownImplementationError(
-            impl.spec, f"{type(instance).__name__} lacks the SPEC §15 methods {', '.join(missing)}")
+            impl.spec, f"{type(instance).__name__} lacks the docs/contract.md §15 methods {', '.join(missing)}")
     if black_box:
         return Probed(False)
     apart = hidden_methods(instance)
@@ -92,8 +93,7 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
 
 
 def _introspection_problem(instance) -> str | None:
-    step_begins()
-    try:
+    def probe_view():  # calls into the implementation throughout
         problem = introspection_problem(instance)
         if problem is not None:
             return problem
@@ -103,10 +103,12 @@ def _introspection_problem(instance) -> str | None:
         except Exception:
             return None  # not introspection's business: the checks will show what is wrong
         return snapshot_problem(snap)
+
+    try:
+        with unpaced():
+            return implementation_call(probe_view)
     except StepTimeout:
         return "introspect() or a first put/snapshot did not return within the step time limit"
-    finally:
-        step_ends()
 
 
 def expected_results(steps: list) -> list:
@@ -122,20 +124,23 @@ def expected_results(steps: list) -> list:
     return results
 
 
-def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
-              white_box: bool | None = None, impl_spec: str | None = None):
+def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
+              white_box: bool | None = None, impl_spec: str | None = None, contract: str = "flink",
+              replays: int = DEFAULT_REPLAYS):
     """A test function (for pytest) running the walk phase of ``cowcheck check`` on
     maps built by ``factory(capacity=, state_copier=)``: ``walks`` seeded walks
-    through the harness. A failing walk is shrunk and raised as CheckFailure;
-    under pytest the cowcheck plugin stores it (``--cowcheck-dir``) and shows
-    the program and the replay command, as for a failing machine::
+    through the harness. A failing walk is shrunk (replayed ``replays`` times
+    before and after: a map that fails at random is marked nondeterministic) and
+    raised as CheckFailure; under pytest the cowcheck plugin stores it
+    (``--cowcheck-dir``) and shows the program and the replay command, as for a
+    failing machine::
 
         test_my_map_walks = walk_test(mypkg.maps.make_map)
     """
     spec = impl_spec or _spec_of(factory)
 
     def test_walks():
-        config = MachineConfig(capacity=capacity, white_box=white_box)
+        config = MachineConfig(capacity=capacity, white_box=white_box, contract=contract)
         make_impl, options = replay_setup(factory, config)
         run = run_walks(walk, make_impl, harness_class=Harness, harness_options=options, base_seed=seed,
                         walks=walks)
@@ -143,11 +148,13 @@ def walk_test(factory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: i
         if run.finding is None:
             return
         original = list(run.finding.program)
-        program, failure = shrink(original, run.finding.failure, make_impl, harness_class=Harness, **options)
-        error = CheckFailure(failure)
+        shrunk = shrink_failure(original, run.finding.failure, make_impl, harness_class=Harness, replays=replays,
+                                **options)
+        error = CheckFailure(shrunk.failure)
         error.cowcheck_found = {
-            "result": HuntResult(failure, program, len(original), (run.walks, run.steps), run.seconds, 0.0, 0, 0,
-                                 run.seconds, phase="walks", walks=run),
+            "result": HuntResult(shrunk.failure, shrunk.program, len(original), (run.walks, run.steps), run.seconds,
+                                 0.0, 0, 0, run.seconds, phase="walks", walks=run, reproduced=shrunk.reproduced,
+                                 replays=shrunk.replays),
             "impl_spec": spec, "config": config, "options": options,
             "found_by": {"tool": "pytest", "generator": "walk", "seed": seed, "walk": run.finding.walk,
                          "walk_seed": run.finding.seed}}
@@ -166,63 +173,51 @@ def walk(seed: int, steps: int, instance, config: MachineConfig | None = None):
 
 
 def setup_lines(impl_spec: str, config) -> list[str]:
-    return ["import properties.map",
+    return ["import properties.map  # noqa: F401  (registers the map machine and its mutants)",
             "from properties.core.impls import resolve",
-            "from properties.core.states import transform_append",
-            "from properties.map.ops import SNAPSHOT_TRANSFORMERS, visit_and_prune_even, written_entries",
-            f"m = resolve({impl_spec!r}).new(capacity={config.capacity})"]
+            f"new_map = lambda: resolve({impl_spec!r}).new(capacity={config.capacity})",
+            "m = new_map()"]
+
+
+def program(steps: list, failure, impl_spec: str, config) -> list[str]:
+    """The failing program as Python that fails by itself when pasted (:mod:`properties.map.rendering`)."""
+    body = program_lines(steps, failure, getattr(config, "contract", "flink"))
+    setup = setup_lines(impl_spec, config)
+    return setup[:2] + imports_for(body) + setup[2:] + body
 
 
 def regression(cx: Counterexample, impl_spec: str, source_name: str) -> str:
-    """A readable regression test: the steps through the public API, the model's
-    result asserted where a step returns one, then the harness on the same steps."""
-    body = []
-    for i, (step, expected) in enumerate(zip(cx.steps, cx.expected)):
-        lines = list(MAP_OPS[step.op].regression(step.args, expected))
-        if MAP_OPS[step.op].snapshot_role is NEW_SNAPSHOT and not any(
-                MAP_OPS[s.op].snapshot_role is not None and s.args[0] == step.args[0] for s in cx.steps[i + 1:]):
-            lines = [f"m.snapshot()  # s{step.args[0]}: stays live, never released"]
-        if i == cx.failing_step:
-            lines[-1] += f"  # failed here: {cx.failure.kind} {comment_text(cx.failure.code)}"
-        body += lines
+    """A regression test: the program through the public API, failing on its own visible
+    assertion while the map has the bug (:mod:`properties.map.rendering`)."""
+    body = program_lines(list(cx.steps), cx.failure, cx.settings.get("contract", "flink"))
+    imports = ["import properties.map  # noqa: F401  (registers the map machine and its mutants)",
+               "from properties.core.impls import resolve"] + imports_for(body)
     indented = "\n".join("    " + line for line in body)
-    states = [name for name in ("drain", "entries", "transform_append") if re.search(rf"\b{name}\b", indented)]
-    ops = [name for name in ("SNAPSHOT_TRANSFORMERS", "visit_and_prune_even", "written_entries")
-           if re.search(rf"\b{name}\b", indented)]
-    imports = ["import properties.map  # noqa: F401  (registers the map machine)",
-               "from properties.core.impls import resolve",
-               "from properties.core.shrink import replay"]
-    if states:
-        imports.append(f"from properties.core.states import {', '.join(states)}")
-    imports.append("from properties.map.harness import Harness")
-    imports.append(f"from properties.map.ops import {', '.join(['MAP_OPS'] + ops)}")
     return f'''"""Regression from {docstring_text(source_name)}: {cx.failure.kind} {docstring_text(cx.failure.code)} on \
 {docstring_text(cx.implementation)}.
 
 {docstring_text(cx.failure.message[:300])}
 
-Generated by `cowcheck replay --to-pytest`; replays on {docstring_text(impl_spec)}.
+Generated by `cowcheck replay --to-pytest`; replays on {docstring_text(impl_spec)}. The line marked
+"fails here" asserts what the model says; it fails while the map has the bug.
 """
-
-import json
 
 {chr(10).join(imports)}
 
 IMPL = {impl_spec!r}
 CAPACITY = {cx.capacity}
-STEPS = [MAP_OPS.parse(s) for s in json.loads({steps_json(cx)!r})]
 
 
 def {test_name_for(cx)}():
-    m = resolve(IMPL).new(capacity=CAPACITY)
+    new_map = lambda: resolve(IMPL).new(capacity=CAPACITY)  # noqa: E731
+    m = new_map()
 {indented}
-    # The same steps through the harness: every property and invariant.
-    assert replay(STEPS, lambda: resolve(IMPL).new(capacity=CAPACITY), harness_class=Harness) is None
 '''
 
 
 MAP = register_machine(MachineKind(
     name="map",
+    summary="CopyOnWriteStateMap and its snapshots",
     operations=MAP_OPS,
     harness_class=Harness,
     builder=make_map_machine,
@@ -238,6 +233,7 @@ MAP = register_machine(MachineKind(
     black_box_scenarios=BLACK_BOX_SCENARIOS,
     expected_results=expected_results,
     setup_lines=setup_lines,
+    program=program,
     regression=regression,
     describe_state=describe_state,
     findings=FINDINGS,
@@ -249,4 +245,5 @@ MAP = register_machine(MachineKind(
                         hidden=frozenset({"introspect", "entry_objects", "snapshot_data"}),
                         functions={"transform_append": transform_append,
                                    **{f"snapshot:{name}": fn for name, fn in SNAPSHOT_TRANSFORMERS.items() if fn}}),
+    recorded_settings=("contract",),
 ))

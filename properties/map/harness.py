@@ -1,17 +1,17 @@
 """Apply steps to an implementation and the model side by side; check every property.
 
-The harness is the one place where the properties of SPEC §9 (P1–P7) and the
-invariants of SPEC §8 are checked; the Hypothesis machines, ``cowcheck
+The harness is the one place where the properties of docs/contract.md §9 (P1–P7) and the
+invariants of docs/contract.md §8 are checked; the Hypothesis machines, ``cowcheck
 check``, seeded walks and replay all drive it. A broken property raises
 :class:`CheckFailure` carrying a :class:`Failure`.
 
-The model decides what is checked (SPEC §16): what the implementation
+The model decides what is checked (docs/contract.md §16): what the implementation
 reports about itself (a snapshot's ``released`` flag or ``version``, its
 sizes, the exceptions it raises) is compared with the model, never used to
 skip or loosen a check. A snapshot the model holds live is read and
 compared whatever the implementation says about it.
 
-Identity (SPEC §6, exact identity rule) is tracked apart from content: the
+Identity (docs/contract.md §6, exact identity rule) is tracked apart from content: the
 model keeps its own deep copies, and ``held`` remembers which object the
 implementation should be holding for each key, so "returns the caller's own
 object" and "returns a fresh copy" are both checked.
@@ -28,8 +28,12 @@ from __future__ import annotations
 
 import io
 from collections import Counter
+from itertools import islice
+
+import attrs
 
 from model import ModelMap
+from properties.core.api import StateMap
 from properties.core.errors import InternalError
 from properties.core.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure,
                                       safe_equal, safe_repr)
@@ -49,7 +53,7 @@ from reference.hashing import composite_hash
 from reference.invariants import SnapshotGuard, StructureTracker
 from reference.serializers import SerializationError
 
-__all__ = ["Harness", "has_introspection", "describe_state", "WHITE_BOX_EVERY_STEP"]
+__all__ = ["Harness", "has_introspection", "describe_state", "WHITE_BOX_EVERY_STEP", "CONTRACTS"]
 
 _MISSING = object()
 _ENTRIES = object()
@@ -57,7 +61,13 @@ _ENTRIES = object()
 # at most this many entries, and past that after every ceil(entries / this)-th step, so a step
 # costs O(this) of structural checking however large the map (the model's P1–P7 still run after
 # every step, and I4's rehash progress too; ``final_check`` closes a run).
-WHITE_BOX_EVERY_STEP = 512  # marks an observed pair of entry lists not yet turned into entries() strings
+WHITE_BOX_EVERY_STEP = 512
+# Contract levels (docs/contract.md): ``flink`` holds a map to Flink's copy discipline (P6: a state
+# handed out is a fresh copy exactly when a live snapshot may share it, otherwise the caller's own
+# object) on top of ``isolation``, what any snapshot map owes: values, sizes and snapshot contents
+# frozen at snapshot time whatever the caller does in place to the states it was handed.
+CONTRACTS = ("flink", "isolation")
+_MARK = -1  # what the harness appends to a handed-out state to see where the change lands  # marks an observed pair of entry lists not yet turned into entries() strings
 
 
 def has_introspection(impl) -> bool:
@@ -70,16 +80,19 @@ class Harness(HarnessBase):
 
     ``white_box``: check I1–I9 after every step and classify scenarios (needs
     ``impl.introspect()``; None: if its view conforms to the contract of
-    :mod:`properties.introspection`). ``strict_live_iteration``: hold live
+    :mod:`properties.map.introspection`). ``strict_live_iteration``: hold live
     iteration to the ideal contract (each entry exactly once, or an error)
     even when reads drive the rehash mid-iteration; Flink does not meet it
-    (SPEC §7), so by default a breach is only counted as the finding
+    (docs/contract.md §7), so by default a breach is only counted as the finding
     ``live-iteration-quirk``. ``state_copier``: how the model and the suite
     copy states (a deep copy; :func:`~properties.core.states.copy_state` by
     default). ``symbolic``: values may be CrossHair's symbolic ones; results
     are compared through their ``repr`` (which makes them concrete) rather
     than sorted. ``capacity``: the map's initial capacity (state-space coverage
     counts the rehash generations Flink's growth rule implies from it).
+    ``contract``: ``flink`` (P6, Flink's copy discipline, checked) or ``isolation``
+    (no rule about when copies are made; instead every old state handed out is
+    changed in place, as a caller may, and the snapshots must not show it).
 
     Keys and namespaces reach the implementation as fresh objects equal to the
     step's (:func:`~properties.core.keys.fresh`), as deserialized keys reach
@@ -89,15 +102,20 @@ class Harness(HarnessBase):
 
     operations = MAP_OPS
 
-    def __init__(self, impl, *, white_box: bool | None = None, state_copier=copy_state,
-                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 4) -> None:
+    def __init__(self, impl: StateMap, *, white_box: bool | None = None, state_copier=copy_state,
+                 strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 4,
+                 contract: str = "flink") -> None:
         super().__init__()
+        if contract not in CONTRACTS:
+            raise ValueError(f"contract must be one of {', '.join(CONTRACTS)}, got {contract!r}")
+        self.contract = contract
         self.capacity = capacity
         self._key = fresh  # how a key or namespace is handed to the implementation (hold_keys changes it)
         self._interned: dict = {}
         self.space = SpaceCoverage()
         self.space.white_box = False
         self._unchecked = 0  # steps since I1–I9 were last checked
+        self._sizes: tuple | None = None  # (model, map) entries after the latest step
         self.impl = impl
         self.model = ModelMap(state_copier=state_copier)
         self._copy = state_copier  # the suite's own copies of states (model, guard, expected values)
@@ -204,6 +222,66 @@ class Harness(HarnessBase):
         self._fail(DIVERGENCE, code, f"{render(step)}: model returned {safe_repr(expected)}, map returned "
                                      f"{safe_repr(actual)}{why}", expected, actual)
 
+    def _expect_identity(self, step: Step, slot, value, copy_expected: bool) -> None:
+        """P6 under the flink contract, with the harm it leads to said; nothing under isolation
+        (there the old states handed out are changed in place instead: :meth:`_change_handed_out`)."""
+        if self.contract == "isolation":
+            return
+        try:
+            super()._expect_identity(step, slot, value, copy_expected)
+        except CheckFailure as exc:
+            failure = exc.failure
+            harm = self._harm(step, slot, value, copy_expected)
+            self.failure = attrs.evolve(failure, message=f"{failure.message} [contract flink: Flink's copy "
+                                                          f"discipline, P6; --contract isolation has no rule about "
+                                                          f"when copies are made and checks only what snapshots "
+                                                          f"read] {harm}")
+            raise CheckFailure(self.failure) from None
+
+    def _harm(self, step: Step, slot, value, copy_expected: bool) -> str:
+        """What the P6 breach leads to: where an in-place change of ``value`` would land."""
+        if not copy_expected:
+            return ("Had the caller changed it in place, as Flink's heap list states do, the change would "
+                    "reach a copy, not the map's state.")
+        if type(value) is not list:
+            return ""
+        already = self._snapshot_reading(slot)
+        if already:
+            sid, now, was = already
+            return f"The change already reached a snapshot: s{sid} reads {now} instead of {was} for {safe_repr(slot)}."
+        value.append(_MARK)
+        try:
+            changed = self._snapshot_reading(slot)
+        finally:
+            if value and value[-1] == _MARK:
+                value.pop()
+        if changed:
+            sid, now, was = changed
+            return (f"Had the caller appended {_MARK} to it, snapshot s{sid} would read {now} instead of {was} "
+                    f"for {safe_repr(slot)}.")
+        return ("No live snapshot would read an in-place change of it (this map keeps the snapshot's copy "
+                "elsewhere): --contract isolation checks snapshot isolation alone and would accept this.")
+
+    def _snapshot_reading(self, slot) -> tuple | None:
+        """``(sid, state it reads, state frozen)`` of the first live snapshot whose state of ``slot``
+        differs from the model's frozen copy, or None (reading the snapshots; their errors ignored)."""
+        for sid, (snap, msnap) in sorted(self.snapshots.items()):
+            if msnap.released:
+                continue
+            try:
+                now = {(k, n): st for k, n, st in islice(iter(snap), self._bound(len(msnap)))}
+            except Exception:
+                continue
+            was = next((st for k, n, st in msnap.iterate() if (k, n) == slot), _MISSING)
+            if slot in now and was is not _MISSING and not safe_equal(now[slot], was):
+                return sid, safe_repr(now[slot]), safe_repr(was)
+        return None
+
+    def _change_handed_out(self, step: Step, state) -> None:
+        """Isolation: the caller changes an old state it was handed in place; no snapshot may show it."""
+        if self.contract == "isolation" and type(state) is list:
+            self._call(step, state.append, _MARK)
+
     def _copy_expected(self, key, namespace) -> bool:
         slot = self.model.data.get((key, namespace))
         return slot is not None and slot[1] < self.model.required_version()
@@ -243,7 +321,7 @@ class Harness(HarnessBase):
     def _flag(self, step: Step, obj, name: str, code: str):
         """The implementation's ``obj.name`` (called if a method); missing is a DIVERGENCE."""
         if getattr(obj, name, _MISSING) is _MISSING:
-            self._fail(DIVERGENCE, code, f"{render(step)}: the snapshot has no {name!r} (SPEC §15)",
+            self._fail(DIVERGENCE, code, f"{render(step)}: the snapshot has no {name!r} (docs/contract.md §15)",
                        name, "missing")
         return self._call(step, observe_flag, obj, name)
 
@@ -330,9 +408,15 @@ class Harness(HarnessBase):
         if self.white_box and self._unchecked and self.steps:
             self.check_invariants(self.steps[-1])
 
+    def trace_line(self) -> str:
+        """What ``replay --trace`` shows of the latest step besides its result: the sizes after it."""
+        sizes = self._sizes
+        return f"size after: model {sizes[0]}, map {sizes[1]}" if sizes is not None else ""
+
     def check_size(self, step: Step) -> None:
         """P4 after ``step``: the implementation's size equals the model's."""
         n_impl = self._call(step, len, self.impl)
+        self._sizes = (len(self.model), n_impl)
         if n_impl != len(self.model):
             self._fail(DIVERGENCE, "P4", f"after {render(step)}: model has {len(self.model)} entries, "
                                          f"map reports {n_impl}", len(self.model), n_impl)
@@ -362,7 +446,7 @@ class Harness(HarnessBase):
         return self.tracker.check(view, self.live_versions.values()) + self.guard.check()
 
     def _check_rehash_advanced(self, step: Step, view, before: tuple) -> None:
-        """I4, SPEC §4: every keyed operation performs one incremental-rehash step
+        """I4, docs/contract.md §4: every keyed operation performs one incremental-rehash step
         if a rehash is running, which moves at least one bucket (or finishes it)."""
         index, length = before
         if view.is_rehashing and len(view.primary_table) == length and view.rehash_index <= index:
@@ -433,6 +517,7 @@ class Harness(HarnessBase):
         self._expect_equal(step, want, got)
         self._expect_identity(step, (key, namespace), got, copy_expected)
         self.held[(key, namespace)] = obj
+        self._change_handed_out(step, got)
 
     def _op_get(self, step, key, namespace, mutate_with=_MISSING):
         copy_expected = self._copy_expected(key, namespace)
@@ -465,6 +550,7 @@ class Harness(HarnessBase):
         self._expect_equal(step, want, got)
         self._expect_identity(step, (key, namespace), got, copy_expected)
         self.held.pop((key, namespace), None)
+        self._change_handed_out(step, got)
 
     def _op_transform(self, step, key, namespace, value):
         copy_expected = self._copy_expected(key, namespace)
@@ -592,7 +678,7 @@ class Harness(HarnessBase):
         self._release(step, sid)
 
     def _op_write_snapshot(self, step, sid):
-        """``write_state`` (SPEC §15) with Flink's serializers, the bytes decoded and
+        """``write_state`` (docs/contract.md §15) with Flink's serializers, the bytes decoded and
         compared with the model's frozen copy, the written count included (P2)."""
         snap, msnap = self._snapshot_pair(step, sid)
         if msnap.released:
@@ -600,7 +686,7 @@ class Harness(HarnessBase):
         self._expect_live_snapshot(step, sid, snap)
         write = getattr(snap, "write_state", None)
         if write is None:
-            return  # this implementation does not offer write_state (optional beyond SPEC §15's list)
+            return  # this implementation does not offer write_state (optional beyond docs/contract.md §15's list)
         want = msnap.iterate()
         serializers = write_serializers(*(want[0][:2] if want else ()))
         out = io.BytesIO()
@@ -617,7 +703,7 @@ class Harness(HarnessBase):
 
     def _op_release(self, step, sid):
         self._release(step, sid)
-        # SPEC §15: release() is idempotent. Released again, the snapshot stays released and
+        # docs/contract.md §15: release() is idempotent. Released again, the snapshot stays released and
         # nothing else changes (the next steps compare every other snapshot with the model).
         snap, _ = self._snapshot_pair(step, sid)
         self._call(step, snap.release)
@@ -669,7 +755,7 @@ class Harness(HarnessBase):
         bound = self._bound()
         try:
             take(it, bound + 1, into=seen)
-        except RuntimeError as exc:  # ConcurrentModificationError is a RuntimeError (SPEC §7)
+        except RuntimeError as exc:  # ConcurrentModificationError is a RuntimeError (docs/contract.md §7)
             error = exc
         except Exception as exc:
             self._fail(CRASH, "P7", f"{render(step)}: live iteration raised {type(exc).__name__}: {exc} "
@@ -682,11 +768,16 @@ class Harness(HarnessBase):
         if structural and position < total:
             if error is None:
                 self._fail(DIVERGENCE, "P7", f"{render(step)}: iteration went on after a structural change "
-                                             f"(expected ConcurrentModificationError)", "error", "no error")
+                                             f"(expected ConcurrentModificationError: an iterator that has not "
+                                             f"returned every entry raises on next() after a key is inserted or "
+                                             f"removed)", "error", "no error")
             return
         if error is not None:
-            self._fail(CRASH, "P7", f"{render(step)}: iteration raised {type(error).__name__} "
-                                    f"without a structural change", "no error", safe_repr(error))
+            rule = ("after it had returned every entry: an iterator that has returned every entry ends without "
+                    "raising, whatever changed after" if structural else
+                    "without a structural change: only inserting a new key or removing one makes it raise")
+            self._fail(CRASH, "P7", f"{render(step)}: iteration raised {type(error).__name__} {rule}",
+                       "no error", safe_repr(error))
         idents = [(k, n) for k, n, _ in self._entry_tuples(step, seen, "live iteration", "P1")]
         visited = set(idents)
         if len(visited) == len(idents) and before & after <= visited <= before | after:
@@ -715,7 +806,7 @@ class Harness(HarnessBase):
 
     def _op_visit(self, step, max_empty):
         if not callable(getattr(self.impl, "incremental_visitor", None)):
-            return  # optional API (SPEC §7); nothing to check
+            return  # optional API (docs/contract.md §7); nothing to check
         exact = self.white_box and not observe_flag(self._view(step), "is_rehashing")
         visitor = self._call(step, self.impl.incremental_visitor, max_empty)
         self._visit_all(step, visitor, exact, max_empty)

@@ -1,4 +1,4 @@
-"""The white-box introspection contract (SPEC §15): what ``introspect()`` must return.
+"""The white-box introspection contract (docs/contract.md §15): what ``introspect()`` must return.
 
 White-box checks (I1–I9, the §13 scenario counts, replay diagrams) read the
 structure of a map through ``m.introspect()``. Any object with the fields
@@ -24,7 +24,7 @@ The view:
 ===================================  =====================================================
 
 Entries: ``key``, ``namespace``, ``state``, ``hash`` (int, the composite
-hash of SPEC §2), ``next`` (the next entry of the chain or None),
+hash of docs/contract.md §2), ``next`` (the next entry of the chain or None),
 ``entry_version`` (int), ``state_version`` (int). Snapshots (white-box):
 ``entry_objects()`` iterates the entry objects the snapshot reaches, in its
 array's order; ``snapshot_data`` (optional, for diagrams) is that array.
@@ -78,7 +78,7 @@ def _is_int(value) -> bool:
 
 
 def observe_flag(obj, name: str):
-    """``obj.name``, called if it is a method (SPEC §16: either is fine)."""
+    """``obj.name``, called if it is a method (docs/contract.md §16: either is fine)."""
     value = getattr(obj, name)
     return value() if callable(value) else value
 

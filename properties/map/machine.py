@@ -1,4 +1,4 @@
-"""The Hypothesis state machine over any implementation of the SPEC §15 map API.
+"""The Hypothesis state machine over any implementation of the docs/contract.md §15 map API.
 
 ``make_map_machine(factory)`` returns a ``RuleBasedStateMachine`` class with
 one rule per operation of :data:`~properties.map.ops.MAP_OPS`, its arguments
@@ -33,8 +33,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, precondition, rule
 
 from model import ModelMap
+from properties.core.api import StateMapFactory
 from properties.core.machine import HarnessMachine, RunRecord, add_space
-from properties.map.harness import Harness
+from properties.map.harness import CONTRACTS, Harness
 from properties.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
 from properties.map.ops import (COUNT, FAMILY, LIVE_SNAPSHOT, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, RELEASED_SNAPSHOT,
                                 SIZE_CLASSES, TRANSFORMER_NAMES)
@@ -51,7 +52,8 @@ class MachineConfig:
     largest size class examples grow to (``sizes``: tiny, small, medium, large;
     bulk steps reach them) and the world keys come from (``space``: ``full``,
     every key and namespace family; ``classic``: int keys 0..keys-1 and
-    namespaces 0..namespaces-1, no bulk steps)."""
+    namespaces 0..namespaces-1, no bulk steps); ``contract``: ``flink`` (Flink's
+    copy discipline, P6) or ``isolation`` (docs/contract.md, contract levels)."""
 
     capacity: int = 4
     keys: int = 12
@@ -60,6 +62,7 @@ class MachineConfig:
     strict_live_iteration: bool = False
     sizes: str = attrs.field(default="medium", validator=attrs.validators.in_(tuple(SIZE_CLASSES)))
     space: str = attrs.field(default="full", validator=attrs.validators.in_(SPACES))
+    contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
 
 
 @attrs.frozen
@@ -209,7 +212,7 @@ def _rule_for(op, strategies: Strategies, snapshots: Bundle, written: Bundle):
     return decorated
 
 
-def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
+def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineConfig(),
                      record: RunRecord | None = None, impl_spec: str | None = None) -> type:
     """A machine class testing maps built by ``factory(capacity=, state_copier=)``.
 
@@ -224,7 +227,7 @@ def make_map_machine(factory: Callable, config: MachineConfig = MachineConfig(),
         HarnessMachine.__init__(self)
         impl = self.construct(lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy))
         self.attach(Harness(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration,
-                            capacity=config.capacity))
+                            capacity=config.capacity, contract=config.contract))
         self.next_sid = 0
         self.world = None
         self.bulk_entries = 0  # entries bulk puts may have added (the example's size class bounds it)
@@ -292,4 +295,4 @@ def replay_setup(factory: Callable, config: MachineConfig):
     """How the map harness replays a program: ``(make_impl, harness options)``."""
     make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)
     return make, {"white_box": config.white_box, "strict_live_iteration": config.strict_live_iteration,
-                  "capacity": config.capacity}
+                  "capacity": config.capacity, "contract": config.contract}

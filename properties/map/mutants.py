@@ -8,6 +8,7 @@ carry their ticket in ``source``.
 from __future__ import annotations
 
 import copy
+import random
 
 from properties.core.mutants import register_mutant
 from reference.cow_state_map import EMPTY_TABLE, CopyOnWriteStateMap, StateIncrementalVisitor, _ChainIterator
@@ -305,3 +306,26 @@ class RehashPast1024DropsEntry(CopyOnWriteStateMap):
             old[i] = old[i].next
             self.primary_table_size -= 1
         super()._incremental_rehash()
+
+
+@register_mutant("snapshot-loses-entry-at-random", "a snapshot leaves out one entry one time in six, at random "
+                 "(a race: its own random.Random(), seeded by neither the suite nor the program)", "P2")
+class SnapshotLosesEntryAtRandom(CopyOnWriteStateMap):
+    """Nondeterministic: the same program fails in some replays and not in others, so its
+    counterexample is stored as nondeterministic with how often it reproduced."""
+
+    chance = 1 / 6
+    race = random.Random  # called once per map: seeded from the operating system
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._race = self.race()
+
+    def snapshot_map_arrays(self):
+        out = super().snapshot_map_arrays()
+        if self._race.random() < self.chance:
+            for i, head in enumerate(out):
+                if head is not None:
+                    out[i] = head.next  # the snapshot no longer reaches this chain's first entry
+                    break
+        return out

@@ -1,11 +1,11 @@
 """Parity between two implementations: same program, same observations, step by step.
 
-:func:`observe` runs a program (steps of ``properties.map.ops``) on any SPEC
-§15 map and records, per step, what it returned, its size and, for white-box
+:func:`observe` runs a program (steps of ``properties.map.ops``) on any map of the
+docs/contract.md §15 API and records, per step, what it returned, its size and, for white-box
 maps, a summary of the structure; :func:`digest` is the whole structure. States
 and entries are numbered by identity in order of first appearance, so two maps
 observe the same only if they copy (and share) the same objects at the same
-steps. ``properties.flink_bridge.run_batch`` computes the very same
+steps. ``properties.flink.batch.run_batch`` computes the very same
 observations inside the JVM, so for Flink a whole program costs one call.
 
 >>> from reference import CopyOnWriteStateMap
@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import attrs
 
-from properties.core.keys import nth_key
+from properties.core.keys import FAMILIES, VOID_NAMESPACE, fresh, nth_key
 from properties.core.program import Step
 from properties.core.states import transform_append
 from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, TRANSFORMER_NAMES, draw_args
@@ -97,8 +97,12 @@ def digest(view, snapshots: list, entries: Callable[[Any], int], states: Callabl
 
 
 class _Observer:
+    """Runs steps on ``m`` as the map harness does: a key or namespace is handed over as a new
+    object equal to the step's (``fresh``) until a ``hold_keys`` step, then one object per value."""
+
     def __init__(self, m) -> None:
         self.m = m
+        self.key = fresh
         self.states = _Numbers()
         self.entries = _Numbers()
         self.snapshots: dict = {}  # sid -> snapshot
@@ -123,31 +127,31 @@ class _Observer:
     def _put(self, key, namespace, state):
         obj = list(state)
         self.states(obj)
-        self.m.put(key, namespace, obj)
+        self.m.put(self.key(key), self.key(namespace), obj)
 
     def _put_and_get_old(self, key, namespace, state):
         obj = list(state)
         self.states(obj)
-        return self.state(self.m.put_and_get_old(key, namespace, obj))
+        return self.state(self.m.put_and_get_old(self.key(key), self.key(namespace), obj))
 
     def _get(self, key, namespace):
-        return self.state(self.m.get(key, namespace))
+        return self.state(self.m.get(self.key(key), self.key(namespace)))
 
     def _get_mutate(self, key, namespace, value):
-        got = self.m.get(key, namespace)
+        got = self.m.get(self.key(key), self.key(namespace))
         result = self.state(got)
         if isinstance(got, list):
             got.append(value)
         return result
 
     def _contains_key(self, key, namespace):
-        return bool(self.m.contains_key(key, namespace))
+        return bool(self.m.contains_key(self.key(key), self.key(namespace)))
 
     def _remove(self, key, namespace):
-        self.m.remove(key, namespace)
+        self.m.remove(self.key(key), self.key(namespace))
 
     def _remove_and_get_old(self, key, namespace):
-        return self.state(self.m.remove_and_get_old(key, namespace))
+        return self.state(self.m.remove_and_get_old(self.key(key), self.key(namespace)))
 
     def _transform(self, key, namespace, value):
         seen = [None, None]
@@ -158,12 +162,12 @@ class _Observer:
             seen[1] = self.states(new)
             return new
 
-        self.m.transform(key, namespace, value, fn)
+        self.m.transform(self.key(key), self.key(namespace), value, fn)
         return seen
 
     def _rehash(self, key, namespace, reads):
         for _ in range(reads):
-            self.m.contains_key(key, namespace)
+            self.m.contains_key(self.key(key), self.key(namespace))
 
     def _put_range(self, family, first, count, namespace, state):
         for i in range(first, first + count):
@@ -171,13 +175,15 @@ class _Observer:
 
     def _remove_range(self, family, first, count, namespace):
         for i in range(first, first + count):
-            self.m.remove(nth_key(family, i), namespace)
+            self._remove(nth_key(family, i), namespace)
 
     def _get_range(self, family, first, count, namespace):
         return [self._get(nth_key(family, i), namespace) for i in range(first, first + count)]
 
     def _hold_keys(self):
-        """Keys reach the map as the step's own objects here anyway (the parity programs' caller)."""
+        """From here on equal keys and namespaces reach the map as one object (a caller holding them)."""
+        interned: dict = {}
+        self.key = lambda value: interned.setdefault(value, value)
 
     def _snapshot(self, sid):
         if sid in self.snapshots:
@@ -219,7 +225,7 @@ class _Observer:
         if change == "put":
             self._put(key, namespace, [0])
         else:
-            self.m.remove(key, namespace)
+            self._remove(key, namespace)
         error = None
         try:
             seen.extend(it)
@@ -228,10 +234,10 @@ class _Observer:
         return [self.rows(seen), error]
 
     def _keys(self, namespace):
-        return list(self.m.keys(namespace))
+        return list(self.m.keys(self.key(namespace)))
 
     def _size_of_namespace(self, namespace):
-        return self.m.size_of_namespace(namespace)
+        return self.m.size_of_namespace(self.key(namespace))
 
     def _visit(self, max_empty):
         visitor = self.m.incremental_visitor(max_empty)
@@ -316,18 +322,58 @@ def first_difference(left: list, right: list) -> Difference | None:
 
 # ------------------------------------------------------------------ programs
 
-_STR_KEYS = ("", "a", "b", "ab", "ba", "Aa", "BB", "k\u00e9y", "\U0001f600")
-_BOUNDARY_KEYS = (-(1 << 31) - 1, -(1 << 31), (1 << 31) - 1, 1 << 31, -(1 << 63), (1 << 63) - 1)
 _MAX_LIVE = 4
+# One key family and one namespace family per program (a map holds one type of each, as Flink's state does).
+_KEY_FAMILIES = (("int", 0.4), ("string", 0.25), ("tuple", 0.2), ("long", 0.15))
+_NAMESPACE_FAMILIES = (("int", 0.5), ("void", 0.2), ("window", 0.3))
+
+
+def _pick(r: random.Random, weighted: tuple) -> str:
+    x = r.random() * sum(w for _, w in weighted)
+    for name, w in weighted:
+        x -= w
+        if x < 0:
+            return name
+    return weighted[-1][0]
+
+
+def _pool(r: random.Random, family, n: int) -> list:
+    """``n`` distinct values of ``family``: drawn ones (its special values often), then its bulk
+    sequence from a random offset (process-independent: no set or dict order of values)."""
+    out: list = []
+    seen: set = set()
+    for _ in range(2 * min(n, 32)):
+        value = family.draw(r)
+        if value not in seen:
+            seen.add(value)
+            out.append(value)
+            if len(out) == n:
+                return out
+    offset = r.randrange(1 << 20)
+    i = 0
+    while len(out) < n:
+        value = family.nth(offset + i)
+        i += 1
+        if value not in seen:
+            seen.add(value)
+            out.append(value)
+    return out
 
 
 class ParityContext:
     """A parity program's draws, one method per argument domain of the map's
-    operations: larger key spaces for capacity 128, str and int32/int64-edge
-    keys, at most four live snapshots."""
+    operations: one key family and one namespace family (:mod:`properties.core.keys`),
+    key spaces large enough for capacity 128, at most four live snapshots.
 
-    def __init__(self, r: random.Random, n_keys: int, n_ns: int, same: float, odd: bool) -> None:
-        self.r, self.n_keys, self.n_ns, self.same, self.odd = r, n_keys, n_ns, same, odd
+    ``keys`` and ``namespaces``: the program's pools; ``same``: how often an int key
+    is its own int namespace (hash 0: one long chain); ``odd``: whether keys and
+    namespaces are sometimes drawn afresh from the whole family rather than the pool."""
+
+    def __init__(self, r: random.Random, keys: list, namespaces: list, same: float, odd: bool,
+                 family: str = "int", namespace_family: str = "int") -> None:
+        self.r, self.keys, self.namespaces, self.odd = r, keys, namespaces, odd
+        self.family, self.namespace_family = FAMILIES[family], FAMILIES[namespace_family]
+        self.same = same if family == namespace_family == "int" else 0.0
         self.live: list[int] = []
         self.next_sid = 0
 
@@ -340,15 +386,15 @@ class ParityContext:
     def key(self):
         r = self.r
         if self.odd and r.random() < 0.2:
-            return r.choice(_STR_KEYS + _BOUNDARY_KEYS)
-        return r.randrange(self.n_keys)
+            return self.family.draw(r)
+        return self.keys[r.randrange(len(self.keys))]
 
     def pair(self):
         r = self.r
         k = self.key()
-        if r.random() < self.same and type(k) is int and -(1 << 31) <= k < (1 << 31):
+        if self.same and r.random() < self.same:
             return k, k
-        return k, r.randrange(self.n_ns) if not (self.odd and r.random() < 0.1) else r.choice(_STR_KEYS)
+        return k, self.namespace()
 
     def state(self) -> list:
         r = self.r
@@ -361,13 +407,14 @@ class ParityContext:
         return self.r.randint(1, 8)
 
     def key_family(self):
-        return "int"
+        return self.family.name
 
     def first(self):
-        return self.r.choice((0, self.r.randrange(1 << 16)))
+        return self.r.choice((0, self.r.randrange(1 << 16), self.r.randrange(1 << 31)))
 
     def count(self):
-        return self.r.randint(1, 64)
+        r = self.r
+        return r.randint(1, 64) if r.random() < 0.85 else r.randint(65, 300)
 
     def new_snapshot(self):
         self.live.append(self.next_sid)
@@ -392,37 +439,57 @@ class ParityContext:
         return self.r.choice(("put", "remove"))
 
     def namespace(self):
-        return self.r.randrange(self.n_ns)
+        r = self.r
+        if self.odd and r.random() < 0.1:
+            return self.namespace_family.draw(r)
+        return self.namespaces[r.randrange(len(self.namespaces))]
 
     def max_empty(self):
         return self.r.randint(1, 4)
 
 
 def random_program(seed: int, steps: int = 300) -> list[Step]:
-    """A seeded program over every operation of the map's table, for a map of
-    capacity 128 (process-independent).
+    """A seeded program over every batch operation of the map's table, bulk steps and
+    ``hold_keys`` included, for a map of capacity 128 (process-independent).
 
-    Most programs first fill the map with distinct keys to just below, at or
+    Each program draws one key family (int over the whole int32 range, long,
+    string of every kind, Tuple2) and one namespace family (int,
+    VoidNamespace, TimeWindow), and pools of keys and namespaces from them.
+    Most programs first fill the map with distinct pairs to just below, at or
     past Flink's threshold of 96, so the rest of the program doubles the table
     and runs (and finishes) the incremental rehash under every other
     operation, snapshots included. Programs also vary the key space,
-    namespaces, keys equal to namespaces (hash 0: long chains), str and
-    int32/int64-edge keys and the weight of every operation; about one in six
+    namespaces, int keys equal to their namespaces (hash 0: long chains), keys
+    drawn outside the pool and the weight of every operation; about one in six
     never snapshots."""
     r = random.Random(seed)
     ops = [op for op in MAP_OPS if op.batch]  # parity programs run as Flink batches too
     weights = [r.random() for _ in ops]
     weights[ops.index(MAP_OPS["put"])] += r.choice((0.5, 1.0, 2.0))
+    weights[ops.index(MAP_OPS["hold_keys"])] *= 0.05  # once it holds, it holds: rarely, and anywhere
     if r.random() < 0.15:
         for i, op in enumerate(ops):
             if op.snapshot_role is not None:
                 weights[i] = 0.0
     n_keys = r.choice((8, 40, 120, 200, 400, 800))
-    n_ns = r.choice((1, 2, 3))
-    context = ParityContext(r, n_keys, n_ns, r.choice((0.0, 0.1, 0.5)), r.random() < 0.3)
+    family = _pick(r, _KEY_FAMILIES)
+    namespace_family = _pick(r, _NAMESPACE_FAMILIES)
+    n_ns = 1 if namespace_family == "void" else r.choice((1, 2, 3))
+    if family == "int" and r.random() < 0.5:
+        keys = list(range(n_keys))  # small ints: neighbouring buckets, collisions with int namespaces
+    else:
+        keys = _pool(r, FAMILIES[family], n_keys)
+    if namespace_family == "int" and r.random() < 0.7:
+        namespaces = list(range(n_ns))
+    elif namespace_family == "void":
+        namespaces = [VOID_NAMESPACE]
+    else:
+        namespaces = _pool(r, FAMILIES[namespace_family], n_ns)
+    context = ParityContext(r, keys, namespaces, r.choice((0.0, 0.1, 0.5)), r.random() < 0.3, family,
+                            namespace_family)
     fill = min(r.choice((0, 60, 94, 96, 97, 97, 150, 191, 192, 383)), n_keys * n_ns)
     filled = sorted(r.sample(range(n_keys * n_ns), fill))
-    program = [Step("put", (i // n_ns, i % n_ns, context.state())) for i in filled]
+    program = [Step("put", (keys[i // n_ns], namespaces[i % n_ns], context.state())) for i in filled]
     snapshot = MAP_OPS["snapshot"]
     if fill and weights[ops.index(snapshot)] and r.random() < 0.5:
         # A snapshot right before the table doubles: the rehash then copies shared entries.

@@ -1,4 +1,4 @@
-"""The SPEC §13 map scenarios, and how a step is classified into them.
+"""The docs/contract.md §13 map scenarios, and how a step is classified into them.
 
 Classification of keyed operations is white-box: it predicts, without
 touching the map, where the entry will be once the operation has done its

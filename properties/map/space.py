@@ -1,6 +1,6 @@
 """State-space coverage of the map machine: how large a world a run explored.
 
-Scenario coverage (SPEC §13) says which situations of the structure a run
+Scenario coverage (docs/contract.md §13) says which situations of the structure a run
 reached; it says nothing of how big or varied the maps were. A run that
 draws int keys 0..31 into maps of a hundred entries reaches every scenario
 and still never sees a long key, a fresh key object, a table past a few

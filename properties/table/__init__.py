@@ -32,6 +32,7 @@ def reference_table():
 
 TABLE = register_machine(MachineKind(
     name="table",
+    summary="CopyOnWriteStateTable: key groups, serializer re-registration, checkpoint writes",
     operations=TABLE_OPS,
     harness_class=TableHarness,
     builder=make_table_machine,

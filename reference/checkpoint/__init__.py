@@ -1,4 +1,4 @@
-"""Checkpoint write and restore of key-grouped heap state (SPEC §11, seed 004).
+"""Checkpoint write and restore of key-grouped heap state (docs/contract.md §11).
 
 Contract: a :class:`HeapKeyedStateBackend` holds named states, each a
 :class:`~reference.state_table.CopyOnWriteStateTable` over the backend's key

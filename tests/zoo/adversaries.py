@@ -17,6 +17,7 @@ that importing this table runs no patch.
 import copy
 import io
 import os
+import random
 import re
 import sys
 
@@ -35,7 +36,9 @@ class Verdict:
     code: str | None = None
     args: tuple = ()
     says: str = ""  # a phrase the one-line message or notice must contain
+    prints: str = ""  # a phrase the output (the failure's message) must contain
     what: str = ""
+    nondeterministic: bool = False  # the stored failure must be marked nondeterministic
     module: str = "adversaries"
     steps: int | None = None  # the stored program's length, where it is known (0: building the map fails)
 
@@ -114,7 +117,7 @@ class WritesShortCount(TinyMap):
 
 
 class ReleaseNotIdempotent(TinyMap):
-    """A second release() of a snapshot raises (SPEC §15: release is idempotent)."""
+    """A second release() of a snapshot raises (docs/contract.md §15: release is idempotent)."""
 
     def snapshot(self):
         snap = super().snapshot()
@@ -151,7 +154,7 @@ class KeysAsList(TinyMap):
 
 
 class _MethodFlagsSnapshot(TinySnapshot):
-    """``released`` and ``version`` as methods (SPEC §16: either is fine)."""
+    """``released`` and ``version`` as methods (docs/contract.md §16: either is fine)."""
 
     def __init__(self, owner, version, items):
         super().__init__(owner, version, items)
@@ -249,6 +252,37 @@ class HangsInNativeCode(TinyMap):
         if len(self.live) >= 2:  # a C loop that holds the GIL: catastrophic backtracking
             re.match(r"(a+)+$", "a" * 64 + "b")
         return super().put_and_get_old(key, namespace, state)
+
+
+# ---------------------------------------------------------------- races
+
+
+class RacySnapshot(TinyMap):
+    """Its snapshot is copied while the last write may still be in flight: whether the copy
+    misses the entry written last depends on the run (here a coin its own random.Random(),
+    seeded by the operating system, tosses once per map: one map in three loses it)."""
+
+    def __init__(self, capacity=128, state_copier=copy.deepcopy):
+        super().__init__(capacity, state_copier)
+        self.loses_last_write = random.Random().random() < 1 / 3
+        self.last = None
+
+    def put(self, key, namespace, state):
+        super().put(key, namespace, state)
+        self.last = (key, namespace)
+
+    def snapshot(self):
+        snap = super().snapshot()
+        if self.loses_last_write and self.last in self.data:
+            snap.__class__ = _CountedSnapshot
+            snap.count = len(snap.items)  # counted before the copy...
+            snap.items = [(k, n, s) for k, n, s in snap.items if (k, n) != self.last]  # ...copied after
+        return snap
+
+
+class _CountedSnapshot(TinySnapshot):
+    def __len__(self):
+        return self.count
 
 
 # ---------------------------------------------------- hostile states
@@ -392,6 +426,42 @@ def is_rehashing_as_method(capacity=128, state_copier=copy.deepcopy):
     return m
 
 
+# ---------------------------------------------------------- contract levels
+
+
+class _EagerSnapshot(TinySnapshot):
+    """A deep copy of every state, taken when the snapshot is."""
+
+
+class EagerCopy(TinyMap):
+    """Full isolation, another design than Flink's: the snapshot deep-copies every state, so the
+    map never copies on access and always hands out its own objects (correct under the isolation
+    contract; not Flink's copy discipline, P6)."""
+
+    def _fresh(self, slot):
+        return slot[0]
+
+    def _old(self, slot):
+        return slot[0]
+
+    def snapshot(self):
+        self.version += 1
+        self.live.add(self.version)
+        items = [(k, n, copy.deepcopy(slot[0])) for (k, n), slot in self.data.items()]
+        return _EagerSnapshot(self, self.version, items)
+
+
+class ShallowSnapshot(TinyMap):
+    """Wrong under every contract: the snapshot keeps references to the states and the map never
+    copies on access, so a caller changing a state it was handed in place changes the snapshot."""
+
+    def _fresh(self, slot):
+        return slot[0]
+
+    def _old(self, slot):
+        return slot[0]
+
+
 # ---------------------------------------------------------- arguments
 
 
@@ -421,6 +491,7 @@ hangs_in_get = _factory(HangsInGet)
 endless_snapshot_iteration = _factory(EndlessSnapshotIteration)
 hangs_in_native_code = _factory(HangsInNativeCode)
 slow = _factory(Slow)
+racy_snapshot = _factory(RacySnapshot)
 eq_raises_state = _factory(EqRaisesState)
 repr_raises_state = _factory(ReprRaisesState)
 tuple_introspection = _factory(TupleIntrospection)
@@ -431,6 +502,8 @@ raises_keyboard_interrupt = _factory(RaisesKeyboardInterrupt)
 raises_generator_exit = _factory(RaisesGeneratorExit)
 entry_iter_raises = _factory(EntryIterRaises)
 view_len_raises = _factory(ViewLenRaises)
+eager_copy = _factory(EagerCopy)
+shallow_snapshot = _factory(ShallowSnapshot)
 
 ZOO: dict[str, Verdict] = {
     # wrong: exit 1, for the right reason
@@ -478,8 +551,12 @@ ZOO: dict[str, Verdict] = {
     "patches-cowcheck": Verdict("make_map", 1, "DIVERGENCE", "P1", module="patches_cowcheck",
                                 what="get always returns None, and the module patches cowcheck's harness at import "
                                      "so that no check can fail"),
+    "racy-snapshot": Verdict("racy_snapshot", 1, "DIVERGENCE", "P2", nondeterministic=True,
+                             what="in one map of three (a race: its own unseeded random.Random()), a snapshot "
+                                  "misses the entry written last: fails, marked nondeterministic"),
     # odd but correct: exit 0
     "keys-as-list": Verdict("keys_as_list", 0, what="keys() returns a list instead of an iterator"),
+    "slow": Verdict("slow", 0, what="every get sleeps 5 ms: slow, not stuck"),
     "flags-as-methods": Verdict("flags_as_methods", 0, what="snapshot.released() and .version() are methods"),
     "tuple-introspection": Verdict("tuple_introspection", 0, says="checked black-box",
                                    what="introspect() returns a tuple: checked black-box, with a notice"),
@@ -499,4 +576,16 @@ ZOO: dict[str, Verdict] = {
                                              what="--white-box on a view without the contract's fields"),
     "white-box-apart": Verdict("is_rehashing_as_method", 2, args=("--white-box",), says="--in-process",
                                what="--white-box on a map in its own process (its view is not read there)"),
+    # contract levels: full isolation by eager copies is not Flink's copy discipline
+    "eager-copy": Verdict("eager_copy", 1, "DIVERGENCE", "P6", prints="--contract isolation",
+                          what="snapshots deep-copy every state; states handed out are the map's own: fails "
+                               "Flink's copy discipline, and the message names the isolation contract"),
+    "eager-copy-isolation": Verdict("eager_copy", 0, args=("--contract", "isolation"),
+                                    what="the same map passes the isolation contract"),
+    "shallow-snapshot": Verdict("shallow_snapshot", 1, "DIVERGENCE", "P6", prints="instead of",
+                                what="snapshots share the states and nothing is ever copied: P6 under flink, "
+                                     "with the harm (what the snapshot would read) in the message"),
+    "shallow-snapshot-isolation": Verdict("shallow_snapshot", 1, "DIVERGENCE", "P2", args=("--contract", "isolation"),
+                                          prints="differs from its frozen copy",
+                                          what="under isolation it fails with the snapshot's changed content"),
 }

@@ -2,7 +2,7 @@
 
 It imports nothing from the project. It keeps ``(key, namespace) -> [state,
 state_version]`` in a dict and copies a state lazily, at the first access
-after a snapshot newer than its last write (SPEC §6's exact identity rule),
+after a snapshot newer than its last write (docs/contract.md §6's exact identity rule),
 so snapshots can keep references to the states they saw. No hash table, no
 rehash, no introspection: the suite checks it black-box.
 
@@ -13,7 +13,7 @@ import copy
 
 
 class ConcurrentModificationError(RuntimeError):
-    """Its own fail-fast error (SPEC §7 asks for a RuntimeError, not cowcheck's class)."""
+    """Its own fail-fast error (docs/contract.md §7 asks for a RuntimeError, not cowcheck's class)."""
 
 
 class TinySnapshot:

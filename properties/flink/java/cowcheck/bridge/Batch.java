@@ -1,5 +1,28 @@
 package cowcheck.bridge;
 
+import static cowcheck.bridge.Ops.CONTAINS_KEY;
+import static cowcheck.bridge.Ops.GET;
+import static cowcheck.bridge.Ops.GET_MUTATE;
+import static cowcheck.bridge.Ops.GET_RANGE;
+import static cowcheck.bridge.Ops.HOLD_KEYS;
+import static cowcheck.bridge.Ops.ITERATE;
+import static cowcheck.bridge.Ops.ITERATE_MODIFY;
+import static cowcheck.bridge.Ops.KEYS;
+import static cowcheck.bridge.Ops.PUT;
+import static cowcheck.bridge.Ops.PUT_AND_GET_OLD;
+import static cowcheck.bridge.Ops.PUT_RANGE;
+import static cowcheck.bridge.Ops.READ_SNAPSHOT;
+import static cowcheck.bridge.Ops.READ_SNAPSHOT_TRANSFORMED;
+import static cowcheck.bridge.Ops.REHASH;
+import static cowcheck.bridge.Ops.RELEASE;
+import static cowcheck.bridge.Ops.REMOVE;
+import static cowcheck.bridge.Ops.REMOVE_AND_GET_OLD;
+import static cowcheck.bridge.Ops.REMOVE_RANGE;
+import static cowcheck.bridge.Ops.SIZE_OF_NAMESPACE;
+import static cowcheck.bridge.Ops.SNAPSHOT;
+import static cowcheck.bridge.Ops.TRANSFORM;
+import static cowcheck.bridge.Ops.VISIT;
+
 import java.util.ArrayList;
 import java.util.ConcurrentModificationException;
 import java.util.HashMap;
@@ -17,35 +40,18 @@ import org.apache.flink.runtime.state.heap.CopyOnWriteStateMapSnapshot;
 import org.apache.flink.runtime.state.internal.InternalKvState.StateIncrementalVisitor;
 
 /**
- * Runs a whole program (the steps of properties/program.py, encoded by properties/flink_bridge.py)
+ * Runs a whole program (the steps of properties/core/program.py, encoded by properties/flink/batch.py)
  * on a fresh Flink CopyOnWriteStateMap in one call and returns what every step observed, in the
- * format of properties/parity.py's {@code observe} (as JSON): that function run on the reference gives the
- * same answer exactly when the two maps behave the same, identity of states and entries included
- * (objects are numbered by first appearance).
+ * format of properties/map/parity.py's {@code observe} (as JSON): that function run on the reference
+ * gives the same answer exactly when the two maps behave the same, identity of states and entries
+ * included (objects are numbered by first appearance).
  *
- * <p>States are Java lists through Flink's plain ListSerializer: nothing calls back into Python.
+ * <p>Operation codes are {@link Ops}'s. Keys and namespaces arrive as a table of values; every use
+ * is a new Java object equal to it, one object per value after a hold_keys step ({@link KeyObjects}),
+ * as parity's observer hands them to any map. Bulk steps compute their keys here ({@link Keys#nth}).
+ * States are Java lists through Flink's plain ListSerializer: nothing calls back into Python.
  */
 public final class Batch {
-    // Op codes: the order of BATCH_OPS in properties/flink_bridge.py.
-    static final int PUT = 0;
-    static final int PUT_AND_GET_OLD = 1;
-    static final int GET = 2;
-    static final int GET_MUTATE = 3;
-    static final int CONTAINS_KEY = 4;
-    static final int REMOVE = 5;
-    static final int REMOVE_AND_GET_OLD = 6;
-    static final int TRANSFORM = 7;
-    static final int REHASH = 8;
-    static final int SNAPSHOT = 9;
-    static final int READ_SNAPSHOT = 10;
-    static final int READ_SNAPSHOT_TRANSFORMED = 11;
-    static final int RELEASE = 12;
-    static final int ITERATE = 13;
-    static final int ITERATE_MODIFY = 14;
-    static final int KEYS = 15;
-    static final int SIZE_OF_NAMESPACE = 16;
-    static final int VISIT = 17;
-
     /**
      * How much each step reports besides its result and the size: nothing, the structure summary,
      * the summary and the whole structure after the last step, the whole structure after every step.
@@ -55,11 +61,10 @@ public final class Batch {
     public static final int DETAIL_FINAL = 2;
     public static final int DETAIL_EVERY_STEP = 3;
 
-    private static final Integer MINUS_ONE = -1;
-
     private final CopyOnWriteStateMap<Object, Object, List<Integer>> map =
             Internals.newMap(new ListSerializer<>(IntSerializer.INSTANCE));
-    private final Object[] keys;
+    private final Object[] keys; // values: each use is a new object (KeyObjects), as the observer hands them
+    private final KeyObjects keyObjects = new KeyObjects();
     private final int[] program;
     private int pc;
     private final Json out;
@@ -72,6 +77,11 @@ public final class Batch {
         this.program = program;
         this.keys = keys;
         this.out = new Json(16 * program.length + 64);
+    }
+
+    /** The operation names in code order ({@link Ops#OPERATIONS}). */
+    public static String[] operations() {
+        return Ops.names();
     }
 
     /**
@@ -109,15 +119,29 @@ public final class Batch {
         return program[pc++];
     }
 
+    /** A key or namespace of the table (a value: {@link #use} makes the object a call is handed). */
     private Object key() {
         return keys[arg()];
     }
 
-    private List<Integer> newState() {
+    private Object use(Object value) {
+        return keyObjects.use(value);
+    }
+
+    private int[] content() {
         int n = arg();
-        List<Integer> s = new ArrayList<>(n);
+        int[] c = new int[n];
         for (int i = 0; i < n; i++) {
-            s.add(arg());
+            c[i] = arg();
+        }
+        return c;
+    }
+
+    /** A new state list with this content, numbered (parity's observer numbers a state before putting it). */
+    private List<Integer> newState(int[] content) {
+        List<Integer> s = new ArrayList<>(content.length);
+        for (int x : content) {
+            s.add(x);
         }
         number(s);
         return s;
@@ -160,78 +184,102 @@ public final class Batch {
         return new Object[] {e.getKey(), e.getNamespace(), e.getState()};
     }
 
+    /** One step's decoded arguments: key and namespace values, ints, a state's content. */
+    private static final class Args {
+        Object k;
+        Object n;
+        int[] ints = new int[0];
+        int[] content;
+    }
+
     /** Decodes one step, runs it and writes its result (an ERROR on an exception). */
     private void step() {
         int op = arg();
-        int[] args;
-        Object k = null;
-        Object n = null;
-        List<Integer> s = null;
+        Args a = new Args();
         switch (op) {
             case PUT:
             case PUT_AND_GET_OLD:
-                k = key();
-                n = key();
-                args = new int[0];
-                s = newState();
+                a.k = key();
+                a.n = key();
+                a.content = content();
                 break;
             case GET:
             case CONTAINS_KEY:
             case REMOVE:
             case REMOVE_AND_GET_OLD:
-                k = key();
-                n = key();
-                args = new int[0];
+                a.k = key();
+                a.n = key();
                 break;
             case GET_MUTATE:
             case TRANSFORM:
-                k = key();
-                n = key();
-                args = new int[] {arg()};
+                a.k = key();
+                a.n = key();
+                a.ints = new int[] {arg()};
+                break;
+            case REHASH:
+                a.k = key();
+                a.n = key();
+                a.ints = new int[] {arg()};
                 break;
             case ITERATE_MODIFY:
-                args = new int[] {arg(), 0};
-                k = key();
-                n = key();
-                args[1] = arg();
+                a.ints = new int[] {arg(), 0};
+                a.k = key();
+                a.n = key();
+                a.ints[1] = arg();
                 break;
             case KEYS:
             case SIZE_OF_NAMESPACE:
-                n = key();
-                args = new int[0];
+                a.n = key();
                 break;
             case ITERATE:
-                args = new int[0];
+            case HOLD_KEYS:
                 break;
             case READ_SNAPSHOT_TRANSFORMED:
-                args = new int[] {arg(), arg()};
+                a.ints = new int[] {arg(), arg()};
+                break;
+            case PUT_RANGE:
+                a.ints = new int[] {arg(), arg(), arg()}; // family, first, count
+                a.n = key();
+                a.content = content();
+                break;
+            case REMOVE_RANGE:
+            case GET_RANGE:
+                a.ints = new int[] {arg(), arg(), arg()};
+                a.n = key();
+                break;
+            case SNAPSHOT:
+            case READ_SNAPSHOT:
+            case RELEASE:
+            case VISIT:
+                a.ints = new int[] {arg()};
                 break;
             default:
-                args = new int[] {arg()};
+                throw new IllegalArgumentException("unknown operation code " + op + " in a batch");
         }
         int mark = out.mark();
         try {
-            execute(op, k, n, s, args);
+            execute(op, a);
         } catch (Exception e) {
             out.reset(mark);
             out.error(e);
         }
     }
 
-    private void execute(int op, Object k, Object n, List<Integer> s, int[] args) throws Exception {
+    private void execute(int op, Args a) throws Exception {
+        int[] args = a.ints;
         switch (op) {
             case PUT:
-                map.put(k, n, s);
+                map.put(use(a.k), use(a.n), newState(a.content));
                 out.nil();
                 return;
             case PUT_AND_GET_OLD:
-                state(map.putAndGetOld(k, n, s));
+                state(map.putAndGetOld(use(a.k), use(a.n), newState(a.content)));
                 return;
             case GET:
-                state(map.get(k, n));
+                state(map.get(use(a.k), use(a.n)));
                 return;
             case GET_MUTATE: {
-                List<Integer> got = map.get(k, n);
+                List<Integer> got = map.get(use(a.k), use(a.n));
                 state(got);
                 if (got != null) {
                     got.add(args[0]);
@@ -239,21 +287,21 @@ public final class Batch {
                 return;
             }
             case CONTAINS_KEY:
-                out.bool(map.containsKey(k, n));
+                out.bool(map.containsKey(use(a.k), use(a.n)));
                 return;
             case REMOVE:
-                map.remove(k, n);
+                map.remove(use(a.k), use(a.n));
                 out.nil();
                 return;
             case REMOVE_AND_GET_OLD:
-                state(map.removeAndGetOld(k, n));
+                state(map.removeAndGetOld(use(a.k), use(a.n)));
                 return;
             case TRANSFORM:
-                transform(k, n, args[0]);
+                transform(use(a.k), use(a.n), args[0]);
                 return;
             case REHASH:
                 for (int i = 0; i < args[0]; i++) {
-                    map.containsKey(MINUS_ONE, MINUS_ONE);
+                    map.containsKey(use(a.k), use(a.n));
                 }
                 out.nil();
                 return;
@@ -285,11 +333,11 @@ public final class Batch {
                 return;
             }
             case ITERATE_MODIFY:
-                iterateModify(args[0], k, n, args[1]);
+                iterateModify(args[0], a.k, a.n, args[1]);
                 return;
             case KEYS: {
                 List<Object> ks = new ArrayList<>();
-                map.getKeys(n).forEach(ks::add);
+                map.getKeys(use(a.n)).forEach(ks::add);
                 out.open();
                 for (Object key : ks) {
                     out.value(key);
@@ -298,13 +346,36 @@ public final class Batch {
                 return;
             }
             case SIZE_OF_NAMESPACE:
-                out.i(map.sizeOfNamespace(n));
+                out.i(map.sizeOfNamespace(use(a.n)));
                 return;
             case VISIT:
                 visit(args[0]);
                 return;
+            case PUT_RANGE:
+                for (long i = args[1]; i < (long) args[1] + args[2]; i++) {
+                    map.put(use(Keys.nth(args[0], i)), use(a.n), newState(a.content));
+                }
+                out.nil();
+                return;
+            case REMOVE_RANGE:
+                for (long i = args[1]; i < (long) args[1] + args[2]; i++) {
+                    map.remove(use(Keys.nth(args[0], i)), use(a.n));
+                }
+                out.nil();
+                return;
+            case GET_RANGE:
+                out.open();
+                for (long i = args[1]; i < (long) args[1] + args[2]; i++) {
+                    state(map.get(use(Keys.nth(args[0], i)), use(a.n)));
+                }
+                out.close();
+                return;
+            case HOLD_KEYS:
+                keyObjects.hold();
+                out.nil();
+                return;
             default:
-                throw new IllegalArgumentException("unknown op code " + op);
+                throw new IllegalArgumentException("unknown operation code " + op + " in a batch");
         }
     }
 
@@ -396,9 +467,9 @@ public final class Batch {
             List<Integer> s = new ArrayList<>();
             s.add(0);
             number(s);
-            map.put(k, n, s);
+            map.put(use(k), use(n), s);
         } else {
-            map.remove(k, n);
+            map.remove(use(k), use(n));
         }
         String error = null;
         try {
@@ -441,7 +512,8 @@ public final class Batch {
                 @SuppressWarnings("unchecked")
                 List<Integer> s = (List<Integer>) r[2];
                 if (s != null && s.size() % 2 == 0) {
-                    visitor.remove(new StateEntry.SimpleStateEntry<>(r[0], r[1], s));
+                    visitor.remove(new StateEntry.SimpleStateEntry<>(keyObjects.passed(r[0]),
+                            keyObjects.passed(r[1]), s));
                 }
             }
         }

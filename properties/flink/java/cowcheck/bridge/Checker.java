@@ -12,7 +12,7 @@ import java.util.TreeSet;
 import org.apache.flink.util.MathUtils;
 
 /**
- * The structural invariants I1–I9 of SPEC §8 and the white-box scenarios of SPEC §13, computed
+ * The structural invariants I1–I9 of docs/contract.md §8 and the white-box scenarios of docs/contract.md §13, computed
  * over Flink's own object graph (read by reflection, {@link Internals}), so a white-box walk on
  * Flink pays no Python round trip per entry.
  *
@@ -77,8 +77,6 @@ final class Checker {
         for (Map.Entry<Integer, List<Saved>> record : guarded.entrySet()) {
             for (Saved s : record.getValue()) {
                 Object e = s.entry;
-                String where = "snapshot " + record.getKey() + ", entry (" + Repr.of(s.key) + ", "
-                        + Repr.of(s.namespace) + ")";
                 Object key = Internals.key(e);
                 Object namespace = Internals.namespace(e);
                 Object next = Internals.next(e);
@@ -105,15 +103,24 @@ final class Checker {
                     if (!sameIdentity) {
                         changed.add("key/namespace/hash");
                     }
-                    out.add(new String[] {"I9", where + ": shared entry was written in place ("
-                            + String.join(", ", changed) + ")"});
+                    out.add(new String[] {"I9", snapshotWhere(record.getKey(), s)
+                            + ": shared entry was written in place (" + String.join(", ", changed) + ")"});
                 }
                 if (!Objects.equals(state, s.content)) {
-                    out.add(new String[] {"I8", where + ": state changed from " + Repr.of(s.content) + " to "
-                            + Repr.of(state)});
+                    out.add(new String[] {"I8", snapshotWhere(record.getKey(), s) + ": state changed from "
+                            + Repr.of(s.content) + " to " + Repr.of(state)});
                 }
             }
         }
+    }
+
+    /** Where a guarded entry is, in a message (built only for a violation: Repr is not free). */
+    private static String snapshotWhere(int version, Saved s) {
+        return "snapshot " + version + ", entry (" + Repr.of(s.key) + ", " + Repr.of(s.namespace) + ")";
+    }
+
+    private static String where(Object key, Object namespace, String table, int idx) {
+        return "(" + Repr.of(key) + ", " + Repr.of(namespace) + ") in " + table + "[" + idx + "]";
     }
 
     // ----------------------------------------------------------- check_structure
@@ -188,7 +195,7 @@ final class Checker {
         }
 
         // I1, I2, I3, I6
-        Map<List<Object>, String> seen = new HashMap<>();
+        Map<List<Object>, Long> seen = new HashMap<>();
         for (int t = 0; t < (rehashing ? 2 : 1); t++) {
             String name = t == 0 ? "primary" : "rehash";
             Object[] table = t == 0 ? primary : rehash;
@@ -213,32 +220,34 @@ final class Checker {
                     Object key = Internals.key(e);
                     Object namespace = Internals.namespace(e);
                     int hash = Internals.hash(e);
-                    String where = "(" + Repr.of(key) + ", " + Repr.of(namespace) + ") in " + name + "[" + idx + "]";
                     int h = compositeHash(key, namespace, hash);
                     if (hash != h) {
-                        out.add(new String[] {"I1", where + ": stored hash " + hash + " != composite hash " + h});
+                        out.add(new String[] {"I1", where(key, namespace, name, idx) + ": stored hash " + hash
+                                + " != composite hash " + h});
                     }
                     if ((hash & (tlen - 1)) != idx) {
-                        out.add(new String[] {"I1", where + ": hash selects bucket " + (hash & (tlen - 1))});
+                        out.add(new String[] {"I1", where(key, namespace, name, idx) + ": hash selects bucket "
+                                + (hash & (tlen - 1))});
                     }
                     boolean inPrimary = !rehashing || (hash & (plen - 1)) >= ri;
                     if (inPrimary != (t == 0)) {
-                        out.add(new String[] {"I1", where + ": select_active_table picks the "
-                                + (inPrimary ? "primary" : "rehash") + " table"});
+                        out.add(new String[] {"I1", where(key, namespace, name, idx)
+                                + ": select_active_table picks the " + (inPrimary ? "primary" : "rehash") + " table"});
                     }
                     List<Object> ident = List.of(Repr.identity(key), Repr.identity(namespace));
-                    String before = seen.get(ident);
+                    Long before = seen.get(ident); // where it was seen first: table << 32 | bucket
                     if (before != null) {
+                        String first = (before >>> 32 == 0 ? "primary" : "rehash") + "[" + (int) (long) before + "]";
                         out.add(new String[] {"I3", "(" + Repr.of(key) + ", " + Repr.of(namespace) + ") appears in "
-                                + before + " and " + name + "[" + idx + "]"});
+                                + first + " and " + name + "[" + idx + "]"});
                     } else {
-                        seen.put(ident, name + "[" + idx + "]");
+                        seen.put(ident, ((long) t << 32) | idx);
                     }
                     int ev = Internals.entryVersion(e);
                     int sv = Internals.stateVersion(e);
                     if (ev > version || sv > version) {
-                        out.add(new String[] {"I6", where + ": entry_version " + ev + " / state_version " + sv
-                                + " > V=" + version});
+                        out.add(new String[] {"I6", where(key, namespace, name, idx) + ": entry_version " + ev
+                                + " / state_version " + sv + " > V=" + version});
                     }
                 }
             }

@@ -1,11 +1,13 @@
 package cowcheck.bridge;
 
 import java.lang.reflect.Field;
+import java.util.ArrayList;
+import java.util.List;
 
 import org.apache.flink.runtime.state.heap.CopyOnWriteStateMap;
 
 /**
- * Seeded corruptions of Flink's real map, for testing the suite (SPEC §16: a wrong map must fail
+ * Seeded corruptions of Flink's real map, for testing the suite (docs/contract.md §16: a wrong map must fail
  * for the right reason): each one breaks the map through its private fields at a chosen point of
  * an operation. {@link MapHandle} (one Java call per operation) and {@link Walk} (a walk segment
  * per call) call the same hooks around the same Flink calls, so both paths see the same bug.
@@ -33,6 +35,8 @@ abstract class Corruption {
                 return new Cycle();
             case "halt":
                 return new Halt();
+            case "identity-keys":
+                return new IdentityKeys();
             default:
                 throw new IllegalArgumentException("no corruption named " + name);
         }
@@ -51,6 +55,7 @@ abstract class Corruption {
     private static final Field ENTRY_VERSION;
     private static final Field STATE_VERSION;
     private static final Field NEXT;
+    private static final Field KEY;
 
     static {
         try {
@@ -61,6 +66,7 @@ abstract class Corruption {
             ENTRY_VERSION = writable(entry, "entryVersion");
             STATE_VERSION = writable(entry, "stateVersion");
             NEXT = writable(entry, "next");
+            KEY = writable(entry, "key");
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -176,11 +182,19 @@ abstract class Corruption {
         }
     }
 
-    /** A put of key 31 links its entry to itself: the next walk of that chain never ends. */
+    /**
+     * Whether a put's key triggers {@link Cycle} and {@link Halt}: its hashCode ends in the ten bits
+     * of 31 (key 31 among small ints; about one key in a thousand of any family).
+     */
+    static boolean trigger(String op, Object key) {
+        return op.startsWith("put") && key != null && (key.hashCode() & 1023) == 31;
+    }
+
+    /** A put of a trigger key (key 31...) links its entry to itself: the next walk of that chain never ends. */
     static final class Cycle extends Corruption {
         @Override
         void after(CopyOnWriteStateMap<?, ?, ?> map, String op, Object key, Object namespace) {
-            if (op.startsWith("put") && Integer.valueOf(31).equals(key)) {
+            if (trigger(op, key)) {
                 Object[] found = find(map, key, namespace);
                 if (found != null) {
                     set(NEXT, found[0], found[0]);
@@ -189,12 +203,100 @@ abstract class Corruption {
         }
     }
 
-    /** A put of key 31 ends the JVM (and the process) on the spot. */
+    /** A put of a trigger key (key 31...) ends the JVM (and the process) on the spot. */
     static final class Halt extends Corruption {
         @Override
         void before(CopyOnWriteStateMap<?, ?, ?> map, String op, Object key, Object namespace) {
-            if (op.startsWith("put") && Integer.valueOf(31).equals(key)) {
+            if (trigger(op, key)) {
                 Runtime.getRuntime().halt(134);
+            }
+        }
+    }
+
+    /**
+     * Keys compared with == (as a map written with identity comparison, or one that keeps keys
+     * Integer.valueOf caches, would): during a keyed operation, every entry whose key and namespace
+     * equal the call's but are other objects is hidden from Flink's lookup (its key is replaced by a
+     * stand-in equal to nothing) and restored right after, so the call misses it: a get finds
+     * nothing, a put inserts the key twice. Harmless while the caller hands the same objects
+     * (hold_keys, or values both sides keep one object of); caught when keys are fresh objects.
+     */
+    static final class IdentityKeys extends Corruption {
+        /** A hidden entry's key: equal only to itself, hashed as the original. */
+        private static final class Hidden {
+            final Object original;
+
+            Hidden(Object original) {
+                this.original = original;
+            }
+
+            @Override
+            public int hashCode() {
+                return original.hashCode();
+            }
+
+            @Override
+            public boolean equals(Object other) {
+                return other == this;
+            }
+        }
+
+        private final List<Object> hidden = new ArrayList<>();
+        private int hash;
+
+        @Override
+        void before(CopyOnWriteStateMap<?, ?, ?> map, String op, Object key, Object namespace) {
+            restore(map); // after an operation that raised, before its after() ran
+            if (key == null || namespace == null || op.equals("snapshot") || op.equals("release")) {
+                return;
+            }
+            hash = Checker.compositeHash(key, namespace, 0);
+            for (Object[] table : new Object[][] {Internals.primaryTable(map), Internals.rehashTable(map)}) {
+                if (table.length == 0) {
+                    continue;
+                }
+                int n = 0;
+                Object head = table[hash & (table.length - 1)];
+                for (Object e = head; e != null && n < 1 << 20; e = Internals.next(e), n++) {
+                    Object k = Internals.key(e);
+                    Object ns = Internals.namespace(e);
+                    if ((k != key || ns != namespace) && key.equals(k) && namespace.equals(ns)) {
+                        set(KEY, e, new Hidden(k));
+                        hidden.add(e);
+                    }
+                }
+            }
+        }
+
+        @Override
+        void after(CopyOnWriteStateMap<?, ?, ?> map, String op, Object key, Object namespace) {
+            restore(map);
+        }
+
+        private void restore(CopyOnWriteStateMap<?, ?, ?> map) {
+            if (hidden.isEmpty()) {
+                return;
+            }
+            for (Object e : hidden) { // the entries hidden (a snapshot may still hold them)
+                unhide(e);
+            }
+            hidden.clear();
+            for (Object[] table : new Object[][] {Internals.primaryTable(map), Internals.rehashTable(map)}) {
+                if (table.length == 0) {
+                    continue;
+                }
+                int n = 0; // and the copies a rehash step made of them meanwhile
+                Object head = table[hash & (table.length - 1)];
+                for (Object e = head; e != null && n < 1 << 20; e = Internals.next(e), n++) {
+                    unhide(e);
+                }
+            }
+        }
+
+        private static void unhide(Object e) {
+            Object k = Internals.key(e);
+            if (k instanceof Hidden) {
+                set(KEY, e, ((Hidden) k).original);
             }
         }
     }

@@ -8,6 +8,7 @@ import java.util.List;
  * {"raised": name} for an exception.
  */
 final class Json {
+    private static final char[] HEX = "0123456789abcdef".toCharArray();
     private final StringBuilder out;
 
     Json() {
@@ -74,8 +75,9 @@ final class Json {
             char c = s.charAt(k);
             if (c == '"' || c == '\\') {
                 out.append('\\').append(c);
-            } else if (c < 0x20 || c >= 0x7f) {
-                out.append(String.format("\\u%04x", (int) c));  // UTF-16 units, surrogates included
+            } else if (c < 0x20 || c >= 0x7f) { // \\uXXXX of the UTF-16 unit, surrogates included
+                out.append('\\').append('u').append(HEX[c >>> 12]).append(HEX[(c >>> 8) & 0xf])
+                        .append(HEX[(c >>> 4) & 0xf]).append(HEX[c & 0xf]);
             } else {
                 out.append(c);
             }
@@ -106,7 +108,11 @@ final class Json {
         return close();
     }
 
-    /** A key, namespace or list element: Integer, Long, String, Boolean or null. */
+    /**
+     * A key, namespace or list element: Integer, Long, String, Boolean or null, and Flink's Tuple2,
+     * TimeWindow and VoidNamespace as the tagged objects of counterexample files ({"Tuple2": [f0,
+     * f1]}, {"TimeWindow": [start, end]}, {"VoidNamespace": []}; properties/flink/convert.py decodes them).
+     */
     Json value(Object o) {
         if (o == null) {
             return nil();
@@ -116,8 +122,29 @@ final class Json {
             return str((String) o);
         } else if (o instanceof Boolean) {
             return bool((Boolean) o);
+        } else if (Keys.isTuple2(o)) {
+            tag("Tuple2");
+            value(Keys.f0(o)).value(Keys.f1(o));
+            return endTag();
+        } else if (Keys.isWindow(o)) {
+            tag("TimeWindow");
+            i(Keys.start(o)).i(Keys.end(o));
+            return endTag();
+        } else if (Keys.isVoid(o)) {
+            tag("VoidNamespace");
+            return endTag();
         }
         throw new IllegalArgumentException("cannot encode a " + o.getClass().getName());
+    }
+
+    private void tag(String name) {
+        separate();
+        out.append("{\"").append(name).append("\":[");
+    }
+
+    private Json endTag() {
+        out.append("]}");
+        return this;
     }
 
     /** A list state's content, or null. */

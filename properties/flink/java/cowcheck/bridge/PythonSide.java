@@ -1,7 +1,7 @@
 package cowcheck.bridge;
 
 /**
- * What the Java side asks of Python (implemented in properties/flink_bridge.py with a JPype proxy).
+ * What the Java side asks of Python (implemented in properties/flink/map.py with a JPype proxy).
  *
  * <p>State codes: 0 is null; a positive number is the id of a state object whose Python twin
  * exists; a negative number {@code -id} is a state object the Java side has just registered,

@@ -14,7 +14,9 @@ import org.apache.flink.core.memory.DataOutputSerializer;
 
 /**
  * Flink's own serializers named by the ids of reference/serializers.py ("int", "long", "string",
- * "bytes", "list&lt;int&gt;", "map&lt;string,list&lt;long&gt;&gt;"), to compare bytes with the reference.
+ * "bytes", "list&lt;int&gt;", "map&lt;string,list&lt;long&gt;&gt;", "tuple2&lt;int,string&gt;" (Flink's
+ * TupleSerializer of Tuple2), "timewindow" (TimeWindow.Serializer), "void" (VoidNamespaceSerializer)),
+ * to compare bytes with the reference and to write snapshots of every key family.
  */
 public final class Serializers {
     private Serializers() {}
@@ -49,6 +51,18 @@ public final class Serializers {
                 expect(id, pos, '>');
                 return new ListSerializer<>(element);
             }
+            case "tuple2": {
+                expect(id, pos, '<');
+                TypeSerializer<?> f0 = parse(id, pos);
+                expect(id, pos, ',');
+                TypeSerializer<?> f1 = parse(id, pos);
+                expect(id, pos, '>');
+                return Keys.tupleSerializer(f0, f1);
+            }
+            case "timewindow":
+                return Keys.windowSerializer();
+            case "void":
+                return Keys.voidSerializer();
             case "map": {
                 expect(id, pos, '<');
                 TypeSerializer<?> key = parse(id, pos);

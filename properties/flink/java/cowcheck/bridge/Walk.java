@@ -1,5 +1,30 @@
 package cowcheck.bridge;
 
+import static cowcheck.bridge.Ops.CONTAINS_KEY;
+import static cowcheck.bridge.Ops.GET;
+import static cowcheck.bridge.Ops.GET_MUTATE;
+import static cowcheck.bridge.Ops.GET_RANGE;
+import static cowcheck.bridge.Ops.HOLD_KEYS;
+import static cowcheck.bridge.Ops.ITERATE;
+import static cowcheck.bridge.Ops.ITERATE_MODIFY;
+import static cowcheck.bridge.Ops.KEYS;
+import static cowcheck.bridge.Ops.OPERATIONS;
+import static cowcheck.bridge.Ops.PUT;
+import static cowcheck.bridge.Ops.PUT_AND_GET_OLD;
+import static cowcheck.bridge.Ops.PUT_RANGE;
+import static cowcheck.bridge.Ops.READ_SNAPSHOT;
+import static cowcheck.bridge.Ops.READ_SNAPSHOT_TRANSFORMED;
+import static cowcheck.bridge.Ops.REHASH;
+import static cowcheck.bridge.Ops.RELEASE;
+import static cowcheck.bridge.Ops.REMOVE;
+import static cowcheck.bridge.Ops.REMOVE_AND_GET_OLD;
+import static cowcheck.bridge.Ops.REMOVE_RANGE;
+import static cowcheck.bridge.Ops.SIZE_OF_NAMESPACE;
+import static cowcheck.bridge.Ops.SNAPSHOT;
+import static cowcheck.bridge.Ops.TRANSFORM;
+import static cowcheck.bridge.Ops.VISIT;
+import static cowcheck.bridge.Ops.WRITE_SNAPSHOT;
+
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -38,38 +63,10 @@ import org.apache.flink.runtime.state.internal.InternalKvState.StateIncrementalV
  * plain ListSerializer, mutated here exactly where the harness mutates what it was handed.
  */
 public final class Walk {
-    /** Operation codes: positions in properties.map.ops.MAP_OPS (a test holds the two together). */
-    static final String[] OPERATIONS = {
-        "put", "put_and_get_old", "get", "get_mutate", "contains_key", "remove", "remove_and_get_old", "transform",
-        "rehash", "snapshot", "read_snapshot", "read_snapshot_transformed", "release", "iterate", "iterate_modify",
-        "keys", "size_of_namespace", "visit", "write_snapshot",
-    };
-
-    private static final int PUT = 0;
-    private static final int PUT_AND_GET_OLD = 1;
-    private static final int GET = 2;
-    private static final int GET_MUTATE = 3;
-    private static final int CONTAINS_KEY = 4;
-    private static final int REMOVE = 5;
-    private static final int REMOVE_AND_GET_OLD = 6;
-    private static final int TRANSFORM = 7;
-    private static final int REHASH = 8;
-    private static final int SNAPSHOT = 9;
-    private static final int READ_SNAPSHOT = 10;
-    private static final int READ_SNAPSHOT_TRANSFORMED = 11;
-    private static final int RELEASE = 12;
-    private static final int ITERATE = 13;
-    private static final int ITERATE_MODIFY = 14;
-    private static final int KEYS = 15;
-    private static final int SIZE_OF_NAMESPACE = 16;
-    private static final int VISIT = 17;
-    private static final int WRITE_SNAPSHOT = 18;
-
-    private static final Integer MINUS_ONE = -1;
-
     private final CopyOnWriteStateMap<Object, Object, List<Integer>> map =
             Internals.newMap(new ListSerializer<>(IntSerializer.INSTANCE));
     private final Checker checker;
+    private final KeyObjects keyObjects = new KeyObjects(); // the objects the harness hands the map
     private final Corruption corruption;
     private final IdentityHashMap<Object, Integer> numbers = new IdentityHashMap<>();
     // The content Python's object for each state holds (what was sent, plus the harness's own
@@ -91,8 +88,9 @@ public final class Walk {
         this.corruption = Corruption.forName(corruption);
     }
 
+    /** The operation names in code order ({@link Ops#OPERATIONS}). */
     public static String[] operations() {
-        return OPERATIONS.clone();
+        return Ops.names();
     }
 
     /**
@@ -120,8 +118,22 @@ public final class Walk {
         return program[pc++];
     }
 
+    /** A key or namespace of the table: a value, made into the object a call is handed by {@link #use}. */
     private Object key() {
         return keys[arg()];
+    }
+
+    private Object use(Object value) {
+        return keyObjects.use(value);
+    }
+
+    private int[] content() {
+        int size = arg();
+        int[] c = new int[size];
+        for (int i = 0; i < size; i++) {
+            c[i] = arg();
+        }
+        return c;
     }
 
     private int rowBound() {
@@ -134,15 +146,16 @@ public final class Walk {
         int op = arg();
         Object k = null;
         Object n = null;
-        List<Integer> s = null;
+        int[] content = null;
         int a = 0;
         int b = 0;
+        int c = 0;
         switch (op) {
             case PUT:
             case PUT_AND_GET_OLD:
                 k = key();
                 n = key();
-                s = newState();
+                content = content();
                 break;
             case GET:
             case CONTAINS_KEY:
@@ -153,6 +166,7 @@ public final class Walk {
                 break;
             case GET_MUTATE:
             case TRANSFORM:
+            case REHASH:
                 k = key();
                 n = key();
                 a = arg();
@@ -168,15 +182,37 @@ public final class Walk {
                 n = key();
                 break;
             case ITERATE:
+            case HOLD_KEYS:
                 break;
             case READ_SNAPSHOT_TRANSFORMED:
                 a = arg();
                 b = arg();
                 break;
-            default:
+            case PUT_RANGE:
+                a = arg(); // family
+                b = arg(); // first
+                c = arg(); // count
+                n = key();
+                content = content();
+                break;
+            case REMOVE_RANGE:
+            case GET_RANGE:
                 a = arg();
+                b = arg();
+                c = arg();
+                n = key();
+                break;
+            case SNAPSHOT:
+            case READ_SNAPSHOT:
+            case RELEASE:
+            case VISIT:
+            case WRITE_SNAPSHOT:
+                a = arg();
+                break;
+            default:
+                throw new IllegalArgumentException("unknown operation code " + op);
         }
-        boolean keyed = op <= TRANSFORM;
+        boolean keyed = Ops.keyed(op);
         List<String> scenarios = null;
         boolean rehashingBefore = false;
         int[] before = null;
@@ -192,7 +228,7 @@ public final class Walk {
             }
         }
         out.open();
-        execute(op, k, n, s, a, b, rehashingBefore);
+        execute(op, k, n, content, a, b, c);
         out.close();
         out.i(map.size());
         if (checker == null) {
@@ -214,11 +250,10 @@ public final class Walk {
         out.close();
     }
 
-    private List<Integer> newState() {
-        int size = arg();
-        List<Integer> s = new ArrayList<>(size);
-        for (int i = 0; i < size; i++) {
-            s.add(arg());
+    private static List<Integer> newState(int[] content) {
+        List<Integer> s = new ArrayList<>(content.length);
+        for (int x : content) {
+            s.add(x);
         }
         return s;
     }
@@ -286,18 +321,22 @@ public final class Walk {
         }
     }
 
-    private void execute(int op, Object k, Object n, List<Integer> s, int a, int b, boolean rehashingBefore) {
+    /** Runs step {@code op} as the harness does, recording every call's answer. */
+    private void execute(int op, Object k, Object n, int[] content, int a, int b, int c) {
         switch (op) {
             case PUT:
-                put(k, n, s);
+                put(use(k), use(n), newState(content));
                 return;
-            case PUT_AND_GET_OLD:
+            case PUT_AND_GET_OLD: {
+                Object key = use(k);
+                Object namespace = use(n);
+                List<Integer> s = newState(content);
                 try {
-                    corruption.before(map, "put_and_get_old", k, n);
+                    corruption.before(map, "put_and_get_old", key, namespace);
                     int id = number(s);
                     synced(s);
-                    List<Integer> old = map.putAndGetOld(k, n, s);
-                    corruption.after(map, "put_and_get_old", k, n);
+                    List<Integer> old = map.putAndGetOld(key, namespace, s);
+                    corruption.after(map, "put_and_get_old", key, namespace);
                     out.open().i(id);
                     state(old);
                     out.close();
@@ -305,57 +344,37 @@ public final class Walk {
                     out.thrown(e);
                 }
                 return;
+            }
             case GET:
             case GET_MUTATE:
-                try {
-                    corruption.before(map, "get", k, n);
-                    List<Integer> got = map.get(k, n);
-                    corruption.after(map, "get", k, n);
-                    state(got);
-                    if (got != null && op == GET_MUTATE) {
-                        got.add(a);
-                        synced(got); // the harness appends to what it was handed
-                    }
-                } catch (RuntimeException e) {
-                    out.thrown(e);
-                }
+                get(use(k), use(n), op == GET_MUTATE, a);
                 return;
             case CONTAINS_KEY:
-                try {
-                    corruption.before(map, "contains_key", k, n);
-                    boolean found = map.containsKey(k, n);
-                    corruption.after(map, "contains_key", k, n);
-                    out.bool(found);
-                } catch (RuntimeException e) {
-                    out.thrown(e);
-                }
+                containsKey(use(k), use(n));
                 return;
             case REMOVE:
-                remove(k, n);
+                remove(use(k), use(n));
                 return;
-            case REMOVE_AND_GET_OLD:
+            case REMOVE_AND_GET_OLD: {
+                Object key = use(k);
+                Object namespace = use(n);
                 try {
-                    corruption.before(map, "remove_and_get_old", k, n);
-                    List<Integer> old = map.removeAndGetOld(k, n);
-                    corruption.after(map, "remove_and_get_old", k, n);
+                    corruption.before(map, "remove_and_get_old", key, namespace);
+                    List<Integer> old = map.removeAndGetOld(key, namespace);
+                    corruption.after(map, "remove_and_get_old", key, namespace);
                     state(old);
                 } catch (RuntimeException e) {
                     out.thrown(e);
                 }
                 return;
+            }
             case TRANSFORM:
-                transform(k, n, a);
+                transform(use(k), use(n), a);
                 return;
             case REHASH:
                 for (int i = 0; i < a; i++) {
-                    try {
-                        corruption.before(map, "contains_key", MINUS_ONE, MINUS_ONE);
-                        boolean found = map.containsKey(MINUS_ONE, MINUS_ONE);
-                        corruption.after(map, "contains_key", MINUS_ONE, MINUS_ONE);
-                        out.bool(found);
-                    } catch (RuntimeException e) {
-                        out.thrown(e);
-                        return;
+                    if (!containsKey(use(k), use(n))) {
+                        return; // it raised: the harness fails this step
                     }
                 }
                 return;
@@ -386,20 +405,45 @@ public final class Walk {
                 return;
             case KEYS:
                 try {
-                    rows(map.getKeys(n).iterator(), rowBound(), true);
+                    rows(map.getKeys(use(n)).iterator(), rowBound(), true);
                 } catch (RuntimeException e) {
                     out.open().close().thrown(e);
                 }
                 return;
             case SIZE_OF_NAMESPACE:
                 try {
-                    out.i(map.sizeOfNamespace(n));
+                    out.i(map.sizeOfNamespace(use(n)));
                 } catch (RuntimeException e) {
                     out.thrown(e);
                 }
                 return;
             case VISIT:
                 visit(a);
+                return;
+            // Bulk steps: the harness makes count single calls, and stops at the first that raises.
+            case PUT_RANGE:
+                for (long i = b; i < (long) b + c; i++) {
+                    if (!put(use(Keys.nth(a, i)), use(n), newState(content))) {
+                        return;
+                    }
+                }
+                return;
+            case REMOVE_RANGE:
+                for (long i = b; i < (long) b + c; i++) {
+                    if (!remove(use(Keys.nth(a, i)), use(n))) {
+                        return;
+                    }
+                }
+                return;
+            case GET_RANGE:
+                for (long i = b; i < (long) b + c; i++) {
+                    if (!get(use(Keys.nth(a, i)), use(n), false, 0)) {
+                        return;
+                    }
+                }
+                return;
+            case HOLD_KEYS:
+                keyObjects.hold();
                 return;
             case WRITE_SNAPSHOT:
                 writeSnapshot(a);
@@ -409,7 +453,8 @@ public final class Walk {
         }
     }
 
-    private void put(Object k, Object n, List<Integer> s) {
+    /** A put's answer: the number of the state put; false if it raised. */
+    private boolean put(Object k, Object n, List<Integer> s) {
         try {
             corruption.before(map, "put", k, n);
             int id = number(s);
@@ -417,19 +462,53 @@ public final class Walk {
             map.put(k, n, s);
             corruption.after(map, "put", k, n);
             out.i(id);
+            return true;
         } catch (RuntimeException e) {
             out.thrown(e);
+            return false;
         }
     }
 
-    private void remove(Object k, Object n) {
+    private boolean remove(Object k, Object n) {
         try {
             corruption.before(map, "remove", k, n);
             map.remove(k, n);
             corruption.after(map, "remove", k, n);
             out.nil();
+            return true;
         } catch (RuntimeException e) {
             out.thrown(e);
+            return false;
+        }
+    }
+
+    private boolean get(Object k, Object n, boolean mutate, int value) {
+        try {
+            corruption.before(map, "get", k, n);
+            List<Integer> got = map.get(k, n);
+            corruption.after(map, "get", k, n);
+            state(got);
+            if (got != null && mutate) {
+                got.add(value);
+                synced(got); // the harness appends to what it was handed
+            }
+            return true;
+        } catch (RuntimeException e) {
+            out.thrown(e);
+            return false;
+        }
+    }
+
+    private boolean containsKey(Object k, Object n) {
+        try {
+            corruption.before(map, "contains_key", k, n);
+            boolean found = map.containsKey(k, n);
+            corruption.after(map, "contains_key", k, n);
+            out.bool(found);
+            return true;
+        } catch (RuntimeException e) {
+            out.thrown(e);
+            return false;
         }
     }
 
@@ -573,18 +652,55 @@ public final class Walk {
         out.bool(snap.isReleased());
     }
 
-    /** [released flag, bytes as hex or exception]: Flink's writeState with Int key and namespace serializers. */
-    @SuppressWarnings("unchecked")
+    /**
+     * [released flag, [key serializer id, namespace serializer id, bytes as hex or exception, and
+     * with Int serializers: bytes or exception]]: Flink's writeState. The harness hands write_state
+     * the serializers of the family of its model's first entry, or Int ones for an empty snapshot
+     * (properties.core.states.write_serializers): the family's are those of the snapshot's first
+     * entry here (ids null if it has none: then any serializers write the same bytes), and both are
+     * written, so Python hands the harness what Flink wrote with the serializers it passes.
+     */
     private void writeSnapshot(int sid) {
         var snap = readable(sid);
         if (snap == null) {
             return;
         }
         out.bool(snap.isReleased());
+        Object key = null;
+        Object namespace = null;
+        try {
+            Iterator<StateEntry<Object, Object, List<Integer>>> it = snap.getIterator(null, null, null, null);
+            if (it.hasNext()) {
+                StateEntry<Object, Object, List<Integer>> first = it.next();
+                key = first.getKey();
+                namespace = first.getNamespace();
+            }
+        } catch (RuntimeException e) {
+            // a broken snapshot: writeState below raises or writes what it writes
+        }
+        out.open();
+        if (key == null) {
+            out.nil().nil();
+            written(snap, "int", "int");
+        } else {
+            String keyId = Keys.serializerId(key);
+            String namespaceId = Keys.serializerId(namespace);
+            out.str(keyId).str(namespaceId);
+            written(snap, keyId, namespaceId);
+            if (!keyId.equals("int") || !namespaceId.equals("int")) {
+                written(snap, "int", "int");
+            }
+        }
+        out.close();
+    }
+
+    @SuppressWarnings("unchecked")
+    private void written(CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snap, String keyId,
+                         String namespaceId) {
         try {
             DataOutputSerializer bytes = new DataOutputSerializer(256);
-            snap.writeState((TypeSerializer<Object>) Serializers.byId("int"),
-                    (TypeSerializer<Object>) Serializers.byId("int"), map.getStateSerializer(), bytes, null);
+            snap.writeState((TypeSerializer<Object>) Serializers.byId(keyId),
+                    (TypeSerializer<Object>) Serializers.byId(namespaceId), map.getStateSerializer(), bytes, null);
             StringBuilder hex = new StringBuilder();
             for (byte x : bytes.getCopyOfBuffer()) {
                 hex.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
@@ -626,9 +742,9 @@ public final class Walk {
         if (change == 0) {
             List<Integer> s = new ArrayList<>();
             s.add(0);
-            put(k, n, s);
+            put(use(k), use(n), s);
         } else {
-            remove(k, n);
+            remove(use(k), use(n));
         }
         rows(it, rowBound(), false);
     }
@@ -704,7 +820,9 @@ public final class Walk {
                     continue; // not in the model (the harness fails, or it was pruned already): no remove
                 }
                 try {
-                    visitor.remove(new StateEntry.SimpleStateEntry<>(e.getKey(), e.getNamespace(), s));
+                    // the harness hands back the key and namespace the visitor gave it (new objects in Python)
+                    visitor.remove(new StateEntry.SimpleStateEntry<>(keyObjects.passed(e.getKey()),
+                            keyObjects.passed(e.getNamespace()), s));
                     removes++;
                 } catch (RuntimeException x) {
                     out.i(removes).thrown(x).close().close().str("cap");
