@@ -36,7 +36,8 @@ What it does, in this order:
    worker child, as a campaign's Spark task runs them, each configuration in a
    fresh worker (so each Flink run pays its JVM start): ``--impl reference``,
    ``--impl flink`` (batched walks, the default) and ``--impl flink
-   --call-by-call``, black-box and white-box, capacity 128. Checked ops/s
+   --call-by-call``, black-box and white-box, capacity 128, maps up to the
+   ``--sizes`` class (default large, as campaigns draw them). Checked ops/s
    with the worker's start-up included and without it, the start-up itself,
    and the ratios flink / reference against the targets (black-box >= 0.7,
    white-box >= 0.5).
@@ -141,7 +142,7 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def campaign_rates(seeds: int) -> list[dict]:
+def campaign_rates(seeds: int, sizes: str) -> list[dict]:
     """Section 6: one row per (implementation, mode), each in a fresh worker child."""
     from spark_fuzz.executor import CampaignConfig
     from spark_fuzz.ranges import run_range, shutdown_worker
@@ -151,7 +152,7 @@ def campaign_rates(seeds: int) -> list[dict]:
         for name, impl, batched in (("reference", "reference", True), ("flink", "flink", True),
                                     ("flink --call-by-call", "flink", False)):
             shutdown_worker()
-            config = CampaignConfig(impl=impl, capacity=128, white_box=white_box, batched=batched)
+            config = CampaignConfig(impl=impl, capacity=128, white_box=white_box, batched=batched, sizes=sizes)
             before = _children_cpu()
             t = time.perf_counter()
             result = run_range(0, seeds, config, isolate=True)
@@ -220,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--campaign-seeds", type=int, default=300,
                    help="seeds per campaign-walk measurement (default 300: one core's share of a 600-seed "
                         "campaign on 2 cores)")
+    p.add_argument("--sizes", default="large", choices=("tiny", "small", "medium", "large"),
+                   help="the largest size class the campaign walks grow maps to (default large, the campaign's "
+                        "default)")
     args = p.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
     out = sys.stdout
@@ -231,11 +235,11 @@ def main(argv: list[str] | None = None) -> int:
     report(parity, out)
 
     # Before this process starts a JVM: the worker children start their own.
-    out.write(f"campaign walks per core (raw executor, seeds 0:{args.campaign_seeds}, capacity 128, a fresh worker "
-              f"each)\n")
+    out.write(f"campaign walks per core (raw executor, seeds 0:{args.campaign_seeds}, capacity 128, maps up to the "
+              f"{args.sizes} size class, a fresh worker each)\n")
     out.write(f"  {'implementation':<22} {'mode':<10} {'ops/s':>9} {'w/o start':>10} {'start-up':>9} {'CPU s':>7} "
               f"{'ops/CPU s':>10}\n")
-    rows = campaign_rates(args.campaign_seeds)
+    rows = campaign_rates(args.campaign_seeds, args.sizes)
     for r in rows:
         out.write(f"  {r['name']:<22} {r['mode']:<10} {r['ops'] / r['seconds']:>9,.0f} "
                   f"{r['ops'] / (r['seconds'] - r['startup']):>10,.0f} {r['startup']:>8.2f}s {r['cpu']:>7.1f} "

@@ -133,7 +133,7 @@ def test_bench_flink_small_run_finds_no_difference():
     # A fresh interpreter: the workers it forks must start their own JVMs.
     result = subprocess.run([sys.executable, "-m", "benchmarks.bench_flink", "--programs", "24", "--workers", "2",
                              "--every", "12", "--calls", "2000", "--harness-programs", "2", "--steps", "200",
-                             "--bulk", "2000"],
+                             "--bulk", "2000", "--campaign-seeds", "24", "--sizes", "small"],
                             cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "differences                             0" in result.stdout

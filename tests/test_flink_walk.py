@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import attrs
 import pytest
 
 import random
@@ -206,10 +207,21 @@ def test_campaign_seeds_find_the_same_shrunk_counterexamples_batched_and_call_by
         outcomes = [run_seed(seed, CampaignConfig(impl=spec, capacity=128, white_box=white_box, steps=120,
                                                   batched=batched)) for batched in (True, False)]
         batched, per_call = outcomes
-        assert batched == per_call  # kind, code, message, ops, coverage, counterexample (timing aside)
+        # kind, code, message, ops, coverage, counterexample, keys and sizes explored (timing aside); the
+        # table's shape is seen by the Python harness through the call-by-call bridge's mirrors only (the
+        # batched walk checks it in Java and does not report it)
+        assert _without_shape(batched) == _without_shape(per_call)
+        assert not batched.space["white_box"] and per_call.space["white_box"] == white_box
         found += batched.failed
         assert batched.kind != "INTERNAL", batched.details
     assert found >= 3
+
+
+_SHAPE = ("table_lengths", "longest_chain", "white_box")
+
+
+def _without_shape(outcome):
+    return attrs.evolve(outcome, space={k: v for k, v in outcome.space.items() if k not in _SHAPE})
 
 
 def _python(script: str, timeout: float = 600) -> subprocess.CompletedProcess:

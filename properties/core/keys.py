@@ -67,7 +67,7 @@ def _fresh_str(s: str) -> str:
 
 def pinned(value) -> bool:
     """Whether ``value`` is one CPython keeps a single object of, so :func:`fresh` returns it as it
-    is: ints -5..256, ``""`` and one Latin-1 character, bools, ``VOID_NAMESPACE``. A bridge to
+    is: ints -5..256, ``""`` and one Latin-1 character, bools, ``None``, ``VOID_NAMESPACE``. A bridge to
     another language hands a map one object per such value (it cannot tell a held key from a fresh one).
 
     >>> [pinned(v) for v in (256, 257, "é", "日", True, VOID_NAMESPACE, Tuple2(1, "a"))]
@@ -78,7 +78,7 @@ def pinned(value) -> bool:
         return -5 <= value <= 256
     if t is str:
         return not value or (len(value) == 1 and ord(value) < 256)
-    return t is bool or value is VOID_NAMESPACE
+    return t is bool or value is None or value is VOID_NAMESPACE
 
 
 _FRESH: dict[type, Callable[[Any], Any]] = {
@@ -87,17 +87,6 @@ _FRESH: dict[type, Callable[[Any], Any]] = {
     Tuple2: lambda t: Tuple2(fresh(t.f0), fresh(t.f1)),
     TimeWindow: lambda w: TimeWindow(_fresh_int(w.start), _fresh_int(w.end)),
 }
-
-
-def pinned(value) -> bool:
-    """Whether CPython keeps one object of ``value`` (ints -5..256, ``''`` and one Latin-1 character,
-    bools, ``None``, ``VOID_NAMESPACE``): every spelling of it is that object, fresh or not."""
-    t = type(value)
-    if t is int:
-        return -5 <= value <= 256
-    if t is str:
-        return len(value) == 0 or (len(value) == 1 and ord(value) < 256)
-    return t is bool or value is None or value is VOID_NAMESPACE
 
 
 def fresh(value):
