@@ -68,7 +68,6 @@ KINDS = (PASS, DIVERGENCE, INVARIANT, CRASH, TIMEOUT, INTERNAL)
 EXECUTORS = ("raw", "hypothesis")
 
 # Codes of outcomes that are not a harness failure (no replayable program).
-RAISED = "raised"  # building the implementation raised
 TIME_LIMIT = "time-limit"  # the seed ran longer than CampaignConfig.seed_time_limit
 INTERNAL_CODE = "internal"  # the code of every INTERNAL outcome
 
@@ -260,10 +259,8 @@ def _walk_once(seed: int, config: CampaignConfig, impl, started: float) -> Outco
         instance = build(lambda: impl.new(capacity=config.capacity)) if harness is None else harness.impl
     except CheckFailure as exc:  # building it crashed (SystemExit, its process ended...): an empty program fails
         return _with_counterexample(seed, config, [], exc.failure, functools.partial(impl.new, capacity=config.capacity),
-                                    options, "walk", 0, dict(ops=0, coverage={}, findings={}, op_mix={}, space={}))
-    except Exception as exc:  # the probe built one before the campaign: this one is the implementation's
-        return Outcome(kind=CRASH, code=RAISED, **base,
-                       message=f"building the map raised {type(exc).__name__}: {exc}")
+                                    options, "walk", 0, dict(ops=0, coverage={}, findings={}, op_mix={}, space={}),
+                                    (1, 1))
     every = config.invariants_every
     if harness is None:
         harness = (SampledHarness(instance, every=every, capacity=config.capacity, **options)
@@ -330,11 +327,16 @@ def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: 
     make = functools.partial(impl.new, capacity=config.capacity)
     shrink_make, shrink_class = make, Harness
     batched = getattr(harness, "expect", None) is not None
+    # A walk run ahead in a user's map's process reports only failures it confirmed live (call by call)
+    live = getattr(type(harness), "confirmed_on_replay", False)
     hang = is_hang(failure)  # replayed under the full limit by shrink_failure, once (each costs the limit)
     if (isinstance(harness, SampledHarness) or batched) and not hang:
         # Checked after every step, call by call, the program may fail earlier or with another
         # code: that failure is the one `cowcheck replay` shows. A batched walk's must be the same.
-        if batched:
+        if batched and live:
+            confirmed = None
+            shrink_make, shrink_class = impl.walk_factory(config.capacity)
+        elif batched:
             confirmed = confirm_replay(program, failure, make, harness_class=Harness, what="the walk", **options)
             shrink_make, shrink_class = impl.walk_factory(config.capacity)
         else:
@@ -347,7 +349,7 @@ def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: 
     if not shrunk.confirmed:
         return None
     program, failure = shrunk.program, shrunk.failure
-    if batched and config.shrink and not hang:  # the stored failure is the call-by-call bridge's, as replay shows
+    if batched and config.shrink and not hang and not live:  # the stored failure is the call-by-call bridge's, as replay shows
         failure = confirm_replay(program, failure, make, harness_class=Harness, what="the shrunk program", **options)
     return _with_counterexample(seed, config, program, failure, make, options, "walk", original, _counts(harness),
                                 (shrunk.reproduced, shrunk.replays))

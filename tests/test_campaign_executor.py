@@ -177,7 +177,8 @@ def test_a_seed_that_hangs_inside_an_operation_is_killed_and_is_a_timeout_outcom
 
 def test_an_introspection_that_raises_is_a_crash_of_its_step_with_a_replayable_counterexample():
     start, stop, seed = lone_trigger(width=2)
-    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", sizes=SIZES),
+    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", sizes=SIZES,
+                                                   in_process=True),  # white-box: its view is read in-process
                        isolate=False)
     assert [(o.seed, o.kind, o.code) for o in result.outcomes] == [(start, "PASS", ""), (seed, "CRASH", "P7")]
     assert "RuntimeError: white-box view lost" in result.outcomes[1].message

@@ -6,7 +6,7 @@ broken implementations below, each a one-method mistake. :data:`EXAMPLES` holds 
 same programs as steps. The tests render each program as its machine prints it and
 check that the document shows exactly that text, then replay it and check that its
 last step fails with the entry's code (and kind). The codes that are not about a
-program (a campaign's ``raised``, ``worker-exit``, ``internal``...) are produced
+program (``construction``, ``worker-exit``, ``internal``...) are produced
 here the way their entries describe.
 """
 
@@ -358,7 +358,7 @@ EXAMPLES: dict[str, Example] = {
 }
 
 # Codes whose example is not a program: where the test below produces each one.
-NOT_PROGRAMS = ("raised", "worker-exit", "spark-task-failed", "internal")
+NOT_PROGRAMS = ("construction", "worker-exit", "worker-protocol", "spark-task-failed", "internal")
 
 
 def _factory(example: Example):
@@ -409,9 +409,10 @@ def test_a_correct_map_passes_every_map_example():
             assert run_example(attrs.evolve(example, impl="reference")) is None, code
 
 
-def test_raised_a_campaign_seed_whose_build_raises():
+def test_construction_a_campaign_seed_whose_build_raises_stores_an_empty_program():
     outcome = run_seed(3, CampaignConfig(impl=f"{__name__}:refuses_to_build"))
-    assert (outcome.kind, outcome.code) == (CRASH, "raised")
+    assert (outcome.kind, outcome.code) == (CRASH, "construction")
+    assert outcome.counterexample is not None and outcome.counterexample["steps"] == []
 
 
 def test_worker_exit_a_seed_that_ends_its_process():

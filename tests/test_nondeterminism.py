@@ -276,7 +276,9 @@ def test_the_mutants_command_kills_the_random_mutant_and_reports_it_nondetermini
 
 
 def test_the_campaign_executor_marks_the_outcome_its_rows_and_its_report(tmp_path):
-    config = CampaignConfig(impl="test_nondeterminism:every_third_map", steps=80)
+    # in-process: the map's counter of builds must run across the seeds (in a process of its own per
+    # seed range it would start afresh with each range)
+    config = CampaignConfig(impl="test_nondeterminism:every_third_map", steps=80, in_process=True)
     outcome = next(o for o in (run_seed(seed, config) for seed in range(30)) if o.failed)
     assert (outcome.kind, outcome.code) == ("DIVERGENCE", "P2")
     assert outcome.nondeterministic.startswith("reproduced ") and outcome.nondeterministic.endswith(" of 10 replays")

@@ -34,7 +34,7 @@ from collections import deque
 
 from properties.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, OutOfStep, WorkerFailure, build
 from properties.core.failures import TIMEOUT, CheckFailure
-from properties.core.limits import StepTimeout, implementation_call
+from properties.core.limits import StepTimeout, implementation_call, implementation_calls
 from properties.core.machine import machine_kind
 from properties.core.program import Step
 from properties.core.remote import (_ANSWER, _BATCH, _OPS, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK,
@@ -176,6 +176,9 @@ class Recorder(_Server):
         return self._returned(entry, value)
 
     defer = call
+
+    def followed(self, handle, name, then, args, kwargs):
+        return self.call(handle, name, args, kwargs)  # recorded, and replayed, call by call
 
     def op(self, handle, name, *args, **kwargs):
         target = self.obj(handle)
@@ -375,6 +378,11 @@ class Replay(Session):
     def begin(self, index: int) -> None:
         self.index, self.loaded, self.records = index, False, deque()
 
+    def load(self) -> None:
+        """The step's record, read now (before the harness asks for it)."""
+        if not self.loaded:
+            self._load()
+
     def end(self) -> None:
         """After the harness applied the step: its record must be used up."""
         if not self.loaded:
@@ -451,6 +459,9 @@ class Replay(Session):
         return self._outcome(entry)
 
     defer = call
+
+    def followed(self, handle, name, then, args, kwargs):
+        return self.call(handle, name, args, kwargs)  # recorded, and replayed, call by call
 
     def op(self, handle, name, *args, **kwargs):
         if self.closed is not None and name in ("repr", "str"):
@@ -686,6 +697,15 @@ class AheadHarness(metaclass=_HarnessLike):
             self.inner.apply(step)
             return
         self.replay.begin(index)
+        try:
+            # the step's record, waited for as long as the calls it makes may take (a bulk step:
+            # its count times the limit); not in time, or the process ended: the step goes live,
+            # where each call is timed alone and a real hang is the step's TIMEOUT
+            implementation_calls(self.harness_class.calls_in(step), self.replay.load)
+        except (StepTimeout, WorkerFailure, OutOfStep):
+            self._go_live(self.program[:-1])
+            self.inner.apply(step)
+            return
         try:
             self.inner.apply(step)
             self._end_step()

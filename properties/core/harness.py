@@ -135,6 +135,11 @@ class HarnessBase:
     def check_after_step(self, step: Step) -> None:
         """Properties checked after every step (none by default)."""
 
+    @staticmethod
+    def calls_in(step: Step) -> int:
+        """About how many calls into the implementation ``step`` makes (a bulk step: many)."""
+        return 1
+
     # -------------------------------------------------------------- failing
 
     def _fail(self, kind: str, code: str, message: str, expected=None, actual=None) -> NoReturn:

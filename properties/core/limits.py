@@ -56,7 +56,7 @@ import time
 from typing import Callable
 
 __all__ = ["DEFAULT_STEP_TIME_LIMIT", "PACE_FLOOR", "PACE_FACTOR", "StepTimeout", "HarnessOverrun", "BudgetSpent",
-           "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "running", "current_limit",
+           "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "implementation_calls", "running", "current_limit",
            "active_limit", "harness_bound", "limited", "unpaced"]
 
 DEFAULT_STEP_TIME_LIMIT = 10.0
@@ -82,6 +82,22 @@ def steps_through(fn):
     """Decorator: a frame of ``fn`` (and no call inside it) is the harness checking a step."""
     _STEPS.add(id(fn.__code__))
     return fn
+
+
+def implementation_calls(count: int, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` that makes (or waits for) ``count`` calls into the implementation
+    at once (a step run ahead in the implementation's process): under ``count`` times the limit."""
+    frame = sys._getframe()
+    _COUNTS[id(frame)] = max(1, int(count))
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _COUNTS.pop(id(frame), None)
+        del frame
+
+
+_CALLS.add(id(implementation_calls.__code__))
+_COUNTS: dict = {}  # id(frame of implementation_calls) -> how many calls it stands for
 
 
 @calls_into
@@ -289,7 +305,7 @@ class StepTimeLimit:
                 call_seen, call_since, call_took, signalled = call, now, 0.0, False
             if call is not None:
                 call_took = now - call_since
-                limit = self.pace
+                limit = self.pace * _COUNTS.get(id(call), 1)
                 if signalled:
                     if call_took > self.seconds + _GRACE:
                         self._stuck(call_took)

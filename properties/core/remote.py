@@ -75,6 +75,7 @@ import io
 import marshal
 import operator
 import os
+import select
 import signal
 import sys
 import time
@@ -98,7 +99,7 @@ __all__ = ["Isolation", "RemoteFactory", "RemoteObject", "ImportFailed", "take",
 # Messages.
 _READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP = range(7)
 # Requests.
-_NEW, _CALL, _OP, _GETATTR, _DRAIN, _CALLS, _SYNC, _NOP, _WALK = range(9)
+_NEW, _CALL, _OP, _GETATTR, _DRAIN, _CALLS, _SYNC, _NOP, _WALK, _FOLLOWED = range(10)
 # Answers.
 _OK, _ERR, _LATE, _SKIPPED, _PROTOCOL = range(5)
 # Value tags: a tagged value is a tuple whose first element is one of these.
@@ -108,6 +109,12 @@ _T_TUPLE, _T_LIST, _T_LISTX, _T_OBJ, _T_TUPLE2, _T_WINDOW, _T_VOID, _T_SAME, _T_
 _SCALARS = frozenset({int, str, float, bytes, bool, type(None)})
 _MAX_DEPTH = 32  # containers nest no deeper across the boundary (deeper: a handle)
 _MAX_MESSAGE = 512 << 20  # bytes: a message larger than this is a broken protocol
+# Seconds a side polls for the other's message before it sleeps in select(): a round trip through
+# the kernel's wake-up costs about 60 us on a shared 2-core machine, a poll that finds the message
+# about 4 us, and most answers come well within this (benchmarks/bench_isolation.py).
+_SPIN = 0.0005
+_CHUNK_SECONDS = 0.02  # seconds a request of announced calls should take (Session.prefetch)
+_CHUNK_MOST = 4096
 _FLUSH_AT = 256  # deferred requests sent ahead once this many wait
 _TEXT = 10_000  # characters of an exception's message that cross
 
@@ -124,11 +131,16 @@ class Isolation:
     need not be awaited (``put``, ``remove``, ``release``); ``hidden``: attributes the checker never reads
     across processes (white-box views: the implementation is checked black-box
     there); ``functions``: functions both sides know by name (they run in the
-    child instead of being called back)."""
+    child instead of being called back); ``followed``: ``{first: then}``, methods
+    that the checker, whenever ``first()`` answers true, calls ``then()`` on the
+    same object right after (a visitor's ``has_next`` and ``next_entries``): the
+    child makes that call at once and its answer (or error) waits in the checker
+    for it, so the pair costs one round trip."""
 
     deferred: frozenset = frozenset()
     hidden: frozenset = frozenset()
     functions: dict = attrs.Factory(dict)
+    followed: dict = attrs.Factory(dict)
 
     def known(self) -> dict:
         return {"copy.deepcopy": copy.deepcopy, "copy.copy": copy.copy, **self.functions}
@@ -171,6 +183,7 @@ class _Channel:
     def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd, self.wfd = rfd, wfd
         self.buffer = bytearray()
+        os.set_blocking(rfd, False)  # read() polls for up to _SPIN, then waits in select()
 
     def send(self, message) -> None:
         data = marshal.dumps(message)
@@ -196,10 +209,24 @@ class _Channel:
                 need = 4 + size - len(buffer)
             else:
                 need = 4 - len(buffer)
-            chunk = os.read(self.rfd, max(need, 1 << 16))
+            chunk = self._read(max(need, 1 << 16))
             if not chunk:
                 raise EOFError
             buffer += chunk
+
+    def _read(self, size: int) -> bytes:
+        """Bytes that are there, or the next ones to come (b"" at the end); a signal handler that
+        raises (the step time limit) interrupts the wait."""
+        fd, give_up = self.rfd, None
+        while True:
+            try:
+                return os.read(fd, size)
+            except BlockingIOError:
+                pass
+            if give_up is None:
+                give_up = time.perf_counter() + _SPIN
+            elif time.perf_counter() >= give_up:
+                select.select([fd], [], [])
 
     def close(self) -> None:
         for fd in (self.rfd, self.wfd):
@@ -495,6 +522,13 @@ def _method(name: str):
     return method
 
 
+def _followed(name: str, then: str):
+    def method(self, *args, **kwargs):
+        return self._s.followed(self._h, name, then, args, kwargs)
+    method.__name__ = name
+    return method
+
+
 def _deferred(name: str):
     def method(self, *args, **kwargs):
         return self._s.defer(self._h, name, args, kwargs)
@@ -518,8 +552,14 @@ def _proxy_class(info: tuple, root: bool, isolation: Isolation) -> type:
     _, name, methods, dunders, self_iter, hidden = info
     namespace = {"__slots__": (), "_hidden": frozenset(hidden)}
     deferred = isolation.deferred
+    followed = isolation.followed
     for method in methods:
-        namespace[method] = _deferred(method) if method in deferred else _method(method)
+        if method in deferred:
+            namespace[method] = _deferred(method)
+        elif method in followed and followed[method] in methods:
+            namespace[method] = _followed(method, followed[method])
+        else:
+            namespace[method] = _method(method)
     for dunder in dunders:
         namespace[dunder] = _DUNDERS[dunder]
     if root and "__len__" in dunders:
@@ -590,7 +630,9 @@ class Session:
         self.length = None  # (ok, value or error): the root's len() after the last answer, while valid
         self.attrs: dict = {}  # (handle, name) -> an attribute read since the last request
         self.plain: dict = {}  # handle -> attributes of a new object read with the last answer (no code ran)
-        self.prefetched: deque = deque()
+        self.prefetched: deque = deque()  # (handle, name, args, outcome) of calls made ahead
+        self.announced: deque = deque()  # (handle, name, args) of calls announced, not made yet
+        self.chunk = getattr(worker, "chunk", 1)  # how many announced calls the next request makes
         self.callbacks: dict = {}
         self.errors: dict = {}  # token -> an exception a callback raised here (re-raised as itself)
         self.sinks: list = []
@@ -690,10 +732,26 @@ class Session:
         raise self.closed
 
     def call(self, handle, name, args, kwargs):
-        if self.prefetched:
+        if self.prefetched or self.announced:
             return self._prefetched(handle, name, args)
         return self.exchange((_CALL, handle, name, [self.enc_arg(a) for a in args],
                               {k: self.enc_arg(v) for k, v in kwargs.items()} if kwargs else None))
+
+    def followed(self, handle, name, then, args, kwargs):
+        """``name(*args)``, and if it answers true, ``then()`` made at once over there: its
+        outcome answers the checker's next call (``Isolation.followed``)."""
+        if self.prefetched or self.announced:
+            return self._prefetched(handle, name, args)
+        code = self.exchange((_FOLLOWED, handle, name, [self.enc_arg(a) for a in args],
+                              {k: self.enc_arg(v) for k, v in kwargs.items()} if kwargs else None, then),
+                             decode=False)
+        if not (type(code) is tuple and len(code) == 2 and (code[1] is None or (
+                type(code[1]) is tuple and len(code[1]) == 2))):
+            return self.decoded((None,))  # a breach: WorkerFailure
+        value = self.decoded(code[0])
+        if code[1] is not None:
+            self.prefetched.append((handle, then, (), code[1]))
+        return value
 
     def op(self, handle, name, *args, **kwargs):
         if self.closed is not None and name in ("repr", "str"):
@@ -714,9 +772,9 @@ class Session:
             raise self.closed from None
 
     def root_len(self, handle):
-        if self.prefetched:
-            raise InternalError(f"len() of the implementation while {len(self.prefetched)} announced calls are "
-                                f"unmade")
+        if self.prefetched or self.announced:
+            raise InternalError(f"len() of the implementation while "
+                                f"{len(self.prefetched) + len(self.announced)} announced calls are unmade")
         if self.length is not None and not self.pending and handle == self.root:
             ok, value = self.length
             if ok:
@@ -762,16 +820,38 @@ class Session:
         return items, (self.error(code[1]) if code[1] is not None else None)
 
     def prefetch(self, handle, name, calls: list) -> None:
-        """Run the calls ``name(*args)`` for each ``args`` of ``calls`` now, in one request; the
-        harness's next calls must be those, in that order (they are answered from here)."""
-        codes = self.exchange((_CALLS, handle, name, [[self.enc_arg(a) for a in args] for args in calls]),
+        """The harness's next calls are ``name(*args)`` for each ``args`` of ``calls``, in that
+        order: they are made a chunk per request as the harness reaches them. A chunk is sized
+        from the calls' own pace so that it takes about ``_CHUNK_SECONDS`` (one call first): a
+        request never holds many slow calls, so the step time limit still times about one call."""
+        self.announced.extend((handle, name, args) for args in calls)
+
+    def _fetch(self) -> None:
+        """Make the next chunk of announced calls (those on the same object and method)."""
+        handle, name, _ = self.announced[0]
+        chunk = []
+        while self.announced and len(chunk) < self.chunk:
+            h, n, args = self.announced[0]
+            if (h, n) != (handle, name):
+                break
+            chunk.append(self.announced.popleft()[2])
+        started = time.perf_counter()
+        codes = self.exchange((_CALLS, handle, name, [[self.enc_arg(a) for a in args] for args in chunk]),
                               decode=False)
-        if type(codes) is not list or not all(type(o) is tuple and len(o) == 2 for o in codes):
+        seconds = time.perf_counter() - started
+        if type(codes) is not list or not all(type(o) is tuple and len(o) == 2 for o in codes) or \
+                len(codes) > len(chunk) or not codes:
             self.decoded((None,))  # a breach: WorkerFailure
-        for args, outcome in zip(calls, codes):
+        for args, outcome in zip(chunk, codes):
             self.prefetched.append((handle, name, args, outcome))
+        for args in reversed(chunk[len(codes):]):  # not made (one raised): made when reached
+            self.announced.appendleft((handle, name, args))
+        self.chunk = self.worker.chunk = max(1, min(_CHUNK_MOST, int(_CHUNK_SECONDS * len(codes) /
+                                                                    max(seconds, 1e-6))))
 
     def _prefetched(self, handle, name, args):
+        if not self.prefetched:
+            self._fetch()
         h, n, expected, outcome = self.prefetched.popleft()
         if (h, n) != (handle, name) or len(expected) != len(args) or any(
                 type(a) is not type(b) or a != b for a, b in zip(expected, args)):
@@ -1230,6 +1310,23 @@ class _Server:
                       **({k: self.dec_arg(v) for k, v in kwargs.items()} if kwargs else {}))
         if op == _NOP:
             return None
+        if op == _FOLLOWED:
+            _, handle, name, args, kwargs, then = request
+            if self.isolation.followed.get(name) != then:
+                raise _Broken(f"{name!r:.20} is not followed by {then!r:.20}")
+            target = self.obj(handle)
+            value = getattr(target, name)(*[self.dec_arg(a) for a in args],
+                                          **({k: self.dec_arg(v) for k, v in kwargs.items()} if kwargs else {}))
+            first = self.enc(value)
+            if value is not True:  # only a plain True: nothing of the object's own runs to decide
+                return _Encoded((first, None))
+            try:
+                outcome = (True, self.enc(getattr(target, then)()))
+            except _Broken:
+                raise
+            except BaseException as exc:
+                outcome = (False, _exception_info(exc))
+            return _Encoded((first, outcome))
         if op == _WALK:
             if _AHEAD is None:
                 raise _Broken("no walks run ahead here")

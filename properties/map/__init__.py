@@ -244,6 +244,7 @@ MAP = register_machine(MachineKind(
     isolation=Isolation(deferred=frozenset({"put", "remove", "release"}),
                         hidden=frozenset({"introspect", "entry_objects", "snapshot_data"}),
                         functions={"transform_append": transform_append,
-                                   **{f"snapshot:{name}": fn for name, fn in SNAPSHOT_TRANSFORMERS.items() if fn}}),
+                                   **{f"snapshot:{name}": fn for name, fn in SNAPSHOT_TRANSFORMERS.items() if fn}},
+                        followed={"has_next": "next_entries"}),  # the harness's visit loop
     recorded_settings=("contract",),
 ))

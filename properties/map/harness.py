@@ -75,6 +75,9 @@ def has_introspection(impl) -> bool:
     return introspection_problem(impl) is None
 
 
+_COUNTED = frozenset({"put_range", "remove_range", "get_range", "rehash"})  # args[2]: calls made
+
+
 class Harness(HarnessBase):
     """Drives one implementation instance against a fresh model.
 
@@ -569,6 +572,14 @@ class Harness(HarnessBase):
         self._expect_identity(step, (key, namespace), seen["old"], copy_expected)
         self.model.transform(key, namespace, value, transform_append)
         self.held[(key, namespace)] = seen["new"]
+
+    @staticmethod
+    def calls_in(step: Step) -> int:
+        """A bulk step makes a call per key, a rehash step one per read; any other step, a few."""
+        if step.op in _COUNTED:
+            count = step.args[2]
+            return count if type(count) is int and count > 0 else 1
+        return 1
 
     def _op_rehash(self, step, key, namespace, reads):
         want = self.model.contains_key(key, namespace)

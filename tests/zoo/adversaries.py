@@ -344,6 +344,16 @@ class RaisesGeneratorExit(TinyMap):
         raise GeneratorExit
 
 
+class WritesToPipes(TinyMap):
+    def remove(self, key, namespace):
+        for fd in range(3, 64):  # every descriptor it finds open, the pipes to cowcheck included
+            try:
+                os.write(fd, b"\xff" * 16)
+            except OSError:
+                pass
+        return super().remove(key, namespace)
+
+
 def exits_in_factory(capacity=128, state_copier=copy.deepcopy):
     sys.exit(0)
 
@@ -497,6 +507,7 @@ repr_raises_state = _factory(ReprRaisesState)
 tuple_introspection = _factory(TupleIntrospection)
 exits_in_method = _factory(ExitsInMethod)
 os_exit_in_method = _factory(OsExitInMethod)
+writes_to_pipes = _factory(WritesToPipes)
 raises_system_exit = _factory(RaisesSystemExit)
 raises_keyboard_interrupt = _factory(RaisesKeyboardInterrupt)
 raises_generator_exit = _factory(RaisesGeneratorExit)
@@ -538,6 +549,8 @@ ZOO: dict[str, Verdict] = {
     "exits-in-method": Verdict("exits_in_method", 1, "CRASH", "P7", what="remove calls sys.exit(0)"),
     "os-exit-in-method": Verdict("os_exit_in_method", 1, "CRASH", "worker-exit",
                                  what="remove calls os._exit(0) (its process ends)"),
+    "writes-to-pipes": Verdict("writes_to_pipes", 1, "CRASH", "worker-protocol",
+                               what="remove writes bytes to every file descriptor it finds open"),
     "exits-in-factory": Verdict("exits_in_factory", 1, "CRASH", "construction", steps=0,
                                 what="the factory calls sys.exit(0)"),
     "os-exit-in-factory": Verdict("os_exit_in_factory", 1, "CRASH", "worker-exit", steps=0,
