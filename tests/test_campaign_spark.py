@@ -120,7 +120,8 @@ def test_resume_after_an_interrupted_run_loses_nothing(spark, tmp_path, mutant_c
 
 
 def test_an_implementation_that_raises_is_reported_not_fatal(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", sizes=SIZES, steps=300)
+    config = CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", sizes=SIZES, steps=300,
+                            in_process=True)  # white-box: its view is read in-process
     start, stop, expected = window()
     result = run_campaign(spark, config, tmp_path / "raises", seeds=(start, stop), partitions=4)
     assert [(f["seed"], f["kind"], f["code"]) for f in sorted(result.failures, key=lambda f: f["seed"])] == \
@@ -139,7 +140,8 @@ def test_a_seed_that_kills_its_process_is_a_crash_row_and_the_campaign_goes_on(s
 
 
 def test_without_isolation_a_dying_python_worker_costs_a_retry_not_the_campaign(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES, steps=300)
+    # neither the map in a process of its own nor the seed range in a child: Spark's worker dies
+    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES, steps=300, in_process=True)
     start, stop, seed = lone_trigger()
     result = run_campaign(spark, config, tmp_path / "no-isolation", seeds=(start, stop), partitions=2,
                           isolate=False)
