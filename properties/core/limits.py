@@ -56,8 +56,8 @@ import time
 from typing import Callable
 
 __all__ = ["DEFAULT_STEP_TIME_LIMIT", "PACE_FLOOR", "PACE_FACTOR", "StepTimeout", "HarnessOverrun", "BudgetSpent",
-           "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "implementation_calls", "running", "current_limit",
-           "active_limit", "harness_bound", "limited", "unpaced"]
+           "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "implementation_calls", "running",
+           "current_limit", "active_limit", "harness_bound", "limited", "unpaced"]
 
 DEFAULT_STEP_TIME_LIMIT = 10.0
 PACE_FLOOR = 1.0  # seconds: a paced limit never suspects a call sooner
