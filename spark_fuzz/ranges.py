@@ -44,6 +44,7 @@ from collections import Counter
 import attrs
 
 from properties.core.limits import limited
+from properties.core.processes import describe_wait_status
 from properties.core.profiles import tune_collector
 from properties.flink.jvm import started as jvm_started  # a JVM a seed starts: reported as start-up cost
 from properties.map.space import SpaceCoverage
@@ -312,7 +313,7 @@ def _run_forked(seeds: list[int], config: CampaignConfig) -> tuple[list[Outcome]
 
 def _died(seed: int, config: CampaignConfig, status: int, seconds: float) -> Outcome:
     return Outcome(seed=seed, kind=CRASH, code=WORKER_EXIT, impl_spec=config.impl, seconds=seconds,
-                   message=f"the process running the seed died ({_describe(status)})")
+                   message=f"the process running the seed died ({describe_wait_status(status)})")
 
 
 def _supervise(worker: _Worker, seeds: list[int], config: CampaignConfig, outcomes: dict,
@@ -369,11 +370,3 @@ def _supervise(worker: _Worker, seeds: list[int], config: CampaignConfig, outcom
     return status
 
 
-def _describe(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            return f"killed by signal {signal.Signals(number).name}"
-        except ValueError:
-            return f"killed by signal {number}"
-    return f"exit code {os.WEXITSTATUS(status)}"

@@ -36,10 +36,11 @@ from properties.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, OutOfStep, Wo
 from properties.core.failures import TIMEOUT, CheckFailure
 from properties.core.limits import StepTimeout, implementation_call, implementation_calls
 from properties.core.machine import machine_kind
+from properties.core.processes import describe_wait_status
 from properties.core.program import Step
 from properties.core.remote import (_ANSWER, _BATCH, _OPS, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK,
                                     _T_FN, _T_LIST, _T_LISTX, _T_OBJ, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2,
-                                    _T_VOID, _T_WINDOW, _WALK, RemoteObject, Session, _Bound, _Broken, _describe,
+                                    _T_VOID, _T_WINDOW, _WALK, RemoteObject, Session, _Bound, _Broken, _next_items,
                                     _exception_info, _proxy_class, _Server, register_ahead)
 from reference.keys import TimeWindow, Tuple2, VoidNamespace
 
@@ -219,14 +220,8 @@ class Recorder(_Server):
         iterator = self.obj(handle)
         entry = ["d", handle, n, ([], {}), None, (), ()]
         self.entries.append(entry)
-        items, error, info = [], None, None
-        try:
-            for _ in range(n):
-                items.append(next(iterator))
-        except StopIteration:
-            pass
-        except BaseException as exc:
-            error, info = exc, _exception_info(exc)
+        items, error = _next_items(iterator, n)
+        info = _exception_info(error) if error is not None else None
         entry[4] = (True, (self.enc_items(items, 0), info))
         return self.wrap_all(items), error
 
@@ -405,7 +400,7 @@ class Replay(Session):
         try:
             return worker.channel.receive()
         except (EOFError, OSError):
-            self.closed = WorkerFailure(_describe(worker._reap()))
+            self.closed = WorkerFailure(describe_wait_status(worker._reap()))
             raise self.closed from None
         except _Broken as exc:
             worker.kill()

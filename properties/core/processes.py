@@ -13,9 +13,11 @@ would be imported, and run, in the child instead of the real package.
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
-__all__ = ["module_command", "SAFE_PATH_ENV"]
+__all__ = ["module_command", "SAFE_PATH_ENV", "describe_wait_status"]
 
 # With -c, sys.path[0] is the working directory ('') unless PYTHONSAFEPATH (3.11+) left it out.
 _RUN_MODULE = ('import sys, runpy\n'
@@ -30,3 +32,16 @@ SAFE_PATH_ENV = {"PYTHONSAFEPATH": "1"}
 def module_command(module: str, *args: str, python: str = sys.executable) -> list[str]:
     """The command running ``python -m module args...`` without the working directory on ``sys.path``."""
     return [python, "-c", _RUN_MODULE, module, *args]
+
+
+def describe_wait_status(status: int) -> str:
+    """A child's ``os.waitpid`` status in words: ``killed by signal SIGKILL``, ``exit code 3``."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            return f"killed by signal {signal.Signals(number).name}"
+        except ValueError:
+            return f"killed by signal {number}"
+    if os.WIFEXITED(status):
+        return f"exit code {os.WEXITSTATUS(status)}"
+    return f"wait status {status}"

@@ -89,6 +89,7 @@ import attrs
 from properties.core.boundary import (WORKER_PROTOCOL, ImplementationError, LateError, WorkerFailure,
                                       no_user_here, raised_text)
 from properties.core.errors import InternalError
+from properties.core.processes import describe_wait_status
 from properties.core.limits import StepTimeout, current_limit, implementation_call
 from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 from reference.serializers import serializer_from_id
@@ -154,18 +155,6 @@ def _memoable(value) -> bool:
     if t is str:
         return len(value) > 1 or (len(value) == 1 and ord(value) > 255)
     return t is Tuple2 or t is TimeWindow
-
-
-def _describe(status: int) -> str:
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            return f"killed by signal {signal.Signals(number).name}"
-        except ValueError:
-            return f"killed by signal {number}"
-    if os.WIFEXITED(status):
-        return f"exit code {os.WEXITSTATUS(status)}"
-    return f"wait status {status}"
 
 
 class _Broken(Exception):
@@ -294,7 +283,8 @@ class Worker:
             message = self.channel.receive()
         except EOFError:
             status = self._reap()
-            raise ImportFailed(f"importing module {self.module!r} ended its process ({_describe(status)})") from None
+            raise ImportFailed(f"importing module {self.module!r} ended its process "
+                               f"({describe_wait_status(status)})") from None
         except StepTimeout:
             self.kill()
             limit = current_limit()
@@ -371,7 +361,7 @@ class Worker:
                     continue
                 raise _Broken(f"a message of kind {kind!r:.20}")
         except (EOFError, BrokenPipeError, ConnectionResetError):
-            raise WorkerFailure(_describe(self._reap())) from None
+            raise WorkerFailure(describe_wait_status(self._reap())) from None
         except _Broken as exc:
             self.kill()
             raise WorkerFailure(f"it sent {exc}", WORKER_PROTOCOL) from None
@@ -386,7 +376,7 @@ class Worker:
         try:
             self.channel.send(message)
         except (BrokenPipeError, ConnectionResetError):
-            raise WorkerFailure(_describe(self._reap())) from None
+            raise WorkerFailure(describe_wait_status(self._reap())) from None
         except BaseException:
             self.kill()
             raise
@@ -1336,16 +1326,8 @@ class _Server:
             value = getattr(self.obj(request[1]), request[2])
             return _Callable if callable(value) else value
         if op == _DRAIN:
-            iterator, n = self.obj(request[1]), request[2]
-            items, error = [], None
-            try:
-                for _ in range(n):
-                    items.append(next(iterator))
-            except StopIteration:
-                pass
-            except BaseException as exc:
-                error = _exception_info(exc)
-            return _Drained(items, error)
+            items, exc = _next_items(self.obj(request[1]), request[2])
+            return _Drained(items, _exception_info(exc) if exc is not None else None)
         if op == _CALLS:
             _, handle, name, calls = request
             target = self.obj(handle)
@@ -1617,6 +1599,19 @@ def register_ahead(run: Callable) -> None:
     """``run(server, root handle, machine, harness options, steps)``: how the child runs a walk ahead."""
     global _AHEAD
     _AHEAD = run
+
+
+def _next_items(iterator, n: int) -> tuple[list, BaseException | None]:
+    """At most ``n`` items of ``iterator`` (fewer where it ends), and what it raised instead, if anything."""
+    items = []
+    try:
+        for _ in range(n):
+            items.append(next(iterator))
+    except StopIteration:
+        pass
+    except BaseException as exc:
+        return items, exc
+    return items, None
 
 
 class _Encoded:

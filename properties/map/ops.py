@@ -38,7 +38,7 @@ __all__ = ["Domain", "MapOperation", "MAP_OPS", "SNAPSHOT_TRANSFORMERS", "TRANSF
            "write_serializers", "decode_written", "written_entries",
            "render", "render_program", "draw_args", "PAIR", "STATE", "VALUE", "READS", "NEW_SNAPSHOT",
            "LIVE_SNAPSHOT", "RELEASED_SNAPSHOT", "TRANSFORMER", "POSITION", "CHANGE", "NAMESPACE", "MAX_EMPTY",
-           "FAMILY", "FIRST", "COUNT", "SIZE_CLASSES", "MAX_COUNT", "MAX_READS", "nth_key"]
+           "FAMILY", "FIRST", "COUNT", "SIZE_CLASSES", "MAX_COUNT", "MAX_READS", "nth_key", "pick_weighted"]
 
 
 # ------------------------------------------------------------ TTL helpers
@@ -287,6 +287,16 @@ def _simplifier(domains: tuple):
                 yield args[:at] + tuple(values) + args[at + domain.arity:]
             at += domain.arity
     return simplify
+
+
+def pick_weighted(r, weighted: tuple) -> str:
+    """The name of one ``(name, weight)`` pair of ``weighted``, drawn with ``r`` by weight."""
+    x = r.random() * sum(w for _, w in weighted)
+    for name, w in weighted:
+        x -= w
+        if x < 0:
+            return name
+    return weighted[-1][0]
 
 
 def draw_args(op: MapOperation, context) -> tuple:

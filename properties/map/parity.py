@@ -29,7 +29,7 @@ import attrs
 from properties.core.keys import FAMILIES, VOID_NAMESPACE, fresh, nth_key
 from properties.core.program import Step
 from properties.core.states import transform_append
-from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, TRANSFORMER_NAMES, draw_args
+from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS, TRANSFORMER_NAMES, draw_args, pick_weighted
 
 __all__ = ["Raised", "observe", "digest", "summary", "random_program", "first_difference", "Difference"]
 
@@ -328,15 +328,6 @@ _KEY_FAMILIES = (("int", 0.4), ("string", 0.25), ("tuple", 0.2), ("long", 0.15))
 _NAMESPACE_FAMILIES = (("int", 0.5), ("void", 0.2), ("window", 0.3))
 
 
-def _pick(r: random.Random, weighted: tuple) -> str:
-    x = r.random() * sum(w for _, w in weighted)
-    for name, w in weighted:
-        x -= w
-        if x < 0:
-            return name
-    return weighted[-1][0]
-
-
 def _pool(r: random.Random, family, n: int) -> list:
     """``n`` distinct values of ``family``: drawn ones (its special values often), then its bulk
     sequence from a random offset (process-independent: no set or dict order of values)."""
@@ -472,8 +463,8 @@ def random_program(seed: int, steps: int = 300) -> list[Step]:
             if op.snapshot_role is not None:
                 weights[i] = 0.0
     n_keys = r.choice((8, 40, 120, 200, 400, 800))
-    family = _pick(r, _KEY_FAMILIES)
-    namespace_family = _pick(r, _NAMESPACE_FAMILIES)
+    family = pick_weighted(r, _KEY_FAMILIES)
+    namespace_family = pick_weighted(r, _NAMESPACE_FAMILIES)
     n_ns = 1 if namespace_family == "void" else r.choice((1, 2, 3))
     if family == "int" and r.random() < 0.5:
         keys = list(range(n_keys))  # small ints: neighbouring buckets, collisions with int namespaces

@@ -38,7 +38,7 @@ from typing import Iterator
 from properties.core.keys import FAMILIES
 from properties.core.program import Step
 from properties.map.harness import Harness
-from properties.map.ops import LIVE_SNAPSHOT, MAP_OPS, RELEASED_SNAPSHOT, SIZE_CLASSES, TRANSFORMER_NAMES, draw_args
+from properties.map.ops import LIVE_SNAPSHOT, MAP_OPS, RELEASED_SNAPSHOT, SIZE_CLASSES, TRANSFORMER_NAMES, draw_args, pick_weighted
 
 __all__ = ["walk_program", "WalkContext", "SampledHarness", "WALK_OPS", "SPACES"]
 
@@ -63,15 +63,6 @@ _LARGE_LIVE = 3  # snapshots a large map holds at most at once (checkpoints over
 # the walk's ``sizes``) and "classic" (ints 0..31, namespaces 0..3, small maps, no bulk
 # steps: what walks drew before the families; benchmarks compare the two).
 SPACES = ("full", "classic")
-
-
-def _pick(r: random.Random, weighted: tuple) -> str:
-    x = r.random() * sum(w for _, w in weighted)
-    for name, w in weighted:
-        x -= w
-        if x < 0:
-            return name
-    return weighted[-1][0]
 
 
 class WalkContext:
@@ -186,9 +177,9 @@ def _draw_world(r: random.Random, sizes: str, space: str):
         namespaces = list(range(r.choice(_NAMESPACE_SPACES)))
         return WalkContext(r, keys, namespaces, r.choice(_CHAIN_BIAS), size_class="small", bulk=False), False
     allowed = [(name, w) for name, w in _SIZES if SIZE_CLASSES[name] <= SIZE_CLASSES[sizes]]
-    size_class = _pick(r, tuple(allowed))
-    family = FAMILIES[_pick(r, _KEY_FAMILIES)]
-    namespace_family = FAMILIES[_pick(r, _NAMESPACE_FAMILIES)]
+    size_class = pick_weighted(r, tuple(allowed))
+    family = FAMILIES[pick_weighted(r, _KEY_FAMILIES)]
+    namespace_family = FAMILIES[pick_weighted(r, _NAMESPACE_FAMILIES)]
     pool = r.choice(_KEY_SPACES)
     n_pool = r.choice(_NAMESPACE_SPACES) if namespace_family.name != "void" else 1
     while pool * n_pool > SIZE_CLASSES[size_class] and pool > 1:
