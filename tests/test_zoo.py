@@ -168,7 +168,7 @@ def test_run_seed_never_blames_the_implementation_for_a_usage_error_in_the_campa
 
 
 def test_a_hang_is_suspected_at_the_runs_pace_and_stored_as_confirmed_under_the_full_limit(tmp_path):
-    # With a limit above the pace's floor (1 s), the hang is first interrupted at the pace, then
+    # With a limit above the pace's floor (0.5 s), the hang is first interrupted at the pace, then
     # confirmed once under the full limit: the stored failure names the full limit.
     run = cowcheck("check", "--impl", "adversaries:hangs_in_get", "--seed", "1", "--step-time-limit", "3",
                    "--save-dir", "saved", cwd=tmp_path)

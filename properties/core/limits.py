@@ -24,7 +24,7 @@ longer than a sample interval). A call past the pace is only *suspected* of
 hanging (:attr:`StepTimeout.seconds` below the limit): whoever stores it
 first confirms it under the full limit (``properties.core.shrink``), and a
 suspicion that does not confirm takes the pace up (:meth:`StepTimeLimit.missed`)
-and the work is done again. So a hang costs about a second to find and one
+and the work is done again. So a hang costs a second or so to find and one
 full limit to confirm; a map that is only slow still passes.
 
 Two kinds of hang cannot be interrupted inside the process:
@@ -60,7 +60,7 @@ __all__ = ["DEFAULT_STEP_TIME_LIMIT", "PACE_FLOOR", "PACE_FACTOR", "StepTimeout"
            "current_limit", "active_limit", "harness_bound", "limited", "unpaced"]
 
 DEFAULT_STEP_TIME_LIMIT = 10.0
-PACE_FLOOR = 1.0  # seconds: a paced limit never suspects a call sooner
+PACE_FLOOR = 0.5  # seconds: a paced limit never suspects a call sooner
 PACE_FACTOR = 10.0  # a paced limit suspects a call this many times slower than the slowest seen
 _GRACE = 2.0  # seconds a stuck main thread gets to pick up StepTimeout before on_stuck / faulthandler
 _REARM = 0.25  # seconds between the watchdog's re-arming of the dead man's switch
