@@ -114,3 +114,51 @@ def test_check_help_names_every_machine():
     text = " ".join(run.stdout.split())
     for kind in MACHINES.values():
         assert kind.summary and " ".join(kind.summary.split()) in text, kind.name
+
+
+# --------------------------------------------------------------- names a user gets wrong
+
+
+def test_a_misspelt_implementation_is_offered_the_close_name():
+    assert "did you mean 'reference'?" in _one_line_error(cowcheck("check", "--impl", "referense"))
+    assert "did you mean 'flink@2.0.0'?" in _one_line_error(cowcheck("check", "--impl", "flnk@2.0.0"))
+    assert "did you mean 'mutant:skip-prefix-copy'?" in _one_line_error(
+        cowcheck("check", "--impl", "mutant:skip-prefix-cpy"))
+
+
+def test_module_dot_factory_is_offered_module_colon_factory():
+    err = _one_line_error(cowcheck("check", "--impl", "plain_dict_map.make_map", pythonpath=EXAMPLES))
+    assert "did you mean 'plain_dict_map:make_map'?" in err
+
+
+def test_a_misspelt_factory_is_offered_the_close_name_in_and_out_of_process():
+    for mode in ([], ["--in-process"]):
+        err = _one_line_error(cowcheck("check", "--impl", "plain_dict_map:make_mop", *mode, pythonpath=EXAMPLES))
+        assert "has no callable 'make_mop'; did you mean 'make_map'?" in err, mode
+
+
+def test_a_module_in_the_current_directory_is_pointed_at_pythonpath(tmp_path):
+    # The installed command (``python -m`` would put the current directory on the path itself).
+    (tmp_path / "mymaps.py").write_text("def make_map(capacity=4, state_copier=None):\n    return {}\n")
+    command = Path(sys.executable).parent / "cowcheck"
+    assert command.exists(), "the test extra installs the package, and with it the cowcheck command"
+    for mode in ([], ["--in-process"]):
+        run = subprocess.run([str(command), "check", "--impl", "mymaps:make_map", *mode],
+                             capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                             env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        err = _one_line_error(run)
+        assert "mymaps.py is in the current directory" in err and "PYTHONPATH=." in err, mode
+
+
+def test_a_map_factory_given_to_another_machine_names_the_map_machine():
+    for machine in ("async", "checkpoint", "table"):
+        err = _one_line_error(cowcheck("check", "--machine", machine, "--impl", "plain_dict_map:make_map",
+                                       "--minutes", "0.05", pythonpath=EXAMPLES))
+        assert "use --machine map" in err, (machine, err)
+
+
+def test_a_table_factory_given_to_the_map_machine_names_the_table_machine(tmp_path):
+    (tmp_path / "mytables.py").write_text("from reference.state_table import CopyOnWriteStateTable\n\n\n"
+                                          "def make_table():\n    return CopyOnWriteStateTable(max_parallelism=128)\n")
+    err = _one_line_error(cowcheck("check", "--impl", "mytables:make_table", pythonpath=tmp_path))
+    assert "use --machine table" in err

@@ -33,5 +33,7 @@ CHECKPOINT = MachineKind(
     probe=probe_by_harness,
     scenarios=CHECKPOINT_SCENARIOS,
     walker=walk,
+    api=("register_state", "state", "checkpoint"),
+    sample=lambda factory: factory(),
 )
 register_machine(CHECKPOINT)

@@ -22,7 +22,6 @@ every command:
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import sys
 from importlib import metadata
@@ -33,7 +32,7 @@ import properties.machines  # noqa: F401  (registers every machine)
 from properties.cli import check, checkpoint, explain, mutants, prove, replay, versions
 from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error
 from properties.core.boundary import catching_interrupts
-from properties.core.errors import UsageError
+from properties.core.errors import UsageError, did_you_mean
 from properties.core.impls import UnknownImplementationError
 from properties.core.profiles import tune_collector
 
@@ -56,9 +55,7 @@ def _did_you_mean(message: str) -> str:
     found = _INVALID_CHOICE.search(message)
     if not found:
         return ""
-    choices = re.findall(r"'([^']*)'", found.group(2))
-    close = difflib.get_close_matches(found.group(1), choices, n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    return did_you_mean(found.group(1), re.findall(r"'([^']*)'", found.group(2)))
 
 
 def version_text() -> str:

@@ -18,7 +18,9 @@ properties.core.errors.ConstructionError: mypkg:make(capacity=4) raised ValueErr
 
 from __future__ import annotations
 
-__all__ = ["UsageError", "ConstructionError", "InternalError"]
+import difflib
+
+__all__ = ["UsageError", "ConstructionError", "InternalError", "did_you_mean", "callables_of"]
 
 
 class UsageError(Exception):
@@ -59,3 +61,22 @@ def _name(fn) -> str:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else "(no message)"
+
+
+def did_you_mean(name: str, choices) -> str:
+    """``; did you mean 'reference'?`` when one of ``choices`` is close to ``name``, else "".
+
+    >>> did_you_mean("referense", ["model", "reference"])
+    "; did you mean 'reference'?"
+    >>> did_you_mean("xyz", ["model", "reference"])
+    ''
+    """
+    close = difflib.get_close_matches(name, [str(c) for c in choices], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def callables_of(module) -> list[str]:
+    """The public callables a module defines or imports (names a factory may have)."""
+    if module is None:
+        return []
+    return [name for name, value in vars(module).items() if not name.startswith("_") and callable(value)]

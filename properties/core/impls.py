@@ -34,7 +34,7 @@ from typing import Callable
 import attrs
 
 from properties.core.boundary import build, construction_failure, is_crash_at_construction, is_ours
-from properties.core.errors import ConstructionError, InternalError, UsageError
+from properties.core.errors import ConstructionError, InternalError, UsageError, callables_of, did_you_mean
 from properties.core.failures import CheckFailure
 from properties.core.limits import StepTimeout, implementation_call, limited, unpaced
 from properties.core.machine import MachineKind, machine_kind
@@ -74,6 +74,7 @@ class Implementation:
     # Machine settings this implementation needs unless told otherwise (Flink's controller:
     # buffer_timeout=0, its timeout runs on a wall-clock thread); see MachineKind.config_for.
     config_defaults: dict = attrs.Factory(dict)
+    user: bool = False  # a user's MODULE:FACTORY (not one cowcheck ships)
 
     def new(self, capacity: int = 4, state_copier=copy.deepcopy):
         return self.factory(capacity=capacity, state_copier=state_copier)
@@ -145,11 +146,12 @@ def import_factory(spec: str, module_name: str, attribute: str) -> Callable:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
-        raise UnknownImplementationError(
-            spec, f"cannot import module {module_name!r} ({type(exc).__name__}: {exc})") from None
+        reason = f"cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+        raise UnknownImplementationError(spec, reason + _path_hint(module_name, reason)) from None
     factory = getattr(module, attribute, None)
     if not callable(factory):
-        raise UnknownImplementationError(spec, f"module {module_name!r} has no callable {attribute!r}")
+        raise UnknownImplementationError(spec, f"module {module_name!r} has no callable {attribute!r}"
+                                               f"{did_you_mean(attribute, callables_of(module))}")
     return factory
 
 
@@ -170,15 +172,40 @@ def resolve(spec: str, machine: str = "map", isolated: bool = False) -> Implemen
     module, sep, attribute = spec.partition(":")
     if not sep or not module or not attribute:
         names = ", ".join(sorted(kind.builtins) + [p + (":NAME" if p == "mutant" else "") for p in sorted(_RESOLVERS)])
-        raise UnknownImplementationError(spec, f"expected {names} or MODULE:FACTORY (e.g. mypkg.maps:make_map)")
+        raise UnknownImplementationError(spec, f"expected {names} or MODULE:FACTORY (e.g. mypkg.maps:make_map)"
+                                               f"{_spelling_hint(spec, kind)}")
     if isolated and kind.isolation is not None:
         try:
             factory = remote_factory(module, attribute, kind.isolation)
         except ImportFailed as exc:
-            raise UnknownImplementationError(spec, str(exc)) from None
+            raise UnknownImplementationError(spec, f"{exc}{_path_hint(module, str(exc))}") from None
         return RemoteImplementation(spec, factory, None, f"{module}.{attribute}, in a process of its own",
-                                    harness_class=kind.harness_class, machine=kind.name)
-    return Implementation(spec, import_factory(spec, module, attribute), None, f"{module}.{attribute}")
+                                    user=True, harness_class=kind.harness_class, machine=kind.name)
+    return Implementation(spec, import_factory(spec, module, attribute), None, f"{module}.{attribute}", user=True)
+
+
+def _spelling_hint(spec: str, kind: MachineKind) -> str:
+    """What a spec that is neither a known name nor ``MODULE:FACTORY`` was probably meant to be:
+    a misspelt name (``referense``, ``flnk@2.0.0``) or ``module.attr`` for ``module:attr``."""
+    base, rest = _prefix(spec)
+    close = did_you_mean(base, list(kind.builtins) + list(_RESOLVERS))
+    if close:
+        name = close[len("; did you mean '"):-2]
+        return f"; did you mean {name + spec[len(base):]!r}?"
+    module, dot, attribute = spec.rpartition(".")
+    if dot and module and attribute.isidentifier():
+        return f"; did you mean {module + ':' + attribute!r}? (a colon between the module and its factory)"
+    return ""
+
+
+def _path_hint(module: str, reason: str) -> str:
+    """For a module that cannot be found while its file lies in the current directory: how to
+    put that directory on the path (cowcheck never puts it there by itself)."""
+    top = module.partition(".")[0]
+    if "No module named" not in reason or not (os.path.isfile(f"{top}.py") or os.path.isdir(top)):
+        return ""
+    return (f"; {top}{'.py' if os.path.isfile(f'{top}.py') else '/'} is in the current directory, which cowcheck "
+            f"does not put on the import path: run with PYTHONPATH=. (or install the package)")
 
 
 def construct(impl: Implementation, build: Callable[[], object], arguments: dict, option: str):

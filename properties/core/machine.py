@@ -175,7 +175,10 @@ class MachineKind:
       machine's ``epoch_mode``), so a replay builds the same config;
     - ``isolation``: how a user's ``MODULE:FACTORY`` implementation runs in a
       process of its own (:class:`~properties.core.remote.Isolation`), or None
-      for a machine whose user implementations run in the checker's process.
+      for a machine whose user implementations run in the checker's process;
+    - ``api``, ``sample``: the methods the object a user's factory builds must have, and
+      how to build one from a factory with default arguments; a factory meant for
+      another machine is then named as such in one line (:meth:`probe_implementation`).
     """
 
     name: str
@@ -199,6 +202,8 @@ class MachineKind:
     recorded_settings: tuple = ()
     isolation: Any = None
     summary: str = ""  # what the machine drives, in a few words (``check --help``)
+    api: tuple = ()
+    sample: Callable | None = None
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""
@@ -206,8 +211,50 @@ class MachineKind:
         return self.config_class(**{k: v for k, v in settings.items() if k in fields and v is not None})
 
     def probe_implementation(self, impl, config, *, black_box: bool = False, white_box: bool = False):
-        """Build one ``impl`` with ``config``'s arguments and decide how it is checked (``Probed``)."""
-        return self.probe(self, impl, config, black_box=black_box, white_box=white_box)
+        """Build one ``impl`` with ``config``'s arguments and decide how it is checked (``Probed``).
+
+        A user's factory (``impl.user``) that builds an object without this machine's
+        :attr:`api`, or fails to build here while it builds another machine's, is bad
+        usage (UsageError naming the machine it was probably meant for)."""
+        user = getattr(impl, "user", False)
+        try:
+            probed = self.probe(self, impl, config, black_box=black_box, white_box=white_box)
+        except (UsageError, InternalError):
+            other = self._meant_for(impl) if user else None
+            if other is None:
+                raise
+            raise UsageError(f"{impl.spec} fits the {other.name} machine ({other.summary}), not the {self.name} "
+                             f"machine ({self.summary}): use --machine {other.name}") from None
+        if user and self.api and self.sample is not None:  # built, but is it this machine's?
+            try:
+                built = build(lambda: self.sample(impl.factory))
+            except Exception:  # (with other arguments than the probe's: the run will say)
+                return probed
+            missing = [name for name in self.api if not callable(getattr(built, name, None))]
+            if missing:
+                raise UsageError(self._not_ours(impl, built, missing))
+        return probed
+
+    def _not_ours(self, impl, built, missing: list) -> str:
+        other = self._meant_for(impl)
+        what = (f"{impl.spec} builds a {type(built).__name__} without {', '.join(missing)}, which the {self.name} "
+                f"machine ({self.summary}) calls")
+        if other is not None:
+            return f"{what}; it fits the {other.name} machine ({other.summary}): use --machine {other.name}"
+        return what
+
+    def _meant_for(self, impl):
+        """The other machine whose API the object ``impl``'s factory builds has, if any."""
+        for other in MACHINES.values():
+            if other is self or not other.api or other.sample is None:
+                continue
+            try:
+                built = build(lambda other=other: other.sample(impl.factory))
+            except Exception:
+                continue
+            if all(callable(getattr(built, name, None)) for name in other.api):
+                return other
+        return None
 
     def config_for(self, impl, **settings):
         """:meth:`config` for ``impl``: its ``config_defaults`` first, then ``settings`` (None skipped)."""

@@ -18,6 +18,7 @@ from typing import Callable
 
 import attrs
 
+from properties.core.errors import did_you_mean
 from properties.core.hunt import hunt
 from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
 from properties.core.machine import MachineKind, machine_kind
@@ -72,7 +73,9 @@ def catalogue() -> dict[str, Mutant]:
 def _resolve_mutant(name: str, kind: MachineKind) -> Implementation:
     mutant = _CATALOGUE.get(name)
     if mutant is None:
-        raise UnknownImplementationError(f"mutant:{name}", f"no such mutant; known: {', '.join(sorted(_CATALOGUE))}")
+        close = did_you_mean(f"mutant:{name}", [f"mutant:{known}" for known in _CATALOGUE])
+        raise UnknownImplementationError(f"mutant:{name}", f"no such mutant{close}" if close else
+                                         f"no such mutant; known: {', '.join(sorted(_CATALOGUE))}")
     if mutant.machine != kind.name:
         raise UnknownImplementationError(f"mutant:{name}", f"a {mutant.machine} mutant; use --machine {mutant.machine}")
     return mutant.implementation()

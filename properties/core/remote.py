@@ -88,7 +88,7 @@ import attrs
 
 from properties.core.boundary import (WORKER_PROTOCOL, ImplementationError, LateError, WorkerFailure,
                                       no_user_here, raised_text)
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, callables_of, did_you_mean
 from properties.core.processes import describe_wait_status
 from properties.core.limits import StepTimeout, current_limit, implementation_call
 from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
@@ -1176,7 +1176,8 @@ def _child_main(parent: int, rfd: int, wfd: int, module: str, attribute: str, is
         channel.send((_IMPORT_ERROR, f"cannot import module {module!r} ({raised_text(exc)[:_TEXT]})"))
         return
     if not callable(factory):
-        channel.send((_IMPORT_ERROR, f"module {module!r} has no callable {attribute!r}"))
+        channel.send((_IMPORT_ERROR, f"module {module!r} has no callable {attribute!r}"
+                                     f"{did_you_mean(attribute, callables_of(sys.modules.get(module)))}"))
         return
     channel.send((_READY, os.getpid()))
     _Server(channel, factory, isolation).serve()

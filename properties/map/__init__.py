@@ -247,4 +247,6 @@ MAP = register_machine(MachineKind(
                                    **{f"snapshot:{name}": fn for name, fn in SNAPSHOT_TRANSFORMERS.items() if fn}},
                         followed={"has_next": "next_entries"}),  # the harness's visit loop
     recorded_settings=("contract",),
+    api=("get", "put", "remove", "snapshot"),
+    sample=lambda factory: factory(capacity=128, state_copier=copy.deepcopy),
 ))

@@ -44,4 +44,6 @@ TABLE = register_machine(MachineKind(
     probe=probe_by_harness,
     scenarios=SCENARIOS,
     walker=walk,
+    api=("put", "get", "set_meta_info", "snapshot"),
+    sample=lambda factory: factory(),
 ))
