@@ -29,7 +29,7 @@ from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 from spark_fuzz.driver import run_campaign
 from spark_fuzz.executor import CampaignConfig
-from spark_fuzz.report import failure_kind, replay_command
+from spark_fuzz.report import busy_seconds, failure_kind, headline, replay_command
 from spark_fuzz.session import start
 from spark_fuzz.store import CampaignStore, CampaignStoreError
 
@@ -82,7 +82,13 @@ def register(sub) -> None:
     p.add_argument("--invariants-every", type=count_arg(bounds.MAX_EVERY), default=1, metavar="N",
                    help="check the structural invariants I1-I9 after every N-th step and at the end of each "
                         "walk (default 1: every step); P1-P7 are checked after every step regardless")
-    p.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
+    mode.add_argument("--white-box", action="store_true",
+                      help="require the white-box checks: exit 2 if the implementation's introspect() view "
+                           "does not conform (default: white-box when it conforms, else black-box with a notice)")
+    p.add_argument("--stop-after", type=count_arg(bounds.MAX_SEEDS), metavar="N",
+                   help="stop once N distinct failures are known (what is left runs with --resume)")
     p.add_argument("--contract", choices=list(CONTRACTS), default="flink",
                    help="flink (default: snapshot isolation and Flink's copy discipline, P6) or isolation (what any "
                         "snapshot map owes, no rule about when copies are made; docs/contract.md)")
@@ -127,7 +133,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     capacity = args.capacity or impl.default_capacity
     kind = machine_kind("map")
     probed = probe_isolated(kind, impl, kind.config(capacity=capacity), black_box=args.black_box,
-                            step_time_limit=args.step_time_limit)
+                            white_box=args.white_box, step_time_limit=args.step_time_limit)
     white_box = probed.white_box
     config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=capacity, steps=args.steps,
                             examples=args.examples, invariants_every=args.invariants_every,
@@ -163,16 +169,26 @@ def _run(args, stdout: TextIO, stderr: TextIO, impl, config, white_box: bool, ba
     try:
         result = run_campaign(sc, config, Path(args.out), seeds=seeds, minutes=args.minutes,
                               partitions=args.partitions, resume=args.resume, isolate=not args.no_isolation,
-                              progress=stderr, meta=meta, store=store)
+                              progress=stderr, meta=meta, store=store, stop_after=args.stop_after)
     except CampaignStoreError as exc:
         raise UsageError(str(exc)) from None
     except KeyboardInterrupt:
         stdout.write(f"interrupted: finished ranges and counterexamples are saved in {args.out}; "
                      f"continue with --resume\n")
         return 130
-    rate = result.ops / result.seconds if result.seconds else 0.0
-    stdout.write(f"{result.seeds:,} seeds, {result.ops:,} checked ops; this run {result.seconds:.1f} s "
-                 f"({rate:,.0f} ops/s including Spark)\n")
+    own = result.this_run
+    if len(own) == len(result.runs):
+        stdout.write(f"{result.seeds:,} seeds, {result.ops:,} checked ops in {busy_seconds(own):,.1f} s of ranges "
+                     f"running: {headline(own)} (as in report.md)\n")
+    else:  # resumed: this run's own figure, then the campaign's (the report's)
+        seeds, ops = sum(r["seeds"] for r in own), sum(r["ops"] for r in own)
+        stdout.write(f"this run: {seeds:,} seeds, {ops:,} checked ops in {busy_seconds(own):,.1f} s of ranges "
+                     f"running: {headline(own)}\n")
+        stdout.write(f"the campaign: {result.seeds:,} seeds, {result.ops:,} checked ops in "
+                     f"{busy_seconds(result.runs):,.1f} s: {headline(result.runs)} (as in report.md)\n")
+    if result.stopped_after is not None:
+        stdout.write(f"stopped: {len(result.distinct)} distinct failure{'' if len(result.distinct) == 1 else 's'} "
+                     f"known (--stop-after {result.stopped_after}); continue with --resume\n")
     startups = sum(r.get("startups") or 0 for r in result.runs)
     if startups:
         paid = sum(r.get("startup_seconds") or 0.0 for r in result.runs)

@@ -59,6 +59,8 @@ class CampaignResult:
     seconds: float
     interrupted: bool = False
     internal: list = attrs.Factory(list)  # rows of seeds on which cowcheck itself failed
+    this_run: list = attrs.Factory(list)  # the runs rows of this run alone (a resumed campaign's own)
+    stopped_after: int | None = None  # --stop-after: stopped once this many distinct failures were known
 
     @property
     def seeds(self) -> int:
@@ -251,12 +253,15 @@ class _Campaign:
         self.failures = 0
         self.internal = 0
         self.signatures: set = set()
+        self.rows: list = []  # this run's runs rows
+        self.stop_after: int | None = None  # stop once this many distinct failures are known
         self.round = 0
         self.last_error: BaseException | None = None
 
     # results ---------------------------------------------------------
     def receive(self, results: list, notify: bool = True) -> None:
         for run_row, failure_rows in results:
+            self.rows.append(run_row)
             self.seeds += run_row["seeds"]
             self.ops += run_row["ops"]
             for row in failure_rows:
@@ -316,7 +321,9 @@ class _Campaign:
                 arrived |= self._take(job)
                 self.flush()
                 self.show(job)
-        except BaseException:  # KeyboardInterrupt: stop the job, keep what arrived
+                if self.enough():
+                    raise _Enough
+        except BaseException:  # KeyboardInterrupt, enough failures: stop the job, keep what arrived
             job.cancel()
             self._take(job, notify=False)
             self.flush(force=True)
@@ -330,6 +337,10 @@ class _Campaign:
         self.last_error = job.error
         return arrived
 
+    def enough(self) -> bool:
+        """``--stop-after N``: N distinct failures are known (earlier runs' included)."""
+        return self.stop_after is not None and len(self.signatures) >= self.stop_after
+
     def _take(self, job: _Job, notify: bool = True) -> set:
         results = job.take()
         self.receive(results, notify)
@@ -342,6 +353,10 @@ class _Campaign:
         now = time.time()
         result = RangeResult(seed, seed + 1, (outcome,), now, now)
         self.receive([(result.runs_row(self.config, self.round), result.failure_rows(self.config))])
+
+
+class _Enough(Exception):
+    """``--stop-after``: enough distinct failures are known; the campaign stops (resumable)."""
 
 
 def _is_spark_failure(exc: BaseException) -> bool:
@@ -396,7 +411,8 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
                  minutes: float | None = None, partitions: int | None = None, resume: bool = False,
                  isolate: bool = True, progress: TextIO | None = None,
                  on_batch: Callable[[object], None] | None = None, report: bool = True,
-                 meta: dict | None = None, store: CampaignStore | None = None) -> CampaignResult:
+                 meta: dict | None = None, store: CampaignStore | None = None,
+                 stop_after: int | None = None) -> CampaignResult:
     """Run a campaign into directory ``out``; see the module docstring.
 
     ``seeds``: ``(first, stop)``; ``minutes``: run rounds until the time is up
@@ -404,29 +420,39 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
     ranges per job (default: 4 per core of the cluster). ``on_batch(state)``
     runs whenever results arrive (tests use it to interrupt a campaign);
     ``store``: the campaign's store if the caller took its lock already
-    (``CampaignStore.acquire``). The lock is held until the function returns.
+    (``CampaignStore.acquire``). The lock is held until the function returns;
+    ``stop_after``: stop once that many distinct failures are known (what is
+    not done is left to ``--resume``).
     Raises KeyboardInterrupt after saving what arrived if interrupted."""
     if (seeds is None) == (minutes is None):
         raise ValueError("run_campaign needs seeds=(first, stop) or minutes=M, not both")
     store = store if store is not None else CampaignStore(out)
     try:
         store.begin(config.to_json(), resume)
-        return _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_batch, report, meta)
+        return _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_batch, report, meta,
+                    stop_after)
     finally:
         store.close()
 
 
-def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_batch, report, meta) -> CampaignResult:
+def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_batch, report, meta,
+         stop_after) -> CampaignResult:
     partitions = partitions or 4 * sc.defaultParallelism
     campaign = _Campaign(sc, config, store, isolate, ProgressLine(progress), on_batch)
+    campaign.stop_after = stop_after
+    campaign.signatures = {row["signature"] for row in store.failures() if row["kind"] != INTERNAL}
     began = time.monotonic()
-    interrupted = False
+    interrupted = stopped = False
     try:
-        if seeds is not None:
+        if campaign.enough():
+            stopped = True
+        elif seeds is not None:
             campaign.round = 1
             campaign.run(plan_ranges(missing_ranges(seeds[0], seeds[1], store.completed_seeds()), partitions))
         else:
             _rounds(campaign, store, partitions, began + minutes * 60)
+    except _Enough:
+        stopped = True
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -440,7 +466,7 @@ def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_ba
         if row["counterexample_json"]:
             store.put_counterexample(json.loads(row["counterexample_json"]))
     result = CampaignResult(str(store.root), runs, failures, distinct, time.monotonic() - began, interrupted,
-                            internal)
+                            internal, campaign.rows, stop_after if stopped else None)
     if report:
         write_report(store.root, runs, failures, distinct, config, dict(meta or {}, partitions=partitions))
     if interrupted:
@@ -480,6 +506,8 @@ def _rounds(campaign: _Campaign, store: CampaignStore, partitions: int, deadline
         campaign.round += 1
         began = time.monotonic()
         campaign.run(ranges)
+        if campaign.enough():
+            raise _Enough
         seeds_per_second = sum(b - a for a, b in ranges) / max(time.monotonic() - began, 1e-3)
         target = min(30.0, max(1.0, 0.8 * (deadline - time.monotonic())))
         per_range = max(1, int(seeds_per_second * target / partitions))

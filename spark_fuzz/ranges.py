@@ -211,6 +211,8 @@ class _Worker:
                 gc.freeze()  # the collector need not walk (and so copy) the pages inherited from the parent
                 tune_collector()
                 _serve(to_child_r, from_child_w)
+            except BrokenPipeError:  # its parent stopped reading (a cancelled task, Ctrl-C): nobody to tell
+                status = 0
             except BaseException:
                 traceback.print_exc()  # cowcheck's own error: the seed it ran becomes worker-exit
                 status = 70

@@ -11,28 +11,45 @@ from a campaign directory at any time and tested without a cluster::
     write_report(store.root, store.runs(), failures, distinct_failures_locally(failures), config, {})
 
 Plots are drawn with matplotlib's Agg canvas (no pyplot, no global backend
-switch) and referenced by both reports from ``plots/``.
+switch) into ``plots/``: report.md links them, report.html carries them inline
+(one file to keep as a CI artifact).
+
+One throughput figure, :data:`HEADLINE` (:data:`HEADLINE_DEFINITION`), is what
+stdout, report.md and report.html print.
 """
 
 from __future__ import annotations
 
+import base64
 import html
+import json
 from collections import Counter
 from pathlib import Path
 
 import attrs
 
 from properties.core.contract import entries, pointer
+from properties.core.counterexample import Counterexample, CounterexampleError
 from properties.core.counterexample import replay_command as cx_replay_command
+from properties.core.impls import is_builtin
+from properties.core.machine import machine_kind
 from properties.core.files import write_atomically
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from properties.map.space import SpaceCoverage
 from spark_fuzz.store import space_of_row
 
 __all__ = ["Summary", "summarise", "busy_seconds", "throughput_segments", "totals", "replay_command",
-           "render_markdown", "render_html", "write_report", "PLOTS", "failure_kind"]
+           "render_markdown", "render_html", "write_report", "PLOTS", "failure_kind", "HEADLINE",
+           "HEADLINE_DEFINITION", "headline", "saturation", "program_of", "what_next"]
+
+HEADLINE = "checked ops/s"
+HEADLINE_DEFINITION = ("checked operations (keyed operations applied to the map and the model, P1-P7 checked "
+                       "after their step; a bulk step of 1,000 keys counts 1,000) per second of wall time while "
+                       "seed ranges ran (Spark's start-up and the pauses between resumed runs not counted)")
+_PROGRAM_LINES = 60  # lines of a failure's program a report shows (the JSON has all of it)
 
 PLOTS = {
+    "saturation": ("plots/saturation.png", "Distinct failures and scenarios reached over time"),
     "throughput": ("plots/throughput.png", "Throughput per partition over time"),
     "op_mix": ("plots/op_mix.png", "Operation mix"),
     "coverage": ("plots/coverage.png", "Scenario coverage (docs/contract.md §13)"),
@@ -99,6 +116,39 @@ def space_totals(runs: list[dict]) -> SpaceCoverage:
     return total
 
 
+def headline(runs: list[dict]) -> str:
+    """``"N checked ops/s"`` over ``runs`` (:data:`HEADLINE_DEFINITION`), the figure every output prints.
+
+    >>> headline([{"ops": 3000, "started": 0.0, "finished": 2.0}, {"ops": 1000, "started": 1.0, "finished": 2.0}])
+    '2,000 checked ops/s'
+    """
+    busy = busy_seconds(runs)
+    return f"{sum(r['ops'] for r in runs) / busy if busy else 0.0:,.0f} {HEADLINE}"
+
+
+def saturation(runs: list[dict], failures: list[dict]) -> list[tuple[float, int, int]]:
+    """``(seconds since the first range started, distinct failures known, scenarios reached)``
+    after each range finished: flat lines mean more of the same seeds finds nothing new.
+
+    >>> runs = [{"range_start": 0, "range_stop": 2, "started": 0.0, "finished": 1.0, "coverage": {"a": 1}},
+    ...         {"range_start": 2, "range_stop": 4, "started": 0.0, "finished": 3.0, "coverage": {"a": 2, "b": 1}}]
+    >>> saturation(runs, [{"range_start": 2, "range_stop": 4, "signature": "x"}])
+    [(1.0, 0, 1), (3.0, 1, 2)]
+    """
+    if not runs:
+        return []
+    origin = min(r["started"] for r in runs)
+    found: dict = {}
+    for row in failures:
+        found.setdefault((row["range_start"], row["range_stop"]), set()).add(row["signature"])
+    known, reached, points = set(), set(), []
+    for r in sorted(runs, key=lambda r: (r["finished"], r["range_start"])):
+        known |= found.get((r["range_start"], r["range_stop"]), set())
+        reached |= {name for name, hits in (r.get("coverage") or {}).items() if hits}
+        points.append((round(r["finished"] - origin, 3), len(known), len(reached)))
+    return points
+
+
 def summarise(runs: list[dict], failures: list[dict], distinct: list[dict], impl: str, executor: str) -> Summary:
     kinds = Counter()
     for row in runs:
@@ -143,6 +193,24 @@ def _figure(width: float, height: float):
 
 def _save(figure, path: Path) -> None:
     write_atomically(path, lambda tmp: figure.savefig(tmp, format="png", bbox_inches="tight"))
+
+
+def plot_saturation(runs: list[dict], failures: list[dict], path: Path) -> None:
+    figure = _figure(9, 3.5)
+    axes = figure.add_subplot()
+    points = saturation(runs, failures)
+    times = [p[0] for p in points]
+    axes.step(times, [p[1] for p in points], where="post", color="C3", label="distinct failures")
+    axes.set_xlabel("seconds since the first range started")
+    axes.set_ylabel("distinct failures", color="C3")
+    axes.set_ylim(bottom=0)
+    other = axes.twinx()
+    other.step(times, [p[2] for p in points], where="post", color="C0", label="scenarios reached")
+    other.set_ylabel("scenarios reached", color="C0")
+    other.set_ylim(bottom=0)
+    axes.set_title("Has the campaign saturated? (flat: more seeds found nothing new)")
+    axes.grid(alpha=0.3)
+    _save(figure, path)
 
 
 def plot_throughput(runs: list[dict], path: Path) -> None:
@@ -223,6 +291,65 @@ def _code_lines(distinct: list[dict]) -> list[str]:
     return [f"{code}: {known[code].title + ' ' if code in known else ''}{pointer(code)}" for code in codes]
 
 
+def program_of(row: dict) -> list[str]:
+    """A distinct failure's shrunk program as the Python ``cowcheck check`` prints (it fails by
+    itself when pasted), at most :data:`_PROGRAM_LINES` lines; [] if the row has no counterexample."""
+    if not row.get("counterexample_json"):
+        return []
+    try:
+        cx = Counterexample.from_json(json.loads(row["counterexample_json"]))
+        kind = machine_kind(cx.machine)
+    except (CounterexampleError, ValueError):
+        return []
+    if kind.program is None:
+        return [kind.render(step) for step in cx.steps]
+    config = kind.config(capacity=cx.capacity, **cx.settings)
+    lines = list(kind.program(list(cx.steps), cx.failure, cx.implementation, config))
+    if len(lines) > _PROGRAM_LINES:
+        lines = lines[:_PROGRAM_LINES] + [f"# ... {len(lines) - _PROGRAM_LINES} more lines: the JSON has them all"]
+    return lines
+
+
+def _json_link(row: dict) -> str:
+    return f"counterexamples/{row['signature']}.json" if row.get("counterexample_json") else ""
+
+
+def _findings(runs: list[dict]) -> list[tuple[str, int, str]]:
+    """``(finding, count, what it means)``: reported behaviour that is not a failure."""
+    explained = machine_kind("map").findings
+    return [(name, count, explained.get(name, "")) for name, count in sorted(totals(runs, "findings").items())]
+
+
+def what_next(out_dir, distinct: list[dict], runs: list[dict], space_lines: list[str], white_box: bool) -> list[str]:
+    """What to do with this report, in the order a user would."""
+    if distinct:
+        first = distinct[0]
+        steps = []
+        if first.get("counterexample_json"):
+            path = Path(out_dir) / _json_link(first)
+            steps.append(f"Replay the first failure step by step: {replay_command(out_dir, first)}")
+            steps.append(f"Keep it as a regression test: cowcheck replay {path} --to-pytest test_regression.py"
+                         + ("" if is_builtin(first["impl"]) else f" --impl {first['impl']}"))
+        else:
+            steps.append(f"Run its seed again: {replay_command(out_dir, first)}")
+        steps.append(f"Read the rule it broke ({first['code']}): {pointer(first['code']).removeprefix('see: ')}")
+        if len(distinct) > 1:
+            steps.append(f"{len(distinct) - 1} more distinct failure{'s' if len(distinct) > 2 else ''} above: "
+                         f"one bug can break several rules, so fix the first and run the campaign again")
+        return steps
+    steps = []
+    never = [line.strip() for line in space_lines if line.strip().startswith("never reached")]
+    if never:
+        steps.append("Parts of the state space were never reached (" + "; ".join(never)[:300]
+                     + "): run longer, or with --sizes large")
+    if not white_box:
+        steps.append("This run was black-box: a map with introspection (docs/introspection.md) is also "
+                     "checked against the structural invariants I1-I9")
+    steps.append("Nothing failed: keep the campaign in CI (a fixed --seeds range replays the same programs), "
+                 "or resume it later with --resume --minutes M for new seeds")
+    return steps
+
+
 def _summary_rows(s: Summary, meta: dict) -> list[tuple[str, str]]:
     rows = [("implementation", s.impl), ("executor", s.executor),
             ("invariant checks", meta.get("invariants", "")),
@@ -230,8 +357,7 @@ def _summary_rows(s: Summary, meta: dict) -> list[tuple[str, str]]:
             ("seeds", f"{s.seeds:,} in {s.ranges:,} ranges"),
             ("checked ops", f"{s.ops:,}"),
             ("wall time (ranges running)", f"{s.busy_seconds:,.1f} s"),
-            ("checked ops/s (wall)", f"{s.ops_per_second:,.0f}"),
-            ("checked ops per task-second", f"{s.ops_per_task_second:,.0f}"),
+            (f"{HEADLINE} *", f"{s.ops_per_second:,.0f}"),
             ("worker processes started", f"{s.startups:,}" + (
                 f" ({s.startup_seconds:,.1f} s of JVM start inside them, {s.startup_seconds / s.startups:.2f} s "
                 f"each)" if s.startup_seconds else "") if s.startups else ""),
@@ -249,11 +375,22 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
     white_box = meta.get("white_box", True)
     lines = [f"# cowcheck campaign: {impl}", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in _summary_rows(s, meta)]
-    lines += ["", "## Distinct failures", ""]
+    lines += ["", f"\\* {HEADLINE}: {HEADLINE_DEFINITION}.", "", "## Distinct failures", ""]
     if distinct:
         lines += ["| signature | kind | first seed | seeds | steps | replay |", "|---|---|---|---|---|---|"]
         lines += ["| " + " | ".join(cells[:5]) + f" | `{cells[5]}` |" for cells in _failure_table(out_dir, distinct)]
         lines += [""] + [f"- {line}" for line in _code_lines(distinct)]
+        for row in distinct:
+            lines += ["", f"### {row['signature']}", "", f"{failure_kind(row)}, first at seed {row['seed']} "
+                      f"({row.get('occurrences', 1):,} seed{'' if row.get('occurrences', 1) == 1 else 's'}); "
+                      f"{pointer(row['code'])}", "", "```", row["message"], "```"]
+            program = program_of(row)
+            if program:
+                lines += ["", f"Shrunk program ({row['shrunk_steps']} steps; pasted into a file, it fails on its "
+                          f"own assertion):", "", "```python"] + program + ["```"]
+            link = _json_link(row)
+            lines += ["", f"Counterexample: [{link}]({link}); replay: `{replay_command(out_dir, row)}`"
+                      if link else f"Replay: `{replay_command(out_dir, row)}`"]
     else:
         lines.append("None: every seed passed.")
     rows = _coverage_rows(runs, white_box)
@@ -265,10 +402,12 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
     space = space_totals(runs).lines()
     if space:
         lines += ["", "## State space explored", "", "```"] + [line.strip() for line in space] + ["```"]
-    findings = totals(runs, "findings")
+    findings = _findings(runs)
     if findings:
         lines += ["", "## Findings (reported, not failures)", ""]
-        lines += [f"- {name}: {count:,}" for name, count in sorted(findings.items())]
+        lines += [f"- {name} ({count:,}): {meaning}" for name, count, meaning in findings]
+    lines += ["", "## What next", ""]
+    lines += [f"{i}. {step}" for i, step in enumerate(what_next(out_dir, distinct, runs, space, white_box), 1)]
     lines += ["", "## Plots", ""]
     lines += [f"![{title}]({file})" for file, title in PLOTS.values()]
     return "\n".join(lines) + "\n"
@@ -276,7 +415,17 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
 
 _STYLE = ("<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
           "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
-          "code{font-size:90%}.never{color:#b00;font-weight:bold}</style>")
+          "pre{background:#f6f6f6;padding:.6em;overflow-x:auto}"
+          "code{font-size:90%}.never{color:#b00;font-weight:bold}.note{color:#555;font-size:90%}</style>")
+
+
+def _inline(root: Path, file: str) -> str:
+    """A plot as a data: URI (the HTML report is one self-contained file)."""
+    try:
+        data = (root / file).read_bytes()
+    except OSError:
+        return ""
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
 def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[dict], impl: str, executor: str,
@@ -288,7 +437,8 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
              f"<title>cowcheck campaign: {e(impl)}</title>", _STYLE, "</head><body>",
              f"<h1>cowcheck campaign: {e(impl)}</h1>", "<table>"]
     parts += [f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _summary_rows(s, meta)]
-    parts += ["</table>", "<h2>Distinct failures</h2>"]
+    parts += ["</table>", f"<p class=note>* {e(HEADLINE)}: {e(HEADLINE_DEFINITION)}.</p>",
+              "<h2>Distinct failures</h2>"]
     if distinct:
         parts.append("<table><tr><th>signature</th><th>kind</th><th>first seed</th><th>seeds</th><th>steps</th>"
                      "<th>replay</th></tr>")
@@ -297,6 +447,19 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
                          + f"<td><code>{e(cells[5])}</code></td></tr>")
         parts.append("</table>")
         parts += ["<ul>"] + [f"<li>{e(line)}</li>" for line in _code_lines(distinct)] + ["</ul>"]
+        for row in distinct:
+            parts += [f"<h3>{e(row['signature'])}</h3>",
+                      f"<p>{e(failure_kind(row))}, first at seed {row['seed']} ({row.get('occurrences', 1):,} "
+                      f"seed{'' if row.get('occurrences', 1) == 1 else 's'}); {e(pointer(row['code']))}</p>",
+                      f"<pre>{e(row['message'])}</pre>"]
+            program = program_of(row)
+            if program:
+                parts += [f"<p>Shrunk program ({row['shrunk_steps']} steps; pasted into a file, it fails on its own "
+                          f"assertion):</p>", f"<pre><code>{e(chr(10).join(program))}</code></pre>"]
+            link = _json_link(row)
+            parts.append(f"<p>Counterexample: <a href='{e(link)}'>{e(link)}</a>; replay: "
+                         f"<code>{e(replay_command(out_dir, row))}</code></p>" if link else
+                         f"<p>Replay: <code>{e(replay_command(out_dir, row))}</code></p>")
     else:
         parts.append("<p>None: every seed passed.</p>")
     rows = _coverage_rows(runs, white_box)
@@ -312,13 +475,16 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
         parts += [f"<li{' class=never' if line.strip().startswith('never reached') else ''}>{e(line.strip())}</li>"
                   for line in space]
         parts.append("</ul>")
-    findings = totals(runs, "findings")
+    findings = _findings(runs)
     if findings:
         parts += ["<h2>Findings (reported, not failures)</h2>", "<ul>"]
-        parts += [f"<li>{e(name)}: {count:,}</li>" for name, count in sorted(findings.items())]
+        parts += [f"<li>{e(name)} ({count:,}): {e(meaning)}</li>" for name, count, meaning in findings]
         parts.append("</ul>")
-    parts.append("<h2>Plots</h2>")
-    parts += [f"<h3>{e(title)}</h3><img src='{e(file)}' alt='{e(title)}'>" for file, title in PLOTS.values()]
+    parts += ["<h2>What next</h2>", "<ol>"]
+    parts += [f"<li>{e(step)}</li>" for step in what_next(out_dir, distinct, runs, space, white_box)]
+    parts += ["</ol>", "<h2>Plots</h2>"]
+    parts += [f"<h3>{e(title)}</h3><img src='{_inline(Path(out_dir), file)}' alt='{e(title)}'>"
+              for file, title in PLOTS.values()]
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -328,6 +494,7 @@ def write_report(out_dir, runs: list[dict], failures: list[dict], distinct: list
     returns the paths of the two reports."""
     root = Path(out_dir)
     white_box = meta.get("white_box", True)
+    plot_saturation(runs, failures, root / PLOTS["saturation"][0])
     plot_throughput(runs, root / PLOTS["throughput"][0])
     plot_op_mix(runs, root / PLOTS["op_mix"][0])
     plot_coverage(runs, root / PLOTS["coverage"][0], white_box)

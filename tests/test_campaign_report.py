@@ -2,6 +2,10 @@
 
 import html
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -10,9 +14,12 @@ from properties.core.contract import pointer
 from spark_fuzz.driver import distinct_failures_locally, missing_ranges, plan_ranges, prefer
 from spark_fuzz.executor import CampaignConfig
 from spark_fuzz.ranges import run_range
-from spark_fuzz.report import ( busy_seconds, render_html, render_markdown, replay_command, summarise, throughput_segments, totals, write_report, )
+from spark_fuzz.report import (HEADLINE, HEADLINE_DEFINITION, PLOTS, busy_seconds, headline, program_of, render_html,
+                               render_markdown, replay_command, saturation, summarise, throughput_segments, totals,
+                               write_report)
 from spark_fuzz.store import CampaignStore, CampaignStoreError
 
+ROOT = Path(__file__).resolve().parent.parent
 CONFIG = CampaignConfig(impl="mutant:skip-prefix-copy", steps=120, sizes="small")
 
 
@@ -172,7 +179,7 @@ def test_the_html_report_escapes_what_it_shows():
     failure = dict(_failure(1), signature="<script>")
     text = render_html("DIR", [_run(0, 2)], [failure], [dict(failure, occurrences=1)], "a<b", "raw", {})
     assert "<script>" not in text and "&lt;script&gt;" in text
-    assert "<img src='plots/coverage.png'" in text
+    assert "<img src='data:image/png;base64," not in text  # (no plots written: render_html alone)
     assert html.escape(pointer(failure["code"])) in text
 
 
@@ -182,13 +189,13 @@ def test_an_empty_campaign_reports_no_failures():
     assert "0/26 reached" in text
 
 
-def test_write_report_renders_both_reports_and_three_plots(tmp_path, found):
+def test_write_report_renders_both_reports_and_the_plots(tmp_path, found):
     runs, failures = found
     md, html = write_report(tmp_path, runs, failures, distinct_failures_locally(failures), CONFIG,
                             {"master": "local[2]", "partitions": 4})
     assert md.read_text().startswith("# cowcheck campaign: mutant:skip-prefix-copy")
     assert "</html>" in html.read_text()
-    for name in ("throughput", "op_mix", "coverage"):
+    for name in ("saturation", "throughput", "op_mix", "coverage"):
         assert (tmp_path / "plots" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
@@ -212,3 +219,60 @@ def test_the_driver_keeps_internal_rows_out_of_the_failures_and_writes_their_tra
     campaign.receive([(_run(0, 5, passed=4, internal=1), [internal])])
     assert (campaign.failures, campaign.internal, campaign.signatures) == (0, 1, set())
     assert (tmp_path / "internal-errors" / "seed-3.txt").read_text().startswith("internal error in cowcheck")
+
+
+def test_each_distinct_failure_shows_its_message_program_and_json_in_both_reports(tmp_path, found):
+    runs, failures = found
+    distinct = distinct_failures_locally(failures)
+    md, page = write_report(tmp_path, runs, failures, distinct, CONFIG, {"master": "local[2]", "partitions": 4})
+    md, page = md.read_text(), page.read_text()
+    for row in distinct:
+        assert f"### {row['signature']}" in md and row["message"] in md
+        assert f"[counterexamples/{row['signature']}.json](counterexamples/{row['signature']}.json)" in md
+        assert html.escape(row["message"]) in page
+        assert f"<a href='counterexamples/{row['signature']}.json'>" in page
+        program = program_of(row)
+        assert program and any("# <-- fails here" in line for line in program)
+        assert "\n".join(program) in md and html.escape("\n".join(program)) in page
+    assert "## What next" in md and "--to-pytest" in md
+
+
+def test_a_printed_program_from_the_report_fails_on_its_own_when_pasted(tmp_path, found):
+    runs, failures = found
+    row = distinct_failures_locally(failures)[0]
+    script = tmp_path / "pasted.py"
+    script.write_text("\n".join(program_of(row)) + "\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert run.returncode == 1 and "AssertionError" in run.stderr, run.stderr[-2000:]
+
+
+def test_the_html_report_is_one_file_with_its_plots_inline(tmp_path, found):
+    runs, failures = found
+    _, page = write_report(tmp_path, runs, failures, distinct_failures_locally(failures), CONFIG, {})
+    text = page.read_text()
+    assert "src='plots/" not in text
+    assert text.count("<img src='data:image/png;base64,") == len(PLOTS)
+
+
+def test_one_throughput_figure_defined_once_is_what_both_reports_show(found):
+    runs, failures = found
+    distinct = distinct_failures_locally(failures)
+    figure = headline(runs).split()[0]
+    md = render_markdown("DIR", runs, failures, distinct, CONFIG.impl, "raw", {})
+    page = render_html("DIR", runs, failures, distinct, CONFIG.impl, "raw", {})
+    assert f"| {HEADLINE} * | {figure} |" in md and f"<td>{figure}</td>" in page
+    assert md.count(HEADLINE_DEFINITION) == 1 and page.count(html.escape(HEADLINE_DEFINITION)) == 1
+    assert "task-second" not in md + page
+
+
+def test_saturation_counts_distinct_failures_and_scenarios_when_their_range_finished():
+    runs = [_run(0, 10, started=0.0, finished=5.0), _run(10, 20, started=0.0, finished=9.0,
+                                                             coverage={"put-empty-bucket": 1, "remove-head": 2})]
+    failures = [_failure(3), dict(_failure(4), signature="other"), dict(_failure(12), range_start=10, range_stop=20)]
+    assert saturation(runs, failures) == [(5.0, 2, 1), (9.0, 2, 2)]
+
+
+def test_findings_are_explained_in_the_report():
+    md = render_markdown("DIR", [_run(0, 2, findings={"live-iteration-quirk": 3})], [], [], "reference", "raw", {})
+    assert "- live-iteration-quirk (3): live iteration repeated or skipped entries" in md

@@ -6,8 +6,12 @@ deduplication, faults, interruption and resume, the command line.
 """
 
 import io
+import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -186,6 +190,57 @@ def test_the_cli_runs_resumes_and_refuses_to_overwrite_a_campaign(spark, tmp_pat
     changed = io.StringIO()
     assert main(args[:-4] + ["--steps", "99", "--out", str(out), "--resume"], io.StringIO(), changed) == 2
     assert "steps: 150 -> 99" in changed.getvalue()
+
+
+def _figure(text: str, pattern: str) -> str:
+    found = re.search(pattern, text)
+    assert found, text[-2000:]
+    return found.group(1)
+
+
+def test_stdout_and_the_reports_print_one_throughput_figure_and_a_resumed_run_its_own(spark, tmp_path):
+    out = tmp_path / "figures"
+    args = ["campaign", "--impl", "reference", "--master", "local[2]", "--sizes", "small", "--partitions", "2",
+            "--steps", "150", "--out", str(out)]
+    first = io.StringIO()
+    assert main(args + ["--seeds", "0:6"], first, io.StringIO()) == 0
+    shown = _figure(first.getvalue(), r"running: ([\d,]+) checked ops/s \(as in report.md\)")
+    assert f"| checked ops/s * | {shown} |" in (out / "report.md").read_text()
+    assert f"<td>{shown}</td>" in (out / "report.html").read_text()
+    resumed = io.StringIO()
+    assert main(args + ["--seeds", "0:10", "--resume"], resumed, io.StringIO()) == 0
+    text = resumed.getvalue()
+    assert re.search(r"this run: 4 seeds, [\d,]+ checked ops in [\d.]+ s of ranges running", text), text
+    campaign = _figure(text, r"the campaign: 10 seeds, .*: ([\d,]+) checked ops/s \(as in report.md\)")
+    assert f"| checked ops/s * | {campaign} |" in (out / "report.md").read_text()
+
+
+def test_stop_after_n_distinct_failures_stops_and_resume_does_the_rest(spark, tmp_path):
+    out = tmp_path / "stop"
+    args = ["campaign", "--impl", "mutant:skip-prefix-copy", "--master", "local[2]", "--sizes", "small",
+            "--steps", "150", "--seeds", "0:40", "--partitions", "8", "--out", str(out)]
+    stdout = io.StringIO()
+    assert main(args + ["--stop-after", "1"], stdout, io.StringIO()) == 1
+    assert "(--stop-after 1); continue with --resume" in stdout.getvalue()
+    assert CampaignStore(out).failures()
+    assert main(args + ["--resume"], io.StringIO(), io.StringIO()) == 1
+    assert _seeds_covered(CampaignStore(out).runs()) == list(range(40))
+
+
+def test_ctrl_c_ends_a_campaign_with_the_resume_line_and_no_traceback(tmp_path):
+    out = tmp_path / "interrupted"
+    command = [sys.executable, "-m", "properties.cli", "campaign", "--impl", "reference", "--master", "local[2]",
+               "--minutes", "2", "--out", str(out)]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    began = time.monotonic()
+    while time.monotonic() - began < 60 and not list(out.glob("runs/*.parquet")):
+        time.sleep(0.5)  # until a range has finished: Spark is running tasks
+    os.killpg(child.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole process group
+    stdout, stderr = child.communicate(timeout=120)
+    assert child.returncode == 130, stdout[-2000:] + stderr[-2000:]
+    assert "continue with --resume" in stdout
+    assert "Traceback" not in stderr and "WARN" not in stderr, stderr[-3000:]
 
 
 def test_a_counterexample_replays_to_the_same_trace_byte_for_byte_on_a_spark_executor(spark):

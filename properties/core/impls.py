@@ -242,13 +242,13 @@ def probe_by_harness(kind: MachineKind, impl: Implementation, config, *, black_b
 
 
 def probe_isolated(kind: MachineKind, impl: Implementation, config, *, black_box: bool,
-                   step_time_limit: float) -> Probed:
+                   step_time_limit: float, white_box: bool = False) -> Probed:
     """``kind.probe`` in a forked child process (so that a factory that starts a
     JVM or ends its process does so there, not in the caller, e.g. a Spark
     driver); raises what the probe raised."""
     if not hasattr(os, "fork"):
         with limited(step_time_limit):
-            return kind.probe_implementation(impl, config, black_box=black_box)
+            return kind.probe_implementation(impl, config, black_box=black_box, white_box=white_box)
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child reports one line of JSON, then leaves without unwinding the caller
@@ -257,7 +257,7 @@ def probe_isolated(kind: MachineKind, impl: Implementation, config, *, black_box
             os.close(read_fd)
             try:
                 with limited(step_time_limit):
-                    probed = kind.probe_implementation(impl, config, black_box=black_box)
+                    probed = kind.probe_implementation(impl, config, black_box=black_box, white_box=white_box)
                 message = {"white_box": probed.white_box, "notice": probed.notice}
             except CheckFailure:  # building one crashed: every seed will report it (black-box)
                 message = {"white_box": False, "notice": None}
