@@ -25,7 +25,7 @@ A seed range is the unit of work a Spark task runs, of resume and of the
 >>> from spark_fuzz.executor import CampaignConfig
 >>> result = run_range(0, 2, CampaignConfig(steps=20), isolate=False)
 >>> [o.kind for o in result.outcomes], result.ops
-(['PASS', 'PASS'], 44)
+(['PASS', 'PASS'], 49)
 """
 
 from __future__ import annotations

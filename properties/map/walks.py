@@ -25,7 +25,7 @@ never set or dict order of strings), so a seed gives the same program in
 every process, executor and machine.
 
 >>> [s.op for s in walk_program(3, 4)]
-['put_range', 'put_range', 'put_range', 'put_range', 'read_snapshot', 'read_snapshot']
+['get', 'remove_range', 'put_range', 'put_range']
 """
 
 from __future__ import annotations
