@@ -313,7 +313,8 @@ class _Campaign:
                     self._spark_failed(seed, bounds)
 
     def _job(self, ranges: list[tuple[int, int]]) -> set:
-        job = _Job(self.sc, ranges, self.config, self.isolate, self.round).start()
+        config = attrs.evolve(self.config, known=sorted(self.signatures))  # found already: not shrunk again
+        job = _Job(self.sc, ranges, config, self.isolate, self.round).start()
         arrived: set = set()
         try:
             while job.running():
@@ -379,13 +380,14 @@ def _first_line(exc: BaseException | None) -> str:
 
 
 def prefer(a: tuple[dict, int], b: tuple[dict, int]) -> tuple[dict, int]:
-    """Of two failures with one signature: the one whose program failed in every
-    replay (a deterministic one before one marked nondeterministic), then the
-    shorter program (rows without a program count as longest), then the lower
-    seed; occurrences add up."""
+    """Of two failures with one signature: one with a counterexample (a seed that
+    failed with a signature already known is not shrunk and has none), then the one
+    whose program failed in every replay (a deterministic one before one marked
+    nondeterministic), then the shorter program, then the lower seed; occurrences
+    add up."""
 
     def rank(row):
-        return (bool(row.get("nondeterministic")),
+        return (row.get("counterexample_json") is None, bool(row.get("nondeterministic")),
                 row["shrunk_steps"] if row["shrunk_steps"] is not None else math.inf, row["seed"])
 
     return (a[0] if rank(a[0]) <= rank(b[0]) else b[0]), a[1] + b[1]

@@ -107,6 +107,10 @@ class CampaignConfig:
     100,000 entries); ``space``: ``full`` (every key family) or ``classic``
     (:data:`properties.map.walks.SPACES`).
 
+    ``known``: signatures the campaign has found (and shrunk) already: a seed
+    failing with one of them again is counted, not shrunk (no counterexample of
+    its own); set per job by the driver, never part of the campaign's manifest.
+
     ``in_process``: a ``MODULE:FACTORY`` map runs in the process that checks it;
     by default it runs in a process of its own (:mod:`properties.core.remote`),
     its walks run ahead there and are checked here (:mod:`properties.core.ahead`).
@@ -128,9 +132,13 @@ class CampaignConfig:
     space: str = attrs.field(default="full", validator=attrs.validators.in_(SPACES))
     in_process: bool = False
     contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
+    known: tuple = attrs.field(default=(), converter=tuple)
 
     def to_json(self) -> dict:
-        return attrs.asdict(self)
+        data = attrs.asdict(self)
+        if not self.known:  # (what the manifest holds: a campaign's settings, not what it found)
+            del data["known"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "CampaignConfig":
@@ -344,6 +352,12 @@ def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: 
         failure = confirmed or failure
         program = program[: failure.step_index + 1]
     original = len(program[: failure.step_index + 1])
+    if signature(config.impl, failure.kind, failure.code) in config.known and not hang:
+        # Found and shrunk before: counted (occurrences), its seed kept; shrinking it again would
+        # cost a minute of a campaign that keeps re-finding its first bug.
+        return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
+                       failing_op=program[failure.step_index].op if program else "", original_steps=original,
+                       impl_spec=config.impl, **_counts(harness))
     shrunk = shrink_failure(program, failure, shrink_make, harness_class=shrink_class, shrink=config.shrink,
                             deadline=time.monotonic() + config.seed_time_limit, **options)
     if not shrunk.confirmed:

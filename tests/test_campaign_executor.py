@@ -77,6 +77,17 @@ def test_a_seeded_bug_is_found_shrunk_and_returned_as_a_counterexample():
     assert cx.found_by["generator"] == "walk"
 
 
+def test_a_failure_whose_signature_is_known_already_is_counted_not_shrunk_again():
+    config = CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy")
+    first = _first_failure(config)
+    again = run_seed(first.seed, attrs.evolve(config, known=[first.signature]))
+    assert (again.kind, again.code, again.signature) == (first.kind, first.code, first.signature)
+    assert again.counterexample is None and again.original_steps == first.original_steps
+    other = run_seed(first.seed, attrs.evolve(config, known=["mutant-skip-prefix-copy--DIVERGENCE-P1"]))
+    assert other == first  # another signature known: this one is shrunk as ever
+    assert "known" not in config.to_json()  # the manifest holds settings, not findings
+
+
 def test_the_returned_counterexample_replays_with_cowcheck_replay(tmp_path):
     outcome = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy"))
     path, _ = save(Counterexample.from_json(outcome.counterexample), tmp_path)

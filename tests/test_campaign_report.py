@@ -70,6 +70,8 @@ def test_prefer_keeps_the_shorter_program_then_the_lower_seed_and_adds_up_occurr
     assert prefer((_failure(5, steps=4), 2), (_failure(3, steps=6), 1)) == (_failure(5, steps=4), 3)
     assert prefer((_failure(5), 1), (_failure(3), 1))[0]["seed"] == 3
     assert prefer((_failure(1, cx=False), 1), (_failure(9), 1))[0]["seed"] == 9
+    flaky = dict(_failure(9, steps=2), nondeterministic="reproduced 3 of 10 replays")
+    assert prefer((_failure(1, cx=False), 1), (flaky, 1))[0]["seed"] == 9  # a known bug's repeat never wins
 
 
 def test_distinct_failures_are_one_row_per_signature_with_occurrences():
