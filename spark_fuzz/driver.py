@@ -255,6 +255,7 @@ class _Campaign:
         self.signatures: set = set()
         self.rows: list = []  # this run's runs rows
         self.stop_after: int | None = None  # stop once this many distinct failures are known
+        self.deadline: float | None = None  # time.time() when a --minutes campaign ends
         self.round = 0
         self.last_error: BaseException | None = None
 
@@ -313,7 +314,8 @@ class _Campaign:
                     self._spark_failed(seed, bounds)
 
     def _job(self, ranges: list[tuple[int, int]]) -> set:
-        config = attrs.evolve(self.config, known=sorted(self.signatures))  # found already: not shrunk again
+        # found already: not shrunk again; shrinking stops at the campaign's end
+        config = attrs.evolve(self.config, known=sorted(self.signatures), deadline=self.deadline)
         job = _Job(self.sc, ranges, config, self.isolate, self.round).start()
         arrived: set = set()
         try:
@@ -452,6 +454,7 @@ def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_ba
             campaign.round = 1
             campaign.run(plan_ranges(missing_ranges(seeds[0], seeds[1], store.completed_seeds()), partitions))
         else:
+            campaign.deadline = time.time() + minutes * 60
             _rounds(campaign, store, partitions, began + minutes * 60)
     except _Enough:
         stopped = True

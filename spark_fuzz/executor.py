@@ -109,7 +109,11 @@ class CampaignConfig:
 
     ``known``: signatures the campaign has found (and shrunk) already: a seed
     failing with one of them again is counted, not shrunk (no counterexample of
-    its own); set per job by the driver, never part of the campaign's manifest.
+    its own); set per job by the driver and grown by each range as it finds
+    (:func:`learned`). ``deadline``: the campaign's end (``time.time()``) when it
+    runs for ``--minutes``: shrinking stops there (at least a few seconds after
+    the failure is found) and stores the shortest program so far. Neither is part
+    of the campaign's manifest.
 
     ``in_process``: a ``MODULE:FACTORY`` map runs in the process that checks it;
     by default it runs in a process of its own (:mod:`properties.core.remote`),
@@ -133,17 +137,29 @@ class CampaignConfig:
     in_process: bool = False
     contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
     known: tuple = attrs.field(default=(), converter=tuple)
+    deadline: float | None = None
 
     def to_json(self) -> dict:
         data = attrs.asdict(self)
-        if not self.known:  # (what the manifest holds: a campaign's settings, not what it found)
-            del data["known"]
+        for name in ("known", "deadline"):  # (what the manifest holds: a campaign's settings, not its state)
+            if not data[name]:
+                del data[name]
         return data
 
     @classmethod
     def from_json(cls, data: dict) -> "CampaignConfig":
         fields = attrs.fields_dict(cls)
         return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+def learned(config: CampaignConfig, outcome: "Outcome") -> CampaignConfig:
+    """``config`` for the next seed of a range: ``outcome``'s signature known once it was shrunk."""
+    if outcome.counterexample is None or outcome.signature in config.known:
+        return config
+    return attrs.evolve(config, known=(*config.known, outcome.signature))
+
+
+_SHRINK_AT_LEAST = 5.0  # seconds a failure found near a campaign's deadline may still be shrunk
 
 
 def _sorted_counts(counter) -> dict:
@@ -358,8 +374,11 @@ def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: 
         return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
                        failing_op=program[failure.step_index].op if program else "", original_steps=original,
                        impl_spec=config.impl, **_counts(harness))
+    budget = config.seed_time_limit
+    if config.deadline is not None:
+        budget = min(budget, max(_SHRINK_AT_LEAST, config.deadline - time.time()))
     shrunk = shrink_failure(program, failure, shrink_make, harness_class=shrink_class, shrink=config.shrink,
-                            deadline=time.monotonic() + config.seed_time_limit, **options)
+                            deadline=time.monotonic() + budget, **options)
     if not shrunk.confirmed:
         return None
     program, failure = shrunk.program, shrunk.failure

@@ -59,6 +59,7 @@ from spark_fuzz.executor import (
     CampaignConfig,
     Outcome,
     internal_outcome,
+    learned,
     run_seed,
 )
 from spark_fuzz.store import space_columns
@@ -175,7 +176,10 @@ def run_range(start: int, stop: int, config: CampaignConfig, isolate: bool = Tru
     else:
         had_jvm = jvm_started() is not None
         with limited(config.step_time_limit, paced=True):
-            outcomes = [guarded_run_seed(seed, config) for seed in seeds]
+            outcomes = []
+            for seed in seeds:
+                outcomes.append(guarded_run_seed(seed, config))
+                config = learned(config, outcomes[-1])
         info = jvm_started()
         fresh = info is not None and not had_jvm
         startup = {"workers": int(fresh), "seconds": info.compile_seconds + info.start_seconds if fresh else 0.0}
@@ -262,8 +266,10 @@ def _serve(requests_fd: int, out_fd: int) -> None:
                 for seed in request["seeds"]:
                     out.write(json.dumps({"start": seed}) + "\n")
                     out.flush()
-                    out.write(json.dumps({"outcome": guarded_run_seed(seed, config).to_json()}) + "\n")
+                    outcome = guarded_run_seed(seed, config)
+                    out.write(json.dumps({"outcome": outcome.to_json()}) + "\n")
                     out.flush()
+                    config = learned(config, outcome)
             info = jvm_started()
             startup = info.compile_seconds + info.start_seconds if info is not None and not had_jvm else 0.0
             out.write(json.dumps({"done": {"startup": startup, "pid": os.getpid()}}) + "\n")

@@ -236,3 +236,25 @@ def test_a_worker_process_resolves_flink_without_the_command_line_having_importe
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("PASS"), done.stdout
+
+
+def test_a_range_shrinks_a_signature_once_and_counts_its_later_seeds():
+    config = CampaignConfig(impl="mutant:skip-prefix-copy", steps=150, sizes="small")
+    for isolate in (False, True):
+        result = run_range(0, 12, config, isolate=isolate)
+        failing = [o for o in result.outcomes if o.failed]
+        assert len({o.signature for o in failing}) < len(failing), "the test needs a signature found twice"
+        for signature in {o.signature for o in failing}:
+            same = [o for o in failing if o.signature == signature]
+            assert same[0].counterexample is not None, isolate
+            assert all(o.counterexample is None for o in same[1:]), isolate
+
+
+def test_a_campaign_deadline_cuts_shrinking_short_but_keeps_the_failure():
+    import time
+
+    config = CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy")
+    first = _first_failure(config)
+    late = run_seed(first.seed, attrs.evolve(config, deadline=time.time() - 60))
+    assert (late.kind, late.code) == (first.kind, first.code) and late.counterexample is not None
+    assert "deadline" not in config.to_json()
