@@ -24,9 +24,17 @@ SLOW_MODULES = frozenset({
 })
 
 
+# And the tests that took 2 s or more in the desk tier's own run (tests/slow_tests.txt, measured): every
+# module keeps its fast tests there.
+SLOW_TESTS = frozenset(line.strip() for line in open(os.path.join(os.path.dirname(__file__), "slow_tests.txt"),
+                                                     encoding="utf-8") if line.strip() and not line.startswith("#"))
+
+
 def pytest_collection_modifyitems(config, items):
     import pytest
 
     for item in items:
-        if item.module is not None and item.module.__name__.rpartition(".")[2] in SLOW_MODULES:
+        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
+        if module in SLOW_MODULES or f"tests/{item.nodeid.partition('tests/')[2] or item.nodeid}" in SLOW_TESTS \
+                or item.nodeid in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
