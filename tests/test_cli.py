@@ -162,3 +162,36 @@ def test_a_table_factory_given_to_the_map_machine_names_the_table_machine(tmp_pa
                                           "def make_table():\n    return CopyOnWriteStateTable(max_parallelism=128)\n")
     err = _one_line_error(cowcheck("check", "--impl", "mytables:make_table", pythonpath=tmp_path))
     assert "use --machine table" in err
+
+
+# --------------------------------------------------------------- stored counterexamples first
+
+
+def _check_in(tmp_path, *args):
+    return subprocess.run([sys.executable, "-m", "properties.cli", "check", *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)])))
+
+
+def test_a_stored_counterexample_of_the_implementation_is_replayed_first_and_fixed_ones_pass(tmp_path):
+    (tmp_path / "mymap.py").write_text("from plain_dict_map import make_map\n")
+    (tmp_path / "plain_dict_map.py").write_text((EXAMPLES / "plain_dict_map.py").read_text())
+    first = _check_in(tmp_path, "--impl", "mymap:make_map", "--seed", "1")
+    assert first.returncode == 1 and "saved:" in first.stdout, first.stdout[-2000:] + first.stderr[-2000:]
+    stored = sorted((tmp_path / ".cowcheck" / "counterexamples").glob("*.json"))
+    assert len(stored) == 1
+    (tmp_path / "notes.json").write_text("{}")  # another file there: not one of ours, nothing happens
+    again = _check_in(tmp_path, "--impl", "mymap:make_map", "--seed", "2")
+    assert again.returncode == 1
+    assert f"1 of 1 replayed; .cowcheck/counterexamples/{stored[0].name} fails again" in again.stdout
+    assert "walk phase" not in again.stdout and "# <-- fails here" in again.stdout
+    skipped = _check_in(tmp_path, "--impl", "mymap:make_map", "--seed", "2", "--no-replay-stored")
+    assert skipped.returncode == 1 and "walk phase" in skipped.stdout and "replayed" not in skipped.stdout
+    (tmp_path / "mymap.py").write_text("from reference import CopyOnWriteStateMap as make_map\n")  # fixed
+    (stored[0].parent / "damaged.json").write_text("{not json")
+    fixed = _check_in(tmp_path, "--impl", "mymap:make_map", "--seed", "2", "--examples", "20")
+    assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]
+    assert "stored counterexamples of mymap:make_map: 1 replayed, none fails now" in fixed.stdout
+    assert "stored counterexample skipped:" in fixed.stderr and "damaged.json" in fixed.stderr
+    other = _check_in(tmp_path, "--impl", "reference", "--seed", "2", "--examples", "20")
+    assert other.returncode == 0 and "stored counterexamples" not in other.stdout  # another implementation's

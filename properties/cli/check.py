@@ -5,23 +5,25 @@ from __future__ import annotations
 import random
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
 
 import attrs
 from hypothesis import settings
 
 from properties.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
-                                   seed_arg, store_found)
+                                   one_line, seed_arg, store_found)
 from properties.core import bounds
 from properties.core.contract import pointer
-from properties.core.counterexample import replay_command
+from properties.core.counterexample import CounterexampleError, load, replay_command
 from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
 from properties.core.hunt import HuntResult, hunt, store
 from properties.core.impls import resolve
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit, active_limit
+from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit, active_limit, unpaced
 from properties.core.machine import MACHINES, RunRecord, machine_kind
 from properties.core.profiles import stabilise_generation
+from properties.core.replay import replay_setup, replay_traced
 from properties.core.report import format_failure, format_summary
 from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
@@ -93,6 +95,9 @@ def register(sub) -> None:
     p.add_argument("--save-dir", default=DEFAULT_SAVE_DIR,
                    help="where shrunk failures are stored (default .cowcheck/counterexamples)")
     p.add_argument("--no-save", action="store_true", help="do not store the counterexample")
+    p.add_argument("--no-replay-stored", action="store_true",
+                   help="do not first replay the counterexamples of this implementation stored in --save-dir "
+                        "(by default a stored failure that still fails is the verdict, before any search)")
     p.set_defaults(handler=check)
 
 
@@ -142,6 +147,11 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     if probed.notice:
         stderr.write(f"cowcheck: notice: {probed.notice}\n")
         stderr.flush()
+
+    if not args.no_replay_stored:
+        again = _replay_stored(args, stdout, stderr, kind, impl)
+        if again is not None:
+            return again
 
     progress = Progress(stderr, total, deadline)
     record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
@@ -196,6 +206,54 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
                                 (result.reproduced, result.replays)))
     return _report_saved(stdout, saved, impl, result, args)
+
+
+_STORED_MOST = 20  # stored counterexamples replayed before a check (the first ones by file name)
+
+
+def _replay_stored(args, stdout: TextIO, stderr: TextIO, kind, impl) -> int | None:
+    """Replay the counterexamples of ``impl`` (same spec, same machine) stored in ``--save-dir``
+    first, as Hypothesis's database does: exit 1 with the first that still fails, else None
+    (the search goes on). A file that does not load is skipped with a notice; each replay runs
+    under the full step time limit (a stored hang is confirmed, not suspected)."""
+    directory = Path(args.save_dir)
+    if not directory.is_dir():
+        return None
+    mine = []
+    for path in sorted(directory.glob("*.json")):
+        if len(mine) == _STORED_MOST:
+            break
+        try:
+            cx = load(path)
+        except CounterexampleError as exc:
+            stderr.write(f"cowcheck: notice: stored counterexample skipped: {one_line(str(exc))[:300]}\n")
+            continue
+        if cx.implementation == impl.spec and cx.machine == kind.name:
+            mine.append((path, cx))
+    if not mine:
+        return None
+    for index, (path, cx) in enumerate(mine):
+        try:
+            _, make_impl, options, cx_kind = replay_setup(cx, impl.spec, isolated=not args.in_process)
+            with unpaced():
+                outcome = replay_traced(list(cx.steps), make_impl, None, kind=cx_kind, **options)
+        except (UsageError, CheckFailure) as exc:  # its settings do not apply any more: the search decides
+            stderr.write(f"cowcheck: notice: stored counterexample {path} not replayed: "
+                         f"{one_line(str(getattr(exc, 'failure', exc)))[:300]}\n")
+            continue
+        if outcome.failure is None:
+            continue
+        failure = outcome.failure
+        stdout.write(f"stored counterexamples of {impl.spec}: {index + 1} of {len(mine)} replayed; {path} fails "
+                     f"again ({failure.kind} {failure.code}; it was stored for {cx.failure.kind} "
+                     f"{cx.failure.code}), before any search (--no-replay-stored to skip)\n")
+        config = cx_kind.config_for(impl, capacity=cx.capacity or None, white_box=cx.white_box,
+                                    strict_live_iteration=cx.strict_live_iteration, **cx.settings)
+        stdout.write(format_failure(failure, list(cx.steps)[: failure.step_index + 1], impl.spec, cx_kind, config))
+        stdout.write(f"replay:  {replay_command(path, impl.spec, args.in_process)}\n")
+        return 1
+    stdout.write(f"stored counterexamples of {impl.spec}: {len(mine)} replayed, none fails now\n")
+    return None
 
 
 def _failed_at_construction(args, stdout: TextIO, stderr: TextIO, failure: Failure, kind, impl, config) -> int:
