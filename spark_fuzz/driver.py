@@ -34,7 +34,7 @@ import attrs
 
 from spark_fuzz.executor import CRASH, INTERNAL, CampaignConfig, Outcome, internal_outcome
 from spark_fuzz.ranges import RangeResult, run_range
-from spark_fuzz.report import write_report
+from spark_fuzz.report import HEADLINE, headline, write_report
 from spark_fuzz.store import CampaignStore
 
 __all__ = ["CampaignResult", "run_campaign", "plan_ranges", "missing_ranges", "distinct_failures",
@@ -292,7 +292,8 @@ class _Campaign:
         if job is not None:
             done, active, total = job.tasks()
             tasks = f"round {self.round}: tasks {done}/{total} ({active} running)  "
-        self.progress.show(f"{tasks}{self.seeds:,} seeds  {self.ops:,} ops  {self.ops / elapsed:,.0f} ops/s  "
+        rate = headline(self.rows) if self.rows else f"0 {HEADLINE}"  # the figure stdout and the report print
+        self.progress.show(f"{tasks}{self.seeds:,} seeds  {self.ops:,} ops  {rate}  "
                            f"failures {self.failures} ({len(self.signatures)} distinct)  "
                            + (f"INTERNAL ERRORS {self.internal}  " if self.internal else "")
                            + f"{elapsed:.0f}s", force)

@@ -415,7 +415,7 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
 
 _STYLE = ("<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
           "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em;text-align:left}"
-          "pre{background:#f6f6f6;padding:.6em;overflow-x:auto}"
+          "pre{background:#f6f6f6;padding:.6em;overflow-x:auto}pre.message{white-space:pre-wrap;word-break:break-all}"
           "code{font-size:90%}.never{color:#b00;font-weight:bold}.note{color:#555;font-size:90%}</style>")
 
 
@@ -451,7 +451,7 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
             parts += [f"<h3>{e(row['signature'])}</h3>",
                       f"<p>{e(failure_kind(row))}, first at seed {row['seed']} ({row.get('occurrences', 1):,} "
                       f"seed{'' if row.get('occurrences', 1) == 1 else 's'}); {e(pointer(row['code']))}</p>",
-                      f"<pre>{e(row['message'])}</pre>"]
+                      f"<pre class=message>{e(row['message'])}</pre>"]
             program = program_of(row)
             if program:
                 parts += [f"<p>Shrunk program ({row['shrunk_steps']} steps; pasted into a file, it fails on its own "
