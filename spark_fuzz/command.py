@@ -24,7 +24,7 @@ from properties.core.contract import pointer
 from properties.core.errors import UsageError
 from properties.core.impls import probe_isolated, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
-from properties.core.machine import machine_kind
+from properties.core.machine import MACHINES, machine_kind
 from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 from spark_fuzz.driver import run_campaign
@@ -59,6 +59,8 @@ def register(sub) -> None:
                     "checked step by step against the model, failures shrunk. Writes Parquet tables, one "
                     "counterexample per distinct failure and report.md/report.html to --out. Exit 0: all "
                     "passed, 1: failures found, 2: bad usage, 130: interrupted (resume with --resume).")
+    p.add_argument("--machine", default="map", choices=sorted(MACHINES),
+                   help="the state machine each seed walks: map (default), async, checkpoint, table")
     p.add_argument("--impl", default="reference", help="reference | model | mutant:NAME | MODULE:FACTORY")
     p.add_argument("--master", help="Spark master (default local[*]; ignored under spark-submit, which sets its own)")
     p.add_argument("--partitions", type=count_arg(bounds.MAX_PARTITIONS),
@@ -114,6 +116,8 @@ def register(sub) -> None:
 
 
 def _invariants(config, white_box: bool, batched: bool = False) -> str:
+    if config.machine != "map":
+        return f"the {config.machine} machine's properties after every step ({'white-box' if white_box else 'black-box'})"
     walks = ", batched walks" if batched else ""
     if not white_box:
         return f"black-box: P1-P7 after every step, no I1-I9{walks}"
@@ -124,15 +128,29 @@ def _invariants(config, white_box: bool, batched: bool = False) -> str:
     return f"P1-P7 after every step, I1-I9 after every {config.invariants_every}th step and at the end"
 
 
+_MAP_ONLY = (("capacity", None), ("sizes", "large"), ("contract", "flink"), ("invariants_every", 1),
+             ("strict_live_iteration", False), ("call_by_call", False), ("executor", "raw"))
+
+
+def _other_machine_usage(args, kind) -> None:
+    """Options of the map's campaigns given to another machine's: bad usage, one line."""
+    for name, default in _MAP_ONLY:
+        if getattr(args, name) != default:
+            raise UsageError(f"--{name.replace('_', '-')} applies to campaigns of the map machine, not the "
+                             f"{kind.name} machine (its seeds are seeded walks of its own operations)")
+
+
 def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     if args.executor == "hypothesis" and args.invariants_every != 1:
         raise UsageError("--invariants-every applies to --executor raw only (the Hypothesis machine checks "
                          "I1-I9 after every step)")
     check_output_directory(args.out, "--out")
-    impl = resolve(args.impl, "map", isolated=not args.in_process)
-    capacity = args.capacity or impl.default_capacity
-    kind = machine_kind("map")
-    probed = probe_isolated(kind, impl, kind.config(capacity=capacity), black_box=args.black_box,
+    kind = machine_kind(args.machine)
+    if kind.name != "map":
+        _other_machine_usage(args, kind)
+    impl = resolve(args.impl, kind.name, isolated=not args.in_process)
+    capacity = (args.capacity or impl.default_capacity) if kind.name == "map" else 0
+    probed = probe_isolated(kind, impl, kind.config(capacity=capacity or None), black_box=args.black_box,
                             white_box=args.white_box, step_time_limit=args.step_time_limit)
     white_box = probed.white_box
     config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=capacity, steps=args.steps,
@@ -140,7 +158,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                             white_box=white_box, strict_live_iteration=args.strict_live_iteration,
                             seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit,
                             batched=not args.call_by_call, sizes=args.sizes, contract=args.contract,
-                            in_process=args.in_process)
+                            in_process=args.in_process, machine=kind.name)
     batched = config.batched and config.executor == "raw" and callable(getattr(impl, "walk_harness", None))
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
     store = CampaignStore(args.out)
@@ -149,9 +167,14 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     except CampaignStoreError as exc:
         raise UsageError(str(exc)) from None
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
-    stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
-                 f"{_invariants(config, white_box, batched)}, contract {config.contract}, maps up to {config.sizes} "
-                 f"({SIZE_CLASSES[config.sizes]:,} entries), out {args.out}\n")
+    if kind.name == "map":
+        stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
+                     f"{_invariants(config, white_box, batched)}, contract {config.contract}, maps up to "
+                     f"{config.sizes} ({SIZE_CLASSES[config.sizes]:,} entries), out {args.out}\n")
+    else:
+        stdout.write(f"cowcheck campaign: {kind.name} machine ({kind.summary}), {impl.spec} ({impl.description}), "
+                     f"seeded walks of {config.steps} steps, {budget}, "
+                     f"{'white-box' if white_box else 'black-box'}, out {args.out}\n")
     stdout.flush()
     if probed.notice:
         stderr.write(f"cowcheck: notice: {probed.notice}\n")

@@ -41,14 +41,15 @@ from collections import Counter
 import attrs
 from hypothesis import settings
 
+import properties.machines  # noqa: F401  (every machine registered: campaigns of any of them)
 from properties.core.boundary import build
 from properties.core.counterexample import Counterexample, signature
-from properties.core.errors import InternalError
+from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
 from properties.core.hunt import hunt
 from properties.core.impls import resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
-from properties.core.machine import RunRecord
+from properties.core.machine import RunRecord, machine_kind
 from properties.core.profiles import PROFILES, stabilise_generation
 from properties.core.report import nondeterminism_note
 from properties.core.shrink import confirm_replay, is_hang, replay, shrink_failure
@@ -115,6 +116,11 @@ class CampaignConfig:
     the failure is found) and stores the shortest program so far. Neither is part
     of the campaign's manifest.
 
+    ``machine``: the state machine a seed walks (``map`` by default; ``async``,
+    ``checkpoint``, ``table``: one seeded walk of that machine's walker through its
+    harness per seed, shrunk and stored as for the map; ``capacity``, ``sizes``,
+    ``space``, ``invariants_every`` and ``batched`` are the map's).
+
     ``in_process``: a ``MODULE:FACTORY`` map runs in the process that checks it;
     by default it runs in a process of its own (:mod:`properties.core.remote`),
     its walks run ahead there and are checked here (:mod:`properties.core.ahead`).
@@ -138,6 +144,7 @@ class CampaignConfig:
     contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
     known: tuple = attrs.field(default=(), converter=tuple)
     deadline: float | None = None
+    machine: str = "map"
 
     def to_json(self) -> dict:
         data = attrs.asdict(self)
@@ -229,8 +236,8 @@ class Outcome:
 
 
 @functools.lru_cache(maxsize=16)
-def _implementation(spec: str, in_process: bool = False):
-    return resolve(spec, "map", isolated=not in_process)
+def _implementation(spec: str, in_process: bool = False, machine: str = "map"):
+    return resolve(spec, machine, isolated=not in_process)
 
 
 def _white_box(config: CampaignConfig, impl) -> bool | None:
@@ -246,12 +253,92 @@ def run_seed(seed: int, config: CampaignConfig) -> Outcome:
     implementation does (a harness failure, an exception escaping the harness,
     a walk over the time limit all become outcomes)."""
     started = time.perf_counter()
-    impl = _implementation(config.impl, config.in_process)
+    impl = _implementation(config.impl, config.in_process, config.machine)
+    if config.machine != "map":
+        return attrs.evolve(_run_machine_walk(seed, config, impl), seconds=time.perf_counter() - started)
     if config.executor == "hypothesis":
         outcome = _run_hypothesis(seed, config, impl)
     else:
         outcome = _run_walk(seed, config, impl, started)
     return attrs.evolve(outcome, seconds=time.perf_counter() - started)
+
+
+def _run_machine_walk(seed: int, config: CampaignConfig, impl) -> Outcome:
+    """A seed of another machine than the map's: one walk of its walker (``MachineKind.walker``)
+    through its harness, a failure shrunk and stored as a counterexample of that machine."""
+    kind = machine_kind(config.machine)
+    if kind.walker is None or config.executor != "raw":
+        raise UsageError(f"campaigns of the {kind.name} machine run its seeded walks (--executor raw)")
+    machine_config = kind.config_for(impl, white_box=False if config.white_box is False else None)
+    make_impl, options = kind.replay_setup(impl.factory, machine_config)
+    base = dict(seed=seed, impl_spec=config.impl)
+    try:
+        instance = build(make_impl)
+        harness = kind.harness_class(instance, **options)
+    except CheckFailure as exc:  # building it crashed: an empty program fails
+        return _machine_outcome(seed, config, kind, machine_config, [], exc.failure, make_impl, options, {})
+    program: list = []
+    deadline = time.perf_counter() + config.seed_time_limit
+    try:
+        try:
+            for step in kind.walker_for(machine_config)(seed, config.steps, instance):
+                program.append(step)
+                harness.apply(step)
+                if not len(program) & 63 and time.perf_counter() > deadline:
+                    return Outcome(kind=TIMEOUT, code=TIME_LIMIT, **base, message=f"walk still running after "
+                                   f"{config.seed_time_limit:g} s ({len(program)} steps)",
+                                   **_machine_counts(harness, program))
+            final_check = getattr(harness, "final_check", None)
+            if final_check is not None:
+                final_check()
+        finally:
+            close = getattr(harness, "close", None)  # the async harness stops its controller's threads
+            if close is not None:
+                close()
+    except CheckFailure as exc:
+        counts = _machine_counts(harness, program)
+        try:
+            return _machine_outcome(seed, config, kind, machine_config, program, exc.failure, make_impl, options,
+                                    counts)
+        except Exception as error:  # shrinking or storing failed: cowcheck's error
+            return internal_outcome(seed, config, error, **counts)
+    except Exception as exc:  # cowcheck's own error (InternalError from the harness, or the walker)
+        return internal_outcome(seed, config, exc, **_machine_counts(harness, program))
+    return Outcome(kind=PASS, **base, **_machine_counts(harness, program))
+
+
+def _machine_counts(harness, program: list) -> dict:
+    return dict(ops=len(program), coverage=_sorted_counts(Counter(getattr(harness, "coverage", None) or {})),
+                findings=_sorted_counts(Counter(getattr(harness, "findings", None) or {})),
+                op_mix=_sorted_counts(Counter(s.op for s in program)), space={})
+
+
+def _machine_outcome(seed, config, kind, machine_config, program, failure, make_impl, options, counts) -> Outcome:
+    """A failing walk of another machine: shrunk (unless its signature is known) and stored."""
+    program = program[: failure.step_index + 1]
+    original = len(program)
+    counts = counts or dict(ops=0, coverage={}, findings={}, op_mix={}, space={})
+    if signature(config.impl, failure.kind, failure.code) in config.known and not is_hang(failure):
+        return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
+                       failing_op=program[-1].op if program else "", original_steps=original,
+                       impl_spec=config.impl, **counts)
+    budget = config.seed_time_limit
+    if config.deadline is not None:
+        budget = min(budget, max(_SHRINK_AT_LEAST, config.deadline - time.time()))
+    shrunk = shrink_failure(program, failure, make_impl, harness_class=kind.harness_class, shrink=config.shrink,
+                            deadline=time.monotonic() + budget, **options)
+    program, failure = shrunk.program, shrunk.failure
+    found_by = {"tool": "cowcheck campaign", "generator": "walk", "seed": seed, "executor": config.executor,
+                "steps": counts["ops"]}
+    reproduced = (shrunk.reproduced, shrunk.replays)
+    cx = Counterexample.build(program, failure, impl=config.impl, capacity=0, found_by=found_by,
+                              expected=kind.expected_results(program), machine=kind.name,
+                              white_box=bool(options.get("white_box", True)), settings=kind.settings(machine_config),
+                              reproduced=reproduced)
+    return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
+                   failing_op=program[failure.step_index].op if program else "", original_steps=original,
+                   counterexample=cx.to_json(), impl_spec=config.impl,
+                   nondeterministic=nondeterminism_note(reproduced).partition(": ")[2], **counts)
 
 
 def _options(config: CampaignConfig, impl) -> dict:

@@ -32,9 +32,8 @@ from properties.core.contract import entries, pointer
 from properties.core.counterexample import Counterexample, CounterexampleError
 from properties.core.counterexample import replay_command as cx_replay_command
 from properties.core.impls import is_builtin
-from properties.core.machine import machine_kind
+from properties.core.machine import MACHINES, machine_kind
 from properties.core.files import write_atomically
-from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from properties.map.space import SpaceCoverage
 from spark_fuzz.store import space_of_row
 
@@ -255,9 +254,17 @@ def plot_op_mix(runs: list[dict], path: Path) -> None:
     _bars(sorted(mix.items(), key=lambda kv: -kv[1]), path, "Operation mix (steps applied)", "steps")
 
 
-def plot_coverage(runs: list[dict], path: Path, white_box: bool = True) -> None:
+def _scenarios(machine: str, white_box: bool) -> dict:
+    """The scenarios a campaign of ``machine`` counts (those black-box checks can see, if black-box)."""
+    kind = machine_kind(machine)
+    if white_box or kind.black_box_scenarios is None:
+        return dict(kind.scenarios)
+    return {name: kind.scenarios[name] for name in kind.black_box_scenarios}
+
+
+def plot_coverage(runs: list[dict], path: Path, white_box: bool = True, machine: str = "map") -> None:
     coverage = totals(runs, "coverage")
-    names = MAP_SCENARIOS if white_box else BLACK_BOX_SCENARIOS
+    names = _scenarios(machine, white_box)
     _bars([(name, coverage.get(name, 0)) for name in names], path,
           "Scenario hits (docs/contract.md §13; red: never reached)", "hits (log scale)", log=True)
 
@@ -265,9 +272,9 @@ def plot_coverage(runs: list[dict], path: Path, white_box: bool = True) -> None:
 # ---------------------------------------------------------------- reports
 
 
-def _coverage_rows(runs: list[dict], white_box: bool) -> list[tuple[str, str, int]]:
+def _coverage_rows(runs: list[dict], white_box: bool, machine: str = "map") -> list[tuple[str, str, int]]:
     coverage = totals(runs, "coverage")
-    names = MAP_SCENARIOS if white_box else {k: MAP_SCENARIOS[k] for k in BLACK_BOX_SCENARIOS}
+    names = _scenarios(machine, white_box)
     return [(name, description, coverage.get(name, 0)) for name, description in names.items()]
 
 
@@ -316,7 +323,7 @@ def _json_link(row: dict) -> str:
 
 def _findings(runs: list[dict]) -> list[tuple[str, int, str]]:
     """``(finding, count, what it means)``: reported behaviour that is not a failure."""
-    explained = machine_kind("map").findings
+    explained = {name: text for kind in MACHINES.values() for name, text in kind.findings.items()}
     return [(name, count, explained.get(name, "")) for name, count in sorted(totals(runs, "findings").items())]
 
 
@@ -393,7 +400,7 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
                       if link else f"Replay: `{replay_command(out_dir, row)}`"]
     else:
         lines.append("None: every seed passed.")
-    rows = _coverage_rows(runs, white_box)
+    rows = _coverage_rows(runs, white_box, meta.get("machine", "map"))
     reached = sum(1 for _, _, hits in rows if hits)
     lines += ["", f"## Scenario coverage (docs/contract.md §13): {reached}/{len(rows)} reached", "",
               "| scenario | hits |", "|---|---|"]
@@ -462,7 +469,7 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
                          f"<p>Replay: <code>{e(replay_command(out_dir, row))}</code></p>")
     else:
         parts.append("<p>None: every seed passed.</p>")
-    rows = _coverage_rows(runs, white_box)
+    rows = _coverage_rows(runs, white_box, meta.get("machine", "map"))
     reached = sum(1 for _, _, hits in rows if hits)
     parts += [f"<h2>Scenario coverage (docs/contract.md §13): {reached}/{len(rows)} reached</h2>",
               "<table><tr><th>scenario</th><th>hits</th></tr>"]
@@ -497,8 +504,9 @@ def write_report(out_dir, runs: list[dict], failures: list[dict], distinct: list
     plot_saturation(runs, failures, root / PLOTS["saturation"][0])
     plot_throughput(runs, root / PLOTS["throughput"][0])
     plot_op_mix(runs, root / PLOTS["op_mix"][0])
-    plot_coverage(runs, root / PLOTS["coverage"][0], white_box)
-    args = (root, runs, failures, distinct, config.impl, config.executor, meta)
+    machine = getattr(config, "machine", "map")
+    plot_coverage(runs, root / PLOTS["coverage"][0], white_box, machine)
+    args = (root, runs, failures, distinct, config.impl, config.executor, dict(meta, machine=machine))
     write_atomically(root / "report.md", render_markdown(*args))
     write_atomically(root / "report.html", render_html(*args))
     return root / "report.md", root / "report.html"

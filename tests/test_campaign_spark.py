@@ -6,6 +6,7 @@ deduplication, faults, interruption and resume, the command line.
 """
 
 import io
+import json
 import os
 import re
 import signal
@@ -267,3 +268,33 @@ def test_the_jvms_stderr_reaches_ours_without_the_incubator_module_notice(tmp_pa
     assert done.returncode == 0, done.stderr
     assert "a line from the JVM" in done.stderr
     assert "incubator" not in done.stderr and "WARNING" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("machine, mutant", [("async", "mutant:async-key-not-released"),
+                                             ("checkpoint", "mutant:checkpoint-wrong-offsets"),
+                                             ("table", "mutant:table-set-meta-info-keeps-copier")])
+def test_every_machine_runs_in_campaigns_passing_its_reference_and_storing_its_mutants_failures(
+        spark, tmp_path, machine, mutant):
+    base = ["campaign", "--machine", machine, "--master", "local[2]", "--seeds", "0:24", "--partitions", "4"]
+    passed = io.StringIO()
+    assert main(base + ["--out", str(tmp_path / "reference")], passed, io.StringIO()) == 0, passed.getvalue()
+    assert f"{machine} machine" in passed.getvalue() and "no failures" in passed.getvalue()
+    failed = io.StringIO()
+    assert main(base + ["--impl", mutant, "--out", str(tmp_path / "mutant")], failed, io.StringIO()) == 1
+    stored = sorted((tmp_path / "mutant" / "counterexamples").glob("*.json"))
+    assert stored, failed.getvalue()
+    for path in stored:  # each replays on its own, to the failure it was stored for
+        cx = json.loads(path.read_text())
+        assert cx["machine"] == machine
+        replayed = io.StringIO()
+        assert main(["replay", str(path)], replayed, io.StringIO()) == 1, replayed.getvalue()
+    report = (tmp_path / "mutant" / "report.md").read_text()
+    assert "## Distinct failures" in report and "```python" in report
+
+
+def test_map_options_given_to_another_machines_campaign_are_bad_usage(tmp_path):
+    stderr = io.StringIO()
+    assert main(["campaign", "--machine", "async", "--capacity", "8", "--seeds", "0:4", "--out",
+                 str(tmp_path / "x")], io.StringIO(), stderr) == 2
+    assert "--capacity applies to campaigns of the map machine" in stderr.getvalue()
+    assert not (tmp_path / "x").exists()
