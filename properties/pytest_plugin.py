@@ -1,6 +1,8 @@
 """pytest plugin (entry point ``cowcheck``): shrink and store machine failures.
 
-When a cowcheck state machine fails under pytest, the failing program is
+When a cowcheck state machine of any kind (map, async, checkpoint, table: the
+class its builder returns, e.g. ``make_async_machine(factory).TestCase``) fails
+under pytest, the failing program is
 replayed, shrunk and replayed again (how reliably it fails: a map that fails
 at random is stored as nondeterministic, with the count) and saved as a
 counterexample (a walk test, ``properties.map.walk_test(factory)``, raises its
@@ -17,11 +19,9 @@ explored (largest map, rehash generations, key kinds, what it never reached;
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 
-import properties.map  # noqa: F401  (registers the map machine)
+import properties.machines  # noqa: F401  (registers every machine)
 from properties.core.counterexample import replay_command
 from properties.core.failures import CheckFailure
 from properties.core.hunt import HuntResult, store
@@ -97,12 +97,12 @@ def pytest_runtest_makereport(item, call):
     # Hypothesis's FlakyFailure, not as the CheckFailure the harness raised: the record has it.
     if not isinstance(error, CheckFailure) and record.first_failure is None:
         return
-    kind = machine_kind("map")
+    kind = machine_kind(getattr(machine, "kind_name", "map"))
     config = machine.config
-    factory = machine.factory
-    make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)
-    options = dict(white_box=record.last.white_box, strict_live_iteration=config.strict_live_iteration,
-                   contract=config.contract)
+    make, options = kind.replay_setup(machine.factory, config)
+    options = dict(options)
+    if "white_box" in options:  # as the run decided it (a map without introspection is checked black-box)
+        options["white_box"] = getattr(record.last, "white_box", options["white_box"])
     # The failure as the harness first raised it (Hypothesis replays it before reporting).
     original = record.first_failure_steps or record.last.steps
     first = record.first_failure or error.failure

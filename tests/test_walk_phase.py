@@ -119,3 +119,28 @@ def test_under_pytest_a_failing_walk_test_is_stored_and_shown_with_its_replay_co
     (path,) = (tmp_path / "found").glob("*.json")
     data = json.loads(path.read_text())
     assert data["found_by"]["generator"] == "walk" and data["found_by"]["test"].endswith("test_walks")
+
+
+@pytest.mark.parametrize("machine, module, builder, mutant", [
+    ("async", "properties.async_exec.machine", "make_async_machine", "async-key-not-released"),
+    ("checkpoint", "properties.checkpoint.machine", "make_checkpoint_machine", "checkpoint-wrong-offsets"),
+    ("table", "properties.table.machine", "make_table_machine", "table-set-meta-info-keeps-copier"),
+])
+def test_under_pytest_a_failing_machine_of_any_kind_is_stored_and_replays(tmp_path, machine, module, builder, mutant):
+    (tmp_path / "test_mine.py").write_text(
+        "from properties.core.mutants import catalogue\n"
+        f"from {module} import {builder}\n"
+        f"TestBroken = {builder}(catalogue()[{mutant!r}].implementation().factory).TestCase\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_mine.py",
+                          "--cowcheck-dir", str(tmp_path / "found"), "--hypothesis-profile=ci"],
+                         capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                         timeout=300)
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert "cowcheck counterexample" in run.stdout and "replay: cowcheck replay" in run.stdout, run.stdout[-3000:]
+    (path,) = (tmp_path / "found").glob("*.json")
+    data = json.loads(path.read_text())
+    assert data["machine"] == machine and data["found_by"]["tool"] == "pytest"
+    replay_line = next(line for line in run.stdout.splitlines() if line.startswith("replay: cowcheck replay"))
+    replayed = subprocess.run([sys.executable, "-m", "properties.cli", *replay_line.split()[2:]], capture_output=True,
+                              text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
+    assert replayed.returncode == 1 and "reproduces" in replayed.stdout, replayed.stdout[-2000:]

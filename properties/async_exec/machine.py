@@ -29,7 +29,7 @@ from hypothesis.stateful import rule
 
 from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
 from properties.async_exec.walks import statement_choices, waits
-from properties.core.machine import HarnessMachine, RunRecord
+from properties.core.machine import HarnessMachine, RunRecord, identify
 
 __all__ = ["AsyncMachineConfig", "make_async_machine", "record_programs", "replay_setup"]
 
@@ -95,7 +95,7 @@ def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMach
 
     AsyncMachine.__name__ = AsyncMachine.__qualname__ = f"AsyncMachine[{getattr(factory, '__name__', 'impl')}]"
     AsyncMachine.record = record
-    return AsyncMachine
+    return identify(AsyncMachine, "async", factory, config)
 
 
 def replay_setup(factory: Callable, config: AsyncMachineConfig):

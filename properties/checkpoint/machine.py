@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, rule
 
 from properties.checkpoint.harness import STATES, CheckpointHarness, key_pool as keys_of
-from properties.core.machine import HarnessMachine, RunRecord
+from properties.core.machine import HarnessMachine, RunRecord, identify
 from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, HeapKeyedStateBackend
 from reference.state_table import KeyGroupRange
 
@@ -159,7 +159,7 @@ def make_checkpoint_machine(factory: Callable[[], object] | None = None,
     name = getattr(factory, "__name__", None) or getattr(getattr(factory, "func", None), "__name__", "backend")
     CheckpointMachine.__name__ = CheckpointMachine.__qualname__ = f"CheckpointMachine[{name}]"
     CheckpointMachine.record = record
-    return CheckpointMachine
+    return identify(CheckpointMachine, "checkpoint", factory, config)
 
 
 def replay_setup(factory: Callable, config: CheckpointMachineConfig):

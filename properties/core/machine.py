@@ -32,7 +32,8 @@ from properties.core.failures import CheckFailure, Failure
 from properties.core.limits import BudgetSpent
 from properties.core.program import OperationTable, Step
 
-__all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind", "add_space"]
+__all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind", "add_space",
+           "identify"]
 
 
 def add_space(total, space):
@@ -302,3 +303,27 @@ def machine_kind(name: str) -> MachineKind:
         known = ", ".join(sorted(MACHINES)) or "none (import properties.map, properties.async_exec, ...)"
         raise ValueError(f"unknown machine {name!r}; known: {known}")
     return MACHINES[name]
+
+
+def identify(machine_class: type, kind_name: str, factory, config, impl_spec: str | None = None) -> type:
+    """Mark a machine class a builder made with what the pytest plugin needs to shrink, store
+    and replay its failures, whatever the machine: its kind, factory, config and the
+    implementation spec that names the factory (a built-in's name, else ``module:qualname``)."""
+    machine_class.kind_name = kind_name
+    machine_class.factory = factory
+    machine_class.config = config
+    machine_class.impl_spec = impl_spec or _spec_of(kind_name, factory)
+    return machine_class
+
+
+def _spec_of(kind_name: str, factory) -> str:
+    own = getattr(factory, "__dict__", {}).get("cowcheck_spec")  # its own (a mutant's), not a base class's
+    if isinstance(own, str):
+        return own
+    kind = MACHINES.get(kind_name)
+    for name, builtin in (kind.builtins.items() if kind is not None else ()):
+        if builtin().factory is factory:
+            return name
+    module = getattr(factory, "__module__", None) or type(factory).__module__
+    name = getattr(factory, "__qualname__", None) or type(factory).__qualname__
+    return f"{module}:{name}"

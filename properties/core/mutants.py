@@ -60,6 +60,10 @@ def register_mutant(name: str, description: str, expected: str, machine: str = "
         if name in _CATALOGUE:
             raise ValueError(f"mutant {name!r} registered twice")
         _CATALOGUE[name] = Mutant(name, description, expected, factory, machine, source)
+        try:  # the spec that resolves back to it (a stored counterexample's implementation)
+            factory.cowcheck_spec = f"mutant:{name}"
+        except (AttributeError, TypeError):
+            pass
         return factory
 
     return decorate

@@ -34,7 +34,7 @@ from hypothesis.stateful import Bundle, consumes, initialize, precondition, rule
 
 from model import ModelMap
 from properties.core.api import StateMapFactory
-from properties.core.machine import HarnessMachine, RunRecord, add_space
+from properties.core.machine import HarnessMachine, RunRecord, add_space, identify
 from properties.map.harness import CONTRACTS, Harness
 from properties.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
 from properties.map.ops import (COUNT, FAMILY, LIVE_SNAPSHOT, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, RELEASED_SNAPSHOT,
@@ -276,10 +276,7 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
     machine = type(name, (HarnessMachine,), namespace)
     machine.__qualname__ = name
     machine.record = record
-    machine.config = config
-    machine.factory = factory
-    machine.impl_spec = impl_spec or _spec_of(factory)
-    return machine
+    return identify(machine, "map", factory, config, impl_spec or _spec_of(factory))
 
 
 def _spec_of(factory: Callable) -> str:

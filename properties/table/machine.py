@@ -8,7 +8,7 @@ from typing import Callable, Iterator
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, precondition, rule
 
-from properties.core.machine import HarnessMachine, RunRecord
+from properties.core.machine import HarnessMachine, RunRecord, identify
 from properties.core.program import Step
 from properties.table.harness import TableHarness, TableMachineConfig
 
@@ -81,7 +81,7 @@ def make_table_machine(factory: Callable, config: TableMachineConfig = TableMach
 
     TableMachine.__name__ = TableMachine.__qualname__ = f"TableMachine[{getattr(factory, '__name__', 'table')}]"
     TableMachine.record = record
-    return TableMachine
+    return identify(TableMachine, "table", factory, config)
 
 
 def replay_setup(factory: Callable, config: TableMachineConfig):
