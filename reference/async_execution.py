@@ -26,6 +26,13 @@ How (one step per Flink class):
 - ``process_record``: what Flink's record processor does around
   ``processElement``: the processing function runs as the callback of a
   SYNC_POINT request, so it starts only once its record holds the key.
+- ``process_timer``: what Flink's timer service does for a timer that fires
+  (``InternalTimerServiceAsyncImpl.maintainContextAndProcess``): a context of
+  its own for the timer's key, then a SYNC_POINT with the timer's callback,
+  *with overdraft*: a timer at the in-flight limit drains only while that
+  makes progress (and not at all more than 5 drains deep), then goes in
+  anyway, so a timer fired inside the disposal of a record never waits for
+  that record.
 
 Threading model: everything runs on the task thread that calls the
 controller, except the optional threaded executor, whose worker only posts
@@ -51,7 +58,8 @@ variables, inherited epochs (``build_context(..., inherit=True)``) or metrics; a
 bug"); a future completed twice raises.
 
 Quirks kept from Flink: in-flight may reach ``max_in_flight + 1`` (the drain
-waits while in-flight > max, then the new record counts itself); requests
+waits while in-flight > max, then the new record counts itself), and more
+through timers' overdraft; requests
 left in the active queue after a trigger carry no timeout until the next
 request arrives (the trigger clears the deadline, only an enqueue sets one).
 
@@ -107,6 +115,8 @@ __all__ = [
 DEFAULT_BATCH_SIZE = 1000
 DEFAULT_MAX_IN_FLIGHT = 6000
 DEFAULT_BUFFER_TIMEOUT = 1000
+# Flink (2.0 on): an overdraft drain inside more than this many nested drains does not drain at all.
+OVERDRAFT_DEPTH = 5
 
 
 class DrainStalledError(IllegalStateError):
@@ -398,6 +408,7 @@ class AsyncExecutionController:
                              f"{epoch_parallel_mode!r}")
         self.epoch_parallel_mode = epoch_parallel_mode
         self.epoch_manager = self.epoch_manager_class(self.drain_inflight_records)
+        self.drain_depth = 0  # drains running, nested (an overdraft drain stays out past OVERDRAFT_DEPTH)
 
     # ------------------------------------------------------------ records
 
@@ -414,18 +425,29 @@ class AsyncExecutionController:
         """Process one record: ``processing()`` runs once the record holds
         ``key`` (at once if it is free, else from the mailbox later), with the
         record as current context. Returns the record's context."""
+        return self._process_in_context(record, key, processing, allow_overdraft=False)
+
+    def process_timer(self, timer, key, callback: Callable[[], Any]) -> RecordContext:
+        """A timer fires on ``key`` (Flink's timer service): ``callback()`` runs
+        once the timer holds ``key``, as a record of its own, admitted with
+        overdraft. Returns the timer's context."""
+        return self._process_in_context(timer, key, callback, allow_overdraft=True)
+
+    def _process_in_context(self, record, key, fn: Callable[[], Any], allow_overdraft: bool) -> RecordContext:
         context = self.build_context(record, key)
-        # The processing function counts as one more callback (Flink's
-        # setAsyncKeyedContextElement / postProcessElement pair).
+        # ``fn`` counts as one more callback (Flink's setAsyncKeyedContextElement /
+        # postProcessElement pair; the timer service's retain / release).
         context.retain()
         self.set_current_context(context)
-        self.sync_point_request_with_callback(processing)
+        self.sync_point_request_with_callback(fn, allow_overdraft)
         context.release()
         return context
 
-    def sync_point_request_with_callback(self, callback: Callable[[], Any]) -> StateFuture:
+    def sync_point_request_with_callback(self, callback: Callable[[], Any],
+                                         allow_overdraft: bool = False) -> StateFuture:
         """Run ``callback`` once the current record holds its key."""
-        return self.handle_request(None, StateRequestType.SYNC_POINT, None).then_accept(lambda _: callback())
+        return self.handle_request(None, StateRequestType.SYNC_POINT, None,
+                                   allow_overdraft).then_accept(lambda _: callback())
 
     def dispose_context(self, context: RecordContext) -> None:
         """Reference count 0: the record's epoch counts it finished (which may
@@ -471,15 +493,17 @@ class AsyncExecutionController:
 
     # ----------------------------------------------------------- requests
 
-    def handle_request(self, state, request_type: StateRequestType, payload) -> StateFuture:
-        """Submit one request for the current record; its future."""
+    def handle_request(self, state, request_type: StateRequestType, payload,
+                       allow_overdraft: bool = False) -> StateFuture:
+        """Submit one request for the current record; its future (``allow_overdraft``:
+        see ``seize_capacity``)."""
         context = self.current_context
         if context is None:
             raise IllegalStateError(f"handle_request({request_type.value}) outside a record: "
                                     f"use process_record or set_current_context first")
         future = self.future_class(self._callback_runner(context), context)
         request = StateRequest(state, request_type, payload, future, context)
-        self.seize_capacity()
+        self.seize_capacity(allow_overdraft)
         if self.try_occupy_key(context):
             self.insert_active_buffer(request)
         else:
@@ -498,11 +522,14 @@ class AsyncExecutionController:
 
         return submit
 
-    def seize_capacity(self) -> None:
-        """A record's first request waits until in-flight <= max, then counts it."""
+    def seize_capacity(self, allow_overdraft: bool = False) -> None:
+        """A record's first request waits until in-flight <= max, then counts it.
+        With ``allow_overdraft`` it drains only while that makes progress (none
+        at all inside more than ``OVERDRAFT_DEPTH`` nested drains), then counts
+        itself whatever the count."""
         if self.current_context.key_occupied:
             return  # a later request of a record already in flight
-        self.drain_inflight_records(self.max_in_flight)
+        self._drain(self.max_in_flight, wait=not allow_overdraft)
         self.in_flight += 1
 
     def insert_active_buffer(self, request: StateRequest) -> None:
@@ -528,8 +555,16 @@ class AsyncExecutionController:
     def drain_inflight_records(self, target: int) -> None:
         """Run mails and force batches until at most ``target`` records are in
         flight (0: everything finished). DrainStalledError if that can never happen."""
+        self._drain(target, wait=True)
+
+    def _drain(self, target: int, wait: bool) -> None:
+        """``wait``: until the target is reached (else DrainStalledError); otherwise
+        (overdraft) only while something can run, and not deeper than OVERDRAFT_DEPTH."""
+        if not wait and self.drain_depth > OVERDRAFT_DEPTH:
+            return
         stored = self.current_context
         waited_since = None
+        self.drain_depth += 1
         try:
             while self.in_flight > target:
                 mail = self.mailbox.poll()
@@ -539,6 +574,8 @@ class AsyncExecutionController:
                     continue
                 if (target == 0 or not self.state_executor.fully_loaded()) and self.trigger_if_needed(True):
                     continue
+                if not wait and not self.state_executor.fully_loaded():
+                    return  # overdraft: nothing runs here now, go in anyway (Flink does not wait for the executor)
                 if not self.state_executor.has_pending():
                     raise DrainStalledError(self.in_flight, target, self.buffer.active_queue_size(),
                                             self.buffer.blocking_queue_size)
@@ -549,6 +586,7 @@ class AsyncExecutionController:
                                             self.buffer.blocking_queue_size)
                 self.mailbox.wait_for_mail(0.001)
         finally:
+            self.drain_depth -= 1
             self.set_current_context(stored)
 
     def check_buffer_timeout(self) -> bool:

@@ -15,8 +15,8 @@ Properties (``Failure.code``):
 - A2 exclusive: never two records of one key active at once (a record starts
   only after the previous one of its key finished; one holder per key);
 - A3 in-flight: at most ``max_in_flight + 1`` records in flight (Flink's
-  bound: a new record is admitted while in-flight == max); a drain leaves at
-  most its target;
+  bound: a new record is admitted while in-flight == max), plus the timers in
+  flight when timers overdraw (``overdraft``); a drain leaves at most its target;
 - A4 batch: a batch holds ``min(batch_size, active queue)`` requests, and an
   unforced trigger only happens at a full batch;
 - A5 once: every callback runs exactly once, every future completes;
@@ -31,11 +31,21 @@ Properties (``Failure.code``):
 - A11 epochs (``non_record`` steps, ``reference.epochs``): a non-record's
   trigger action runs once, only after every record that arrived before it
   has finished and the previous non-record's final action has run; its final
-  action runs once, after its trigger action and after every record the
-  trigger started has finished; in serial mode both have run when
+  action runs once, after its trigger action and after every timer the
+  trigger fired has finished; in serial mode both have run when
   ``process_non_record`` returns; after a drain to 0 every one has run (and,
   white-box, after any step with an empty mailbox, every action whose epoch
-  has finished has run: none fires late).
+  has finished has run: none fires late). ``final_actions=False`` (a release
+  without them): one action, the trigger.
+
+Timers: a non-record's trigger fires timers on keys of the records' own key
+space, as Flink's timer service does (``process_timer``: a context for the
+timer's key, a sync point with the timer's callback, which makes its own state
+accesses); a timer may fire on a key a record holds, and at the in-flight
+limit. The order of a key's records and timers is the one
+:class:`model.async_model.KeyOrder` allows (A1, A2), and the serial model runs
+each record and timer when it starts, so it follows the order the controller
+chose among the allowed ones (A7).
 
 Black-box, from the records' programs alone: A1, A2 (start after the
 predecessor finished), A3 (records that have not finished their program are
@@ -60,7 +70,7 @@ from typing import Callable
 
 import attrs
 
-from model.async_model import AsyncModel
+from model.async_model import AsyncModel, KeyOrder
 from properties.async_exec.ops import ASYNC_OPS
 from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure, json_data
 from properties.core.harness import HarnessBase
@@ -79,8 +89,8 @@ __all__ = [
     "render_async",
     "render_async_program",
     "non_record",
+    "fire_timer",
     "EPOCH_MODES",
-    "TIMER_KEYS",
 ]
 
 # AsyncMachineConfig.epoch_mode -> the controller's epoch_parallel_mode (passed only when not the default)
@@ -95,7 +105,11 @@ class AsyncMachineConfig:
     factory; ``keys``: record keys are ``0..keys-1``; ``states``: value state
     names; ``max_statements``: statements per record program; ``threaded``:
     pass ``threaded=True`` (batches on a worker thread); ``white_box``: check
-    the controller's internals too (None: if it offers them)."""
+    the controller's internals too (None: if it offers them); ``epoch_mode``:
+    serial or parallel epochs. What the implementation has (a Flink release's
+    defaults, ``properties.flink``): ``final_actions``, non-records with a final
+    action besides the trigger; ``overdraft``, timers admitted past the
+    in-flight limit (with False they wait for capacity as records do)."""
 
     batch_size: int = 3
     max_in_flight: int = 4
@@ -106,6 +120,8 @@ class AsyncMachineConfig:
     threaded: bool = False
     white_box: bool | None = None
     epoch_mode: str = attrs.field(default="serial", validator=attrs.validators.in_(EPOCH_MODES))
+    final_actions: bool = True
+    overdraft: bool = True
 
 
 # docs/contract.md §13's async scenarios (the first four) and one more worth counting.
@@ -118,6 +134,8 @@ ASYNC_SCENARIOS: dict[str, str] = {
     "epoch-waited-for-records": "a non-record's trigger action waited for records that arrived before it",
     "epoch-final-waited-for-spawned": "a non-record's final action waited for records its trigger started",
     "epochs-overlapped": "a record of a later epoch started before an earlier non-record's trigger ran",
+    "timer-on-key-in-flight": "a timer fired on a key that a record or timer in flight held",
+    "timer-at-in-flight-limit": "a timer fired while in-flight was at its limit",
 }
 
 
@@ -230,24 +248,26 @@ def arrive(aec, key, program: list, record=None):
                               lambda: issue_program(states, program))
 
 
-# Records a trigger action starts use keys of their own (TIMER_KEYS + key): in parallel mode
-# their order against later epochs' records of the same key is unspecified (the non-record
-# came first, yet those records may run before its trigger fires), so the serial model could
-# not say which goes first.
-TIMER_KEYS = 100
+def fire_timer(aec, key, program: list, timer=None):
+    """A timer fires on ``key`` and its callback runs ``program`` (``process_timer``)."""
+    states = {name: aec.value_state(name) for name in _state_names(program)}
+    return aec.process_timer(timer if timer is not None else object(), key, lambda: issue_program(states, program))
 
 
-def non_record(aec, spawn: list, on_trigger=None, on_final=None):
+def non_record(aec, timers: list, on_trigger=None, on_final=None, final: bool = True):
     """What a ``non_record`` step does: ``process_non_record`` whose trigger action
-    processes the records ``spawn`` (``[key, program]`` each, on key ``TIMER_KEYS +
-    key``, as a timer that emits elements does) and whose final action does nothing more."""
+    fires ``timers`` (``[key, program]`` each, keys of the records' own key space, as
+    a watermark fires event-time timers) and whose final action does nothing more
+    (``final=False``: no final action, as releases without them)."""
 
     def trigger():
         if on_trigger is not None and on_trigger() is False:
             return
-        for key, program in spawn:
-            arrive(aec, TIMER_KEYS + key, program)
+        for key, program in timers:
+            fire_timer(aec, key, program)
 
+    if not final:
+        return aec.process_non_record(trigger)
     return aec.process_non_record(trigger, on_final or (lambda: None))
 
 
@@ -275,19 +295,20 @@ class _NonRecord:
 class _Trace(ProgramHooks):
     """One record as the harness sees it."""
 
-    def __init__(self, harness: "AsyncHarness", rid: int, key, program, expected: list) -> None:
+    def __init__(self, harness: "AsyncHarness", rid: int, key, program, timer: bool) -> None:
         self.harness = harness
         self.rid = rid
         self.key = key
         self.program = program
-        self.expected = expected
+        self.timer = timer
+        self.expected: list = []  # the serial model's reads, once the record starts
         self.context = None
         self.reads: list = []
         self.calls: list[int] = []
         self.futures: list = []
         self.requests: list = []  # (time issued, future) of every state request
-        self.previous: _Trace | None = None  # the record of the same key that arrived just before
         self.started = False
+        self.started_at = -1  # the how-manieth record to start
         self.blocked = False
         self.done = False
 
@@ -319,7 +340,7 @@ class _Trace(ProgramHooks):
                                                     f"model {want!r}, controller {value!r}", want, value)
 
     def describe(self) -> str:
-        return f"r{self.rid} (key {self.key!r})"
+        return f"{'timer ' if self.timer else ''}r{self.rid} (key {self.key!r})"
 
 
 class _ObservedExecutor:
@@ -372,14 +393,16 @@ class AsyncHarness(HarnessBase):
         self.controller = factory(**options)
         self.white_box = has_async_introspection(self.controller) if config.white_box is None else config.white_box
         self.model = AsyncModel()
+        self.order = KeyOrder()
         self.states: dict = {}  # state name -> ValueState
         self.traces: list[_Trace] = []
         self.by_record: dict = {}  # record id -> trace
-        self._last_of_key: dict = {}  # key -> its latest trace
         self._unfinished = 0  # records whose program has not finished
+        self._unfinished_timers = 0  # of which timers
         self._pending: list[Failure] = []
         self._forcing: list[bool] = []
-        self._last_executed: dict = {}  # key -> record id of its last executed request
+        self._last_executed: dict = {}  # key -> the trace of its last executed request
+        self._starts = 0
         # Requests a trigger left in the active queue: Flink arms the timeout
         # only when a request enters, so these may legitimately wait unarmed.
         self._leftovers: set = set()
@@ -445,13 +468,17 @@ class AsyncHarness(HarnessBase):
         self._arrive(step, key, program)
 
     def _arrive(self, step, key, program, spawned_by: "_NonRecord | None" = None):
-        """A record arrives: from the step (through ``_call``), or from a trigger action (already inside
-        the controller's call)."""
+        """A record arrives (from the step, through ``_call``), or a timer fires (``spawned_by``: from a
+        trigger action, already inside the controller's call)."""
         rid = len(self.traces)
-        trace = _Trace(self, rid, key, program, self.model.run_record(key, program))
+        trace = _Trace(self, rid, key, program, spawned_by is not None)
+        if spawned_by is None:
+            self.order.arrive(rid, key)
+        else:
+            self._count_timer_collisions(key)
+            self.order.fire(rid, key, spawned_by.before)
+            self._unfinished_timers += 1
         self._unfinished += 1
-        trace.previous = self._last_of_key.get(key)
-        self._last_of_key[key] = trace
         self.traces.append(trace)
         self.by_record[rid] = trace
         for name in _state_names(program) - self.states.keys():
@@ -468,7 +495,7 @@ class AsyncHarness(HarnessBase):
             context = self._call(step, self.controller.process_record, rid, key, trace.callback(processing))
         else:
             spawned_by.spawned.append(trace)
-            context = self.controller.process_record(rid, key, trace.callback(processing))
+            context = self.controller.process_timer(rid, key, trace.callback(processing))
         for earlier in self.non_records:
             if earlier.triggers == 0 and rid >= earlier.before:
                 self.coverage["epochs-overlapped"] += 1
@@ -479,6 +506,27 @@ class AsyncHarness(HarnessBase):
         elif trace.context is not context:
             self._violate(DIVERGENCE, "A9", f"record {trace.describe()} started with a context that is not "
                                             f"its own ({trace.context!r})")
+
+    def _count_timer_collisions(self, key) -> None:
+        """Coverage: a timer about to fire on a key in flight, or at the in-flight limit."""
+        if self.white_box:
+            held = key in self.controller.key_accounting.occupied
+            in_flight = self.controller.in_flight
+        else:
+            held = any(t.key == key and not self._finished(t) for t in self.traces)
+            in_flight = self._unfinished
+        if held:
+            self.coverage["timer-on-key-in-flight"] += 1
+        if in_flight >= self.config.max_in_flight:
+            self.coverage["timer-at-in-flight-limit"] += 1
+
+    def _bound_text(self) -> str:
+        timers = self._unfinished_timers if self.config.overdraft else 0
+        return f"{self.config.max_in_flight} + 1" + (f" + {timers} timers" if timers else "")
+
+    def _in_flight_bound(self) -> int:
+        """A3: the limit + 1, and the timers in flight when timers overdraw."""
+        return self.config.max_in_flight + 1 + (self._unfinished_timers if self.config.overdraft else 0)
 
     def _op_advance_time(self, step, millis):
         self.clock.advance(millis)
@@ -509,12 +557,14 @@ class AsyncHarness(HarnessBase):
         nr = _NonRecord(len(self.non_records), len(self.traces), spawn, len(self.steps) - 1)
         nr.waited = any(not self._finished(t) for t in self.traces)
         self.non_records.append(nr)
+        final = self.config.final_actions
         self._call(step, non_record, self.controller, [], lambda: self._on_trigger(step, nr),
-                   lambda: self._on_final(nr))
-        if self.config.epoch_mode == "serial" and (nr.triggers, nr.finals) != (1, 1) and not self._pending:
+                   lambda: self._on_final(nr), final)
+        want = (1, 1) if final else (1, 0)
+        if self.config.epoch_mode == "serial" and (nr.triggers, nr.finals) != want and not self._pending:
             self._fail(DIVERGENCE, "A11", f"{render_async(step)}: returned in serial mode before its epoch "
                                           f"finished (trigger ran {nr.triggers}, final ran {nr.finals} times)",
-                       "both ran", f"trigger {nr.triggers}, final {nr.finals}")
+                       "both ran" if final else "the trigger ran", f"trigger {nr.triggers}, final {nr.finals}")
 
     # ------------------------------------------------------------ epochs
 
@@ -535,7 +585,7 @@ class AsyncHarness(HarnessBase):
             self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its trigger action ran with a record context "
                                              f"current ({self.controller.current_context!r})")
         previous = self.non_records[nr.nid - 1] if nr.nid else None
-        if previous is not None and previous.finals != 1:
+        if previous is not None and (previous.finals if self.config.final_actions else previous.triggers) != 1:
             self._violate(DIVERGENCE, "A11", f"{nr.describe()}: its trigger action ran before the final action "
                                              f"of {previous.describe()}", f"n{previous.nid} first",
                           f"n{nr.nid} first")
@@ -547,7 +597,7 @@ class AsyncHarness(HarnessBase):
         if nr.waited:
             self.coverage["epoch-waited-for-records"] += 1
         for key, program in nr.spawn:
-            self._arrive(step, TIMER_KEYS + key, program, spawned_by=nr)
+            self._arrive(step, key, program, spawned_by=nr)
         return True
 
     def _on_final(self, nr: _NonRecord) -> None:
@@ -579,7 +629,7 @@ class AsyncHarness(HarnessBase):
                 self._fail(DIVERGENCE, "A11", f"after {render_async(step)}: every record before {nr.describe()} "
                                               f"has finished, but its trigger action has not run",
                            "trigger ran", "not yet")
-            if nr.finals == 0:
+            if nr.finals == 0 and self.config.final_actions:
                 if all(self._finished(t) for t in nr.spawned):
                     self._fail(DIVERGENCE, "A11", f"after {render_async(step)}: the records {nr.describe()}'s "
                                                   f"trigger started have finished, but its final action has "
@@ -599,29 +649,32 @@ class AsyncHarness(HarnessBase):
 
     def _on_start(self, trace: _Trace) -> None:
         trace.started = True
+        trace.started_at = self._starts
+        self._starts += 1
         if trace.context is None:
             trace.context = self.controller.current_context
         if trace.blocked:
             self.coverage["same-key-blocked-then-activated"] += 1
-        # Each start checks its predecessor of the same key, so together they check the whole chain.
-        other = trace.previous
-        if other is not None:
-            if not other.started:
-                self._violate(DIVERGENCE, "A1", f"record {trace.describe()} started before the earlier record "
-                                                f"r{other.rid} of the same key", f"r{other.rid} first",
-                              f"r{trace.rid} first")
-            elif not (other.done and all(f.is_done() for f in other.futures)):
-                self._violate(DIVERGENCE, "A2", f"record {trace.describe()} started while r{other.rid} of the "
-                                                f"same key was still active", f"r{other.rid} finished",
-                              f"r{other.rid} active")
-            elif self.white_box and other.context.ref_count != 0:
-                self._violate(INVARIANT, "A2", f"record {trace.describe()} started while r{other.rid} of the "
-                                               f"same key still has {other.context.ref_count} references", 0,
-                              other.context.ref_count)
+        # Each start checks the ones of its key it must follow (KeyOrder), so together they check the
+        # whole order; the model then runs the record, in the order the controller chose.
+        for code, text in self.order.start(trace.rid, self._program_finished):
+            self._violate(DIVERGENCE, code, f"record {trace.describe()}: {text}")
+        if self.white_box:
+            for other in map(self.traces.__getitem__, self.order.after(trace.rid)):
+                if other.started and other.context is not None and other.context.ref_count != 0:
+                    self._violate(INVARIANT, "A2", f"record {trace.describe()} started while r{other.rid} of the "
+                                                   f"same key still has {other.context.ref_count} references", 0,
+                                  other.context.ref_count)
+        trace.expected = self.model.run_record(trace.key, trace.program)
+
+    def _program_finished(self, rid: int) -> bool:
+        other = self.traces[rid]
+        return other.done and all(f.is_done() for f in other.futures)
 
     def _on_done(self, trace: _Trace) -> None:
         trace.done = True
         self._unfinished -= 1
+        self._unfinished_timers -= trace.timer
         if len(trace.reads) != len(trace.expected):
             self._violate(DIVERGENCE, "A7", f"record {trace.describe()} finished after {len(trace.reads)} "
                                             f"reads, the model made {len(trace.expected)}",
@@ -641,9 +694,9 @@ class AsyncHarness(HarnessBase):
         elif forced is False and before < config.batch_size:
             self._violate(INVARIANT, "A4", f"an unforced trigger ran a batch of {n} below the batch size "
                                            f"{config.batch_size}", config.batch_size, n)
-        if controller.in_flight > config.max_in_flight + 1:
+        if controller.in_flight > self._in_flight_bound():
             self._violate(INVARIANT, "A3", f"{controller.in_flight} records in flight, the bound is "
-                                           f"{config.max_in_flight} + 1", config.max_in_flight + 1, controller.in_flight)
+                                           f"{self._bound_text()}", self._in_flight_bound(), controller.in_flight)
         if forced:
             self.coverage["timeout-trigger" if self.steps[-1].op == "advance_time" else "forced-trigger"] += 1
         else:
@@ -654,12 +707,14 @@ class AsyncHarness(HarnessBase):
             if trace is None or trace.context is not context:
                 self._violate(INVARIANT, "A2", f"executed a request of an unknown record context {context!r}")
                 continue
+            # A key's requests reach the executor in the order its records started (KeyOrder checks that order).
             last = self._last_executed.get(context.key)
-            if last is not None and last > trace.rid:
+            if last is not None and last.started_at > trace.started_at:
                 self._violate(DIVERGENCE, "A1", f"key {context.key!r}: a request of r{trace.rid} executed after "
-                                                f"one of the later record r{last}", f"r{trace.rid} first",
-                              f"r{last} first")
-            self._last_executed[context.key] = max(trace.rid, last if last is not None else trace.rid)
+                                                f"one of r{last.rid}, which started later", f"r{trace.rid} first",
+                              f"r{last.rid} first")
+            if last is None or trace.started_at > last.started_at:
+                self._last_executed[context.key] = trace
             holder = controller.key_accounting.occupied.get(context.key, None)
             if not context.key_occupied or holder != trace.rid:
                 self._violate(INVARIANT, "A2", f"a request of record {trace.describe()} executed while the key "
@@ -673,19 +728,19 @@ class AsyncHarness(HarnessBase):
             if self.non_records:
                 self._check_epochs_not_late(step)
         # A record that has not finished its program is certainly still in flight.
-        bound = self.config.max_in_flight + 1
+        bound = self._in_flight_bound()
         if self._unfinished > bound:
             self._fail(DIVERGENCE, "A3", f"after {render_async(step)}: {self._unfinished} records have not "
-                                         f"finished, at most {bound - 1} + 1 may be in flight", bound,
+                                         f"finished, at most {self._bound_text()} may be in flight", bound,
                        self._unfinished)
 
     def _check_structure(self, step: Step) -> None:
         """White-box A2, A3, A6, A8 on the controller's own bookkeeping."""
         controller, config = self.controller, self.config
         in_flight = controller.in_flight
-        if not 0 <= in_flight <= config.max_in_flight + 1:
+        if not 0 <= in_flight <= self._in_flight_bound():
             self._fail(INVARIANT, "A3", f"after {render_async(step)}: {in_flight} records in flight, the bound "
-                                        f"is {config.max_in_flight} + 1", config.max_in_flight + 1, in_flight)
+                                        f"is {self._bound_text()}", self._in_flight_bound(), in_flight)
         holders: dict = {}
         for trace in self.traces:
             ctx = trace.context
@@ -762,10 +817,11 @@ class AsyncHarness(HarnessBase):
             if left != (0, 0, 0):
                 self._fail(INVARIANT, "A6", f"{where}: {left[0]} keys held, {left[1]} requests active, "
                                             f"{left[2]} blocked", (0, 0, 0), left)
+        want = (1, 1) if self.config.final_actions else (1, 0)
         for nr in self.non_records:
-            if (nr.triggers, nr.finals) != (1, 1):
+            if (nr.triggers, nr.finals) != want:
                 self._fail(DIVERGENCE, "A11", f"{where}: {nr.describe()}'s trigger action ran {nr.triggers}, its "
-                                              f"final action {nr.finals} times", (1, 1), (nr.triggers, nr.finals))
+                                              f"final action {nr.finals} times", want, (nr.triggers, nr.finals))
         want = {(key, name): value for (key, name), value in self.model.data.items()}
         got = {(key, name): value for name, key, _, value in self.backend.items()}
         if want != got:

@@ -1,10 +1,12 @@
 """A Hypothesis state machine over the async execution controller (docs/contract.md §12).
 
 ``make_async_machine(factory, config, record)`` returns a
-``RuleBasedStateMachine`` class whose rules interleave record arrivals (one
-record, or a burst of them), time passing (the periodic buffer-timeout check
-then an idle mailbox), forced triggers, drains to a target, partial
-mailbox runs and non-records (whose trigger actions may start records). Each rule becomes a :class:`~properties.core.program.Step` applied
+``RuleBasedStateMachine`` class with one rule per operation of
+:data:`~properties.async_exec.ops.ASYNC_OPS`, its arguments drawn per domain
+(:class:`Strategies`): record arrivals (one record, or a burst of them), time
+passing (the periodic buffer-timeout check then an idle mailbox), forced
+triggers, drains to a target, partial mailbox runs and non-records (whose
+trigger actions fire timers on the records' keys). Each rule becomes a :class:`~properties.core.program.Step` applied
 through the :class:`~properties.async_exec.harness.AsyncHarness`, which checks
 A1–A11 after every step; every example ends with a drain to 0, which checks
 that everything finished and the state equals the serial model's. Steps of
@@ -28,74 +30,96 @@ from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
 from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
-from properties.async_exec.walks import statement_choices, waits
+from properties.async_exec.ops import ASYNC_OPS
+from properties.async_exec.walks import BURST, statement_choices, timer_sizes, waits
 from properties.core.machine import HarnessMachine, RunRecord, identify
 
-__all__ = ["AsyncMachineConfig", "make_async_machine", "record_programs", "replay_setup"]
+__all__ = ["AsyncMachineConfig", "Strategies", "make_async_machine", "replay_setup"]
 
 
-def record_programs(config: AsyncMachineConfig) -> st.SearchStrategy:
-    """Record programs (see ``model.async_model``) over the config's state names."""
-    # One choice per statement: drawing is most of a run's cost.
-    return st.lists(st.sampled_from(statement_choices(config)), min_size=1, max_size=config.max_statements)
+class Strategies:
+    """A Hypothesis strategy per argument domain of :data:`ASYNC_OPS` (the seeded walks draw the
+    same domains with :class:`~properties.async_exec.walks.WalkContext`)."""
+
+    def __init__(self, config: AsyncMachineConfig) -> None:
+        self.config = config
+        self.keys = st.integers(0, config.keys - 1)
+        # One choice per statement: drawing is most of a run's cost.
+        self.programs = st.lists(st.sampled_from(statement_choices(config)), min_size=1,
+                                 max_size=config.max_statements)
+
+    def key(self):
+        return self.keys
+
+    def program(self):
+        return self.programs
+
+    def millis(self):
+        return st.sampled_from(waits(self.config))
+
+    def target(self):
+        return st.integers(0, self.config.max_in_flight)
+
+    def limit(self):
+        return st.integers(1, 6)
+
+    def timers(self):
+        one = st.tuples(self.keys, self.programs).map(list)
+        low, high = timer_sizes(self.config)
+        # several timers of one key (timestamps apart) firing on one watermark, or a few on any keys
+        same_key = st.tuples(self.keys, st.lists(self.programs, min_size=low, max_size=high)).map(
+            lambda drawn: [[drawn[0], program] for program in drawn[1]])
+        return st.one_of(st.lists(one, max_size=3), same_key)
+
+
+def _rules_for(op, strategies: Strategies) -> dict:
+    """The rule applying ``op`` with its arguments drawn per domain (and its burst rule)."""
+    arguments = st.tuples(*(getattr(strategies, domain.kind)() for domain in op.domains))
+
+    def apply(self, args):
+        self.apply(op.name, *args)
+
+    apply.__name__ = op.name
+    rules = {op.name: rule(args=arguments)(apply)}
+    if op.burst:
+        def apply_burst(self, runs):
+            for args in runs:
+                self.apply(op.name, *args)
+
+        apply_burst.__name__ = f"{op.name}_burst"
+        rules[apply_burst.__name__] = rule(runs=st.lists(arguments, min_size=BURST[0], max_size=BURST[1]))(
+            apply_burst)
+    return rules
 
 
 def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMachineConfig(),
                        record: RunRecord | None = None) -> type:
     """A machine class testing controllers built by ``factory(batch_size=,
-    max_in_flight=, buffer_timeout=, clock=, backend=)``."""
+    max_in_flight=, buffer_timeout=, clock=, backend=)``: one rule per operation of
+    :data:`ASYNC_OPS` (and a burst of arrivals)."""
     record = record if record is not None else RunRecord()
-    keys = st.integers(0, config.keys - 1)
-    programs = record_programs(config)
-    arrival = st.tuples(keys, programs)
-    pauses = waits(config)
+    strategies = Strategies(config)
 
-    class AsyncMachine(HarnessMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            self.attach(AsyncHarness(factory, config))
+    def __init__(self) -> None:
+        HarnessMachine.__init__(self)
+        self.attach(AsyncHarness(factory, config))
 
-        @rule(arrival=arrival)
-        def arrive(self, arrival):
-            self.apply("arrive", *arrival)
+    def teardown(self) -> None:
+        try:
+            # Hypothesis calls teardown after a failing rule too: keep that failure.
+            if self.harness.failure is None:
+                self.apply("drain", 0)
+                record.coverage.update(self.harness.coverage)
+        finally:
+            self.harness.close()
 
-        @rule(arrivals=st.lists(arrival, min_size=2, max_size=5))
-        def arrive_burst(self, arrivals):
-            for key, program in arrivals:
-                self.apply("arrive", key, program)
-
-        @rule(millis=st.sampled_from(pauses))
-        def advance_time(self, millis):
-            self.apply("advance_time", millis)
-
-        @rule()
-        def trigger(self):
-            self.apply("trigger")
-
-        @rule(limit=st.integers(0, config.max_in_flight))
-        def drain(self, limit):
-            self.apply("drain", limit)
-
-        @rule(limit=st.integers(1, 6))
-        def run_mail(self, limit):
-            self.apply("run_mail", limit)
-
-        @rule(spawn=st.lists(arrival.map(list), max_size=2))
-        def non_record(self, spawn):
-            self.apply("non_record", spawn)
-
-        def teardown(self) -> None:
-            try:
-                # Hypothesis calls teardown after a failing rule too: keep that failure.
-                if self.harness.failure is None:
-                    self.apply("drain", 0)
-                    record.coverage.update(self.harness.coverage)
-            finally:
-                self.harness.close()
-
-    AsyncMachine.__name__ = AsyncMachine.__qualname__ = f"AsyncMachine[{getattr(factory, '__name__', 'impl')}]"
-    AsyncMachine.record = record
-    return identify(AsyncMachine, "async", factory, config)
+    namespace = {"__init__": __init__, "teardown": teardown, "record": record}
+    for op in ASYNC_OPS:
+        namespace.update(_rules_for(op, strategies))
+    name = f"AsyncMachine[{getattr(factory, '__name__', 'impl')}]"
+    machine = type(name, (HarnessMachine,), namespace)
+    machine.__qualname__ = name
+    return identify(machine, "async", factory, config)
 
 
 def replay_setup(factory: Callable, config: AsyncMachineConfig):

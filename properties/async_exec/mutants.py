@@ -68,10 +68,10 @@ class UnblockWrongKey(AsyncExecutionController):
 @register_mutant("async-in-flight-off-by-one", "a new record is admitted while in-flight == max + 1 (the "
                  "drain target is off by one)", "A3", machine="async")
 class InFlightOffByOne(AsyncExecutionController):
-    def seize_capacity(self):
+    def seize_capacity(self, allow_overdraft=False):
         if self.current_context.key_occupied:
             return
-        self.drain_inflight_records(self.max_in_flight + 1)
+        self._drain(self.max_in_flight + 1, wait=not allow_overdraft)
         self.in_flight += 1
 
 

@@ -2,12 +2,16 @@
 
 Record arrivals (each record runs a small program of chained async state
 calls on its key, see ``model.async_model``), time passing, forced triggers,
-drains, partial mailbox runs and non-records (a watermark or timer whose
-trigger action may start records of its own, ``spawn``). The harness applies operation ``NAME`` with
-its method ``_op_NAME``; rendering, reading from files (every argument has a
-check, within what the machine generates: small ints that no sum of a
-program overflows in Java, short programs, time steps of at most a minute)
-and the shrinker's simplifications come from here.
+drains, partial mailbox runs and non-records (a watermark whose trigger action
+fires timers on keys of the records' own key space, each running a program of
+its own, ``timers``). Each argument has a :class:`~properties.core.program.Domain`;
+the Hypothesis rules (``properties.async_exec.machine``) and the seeded walks
+(``properties.async_exec.walks``) draw every operation's arguments per domain
+from this table, so an operation added here is drawn by both. The harness
+applies operation ``NAME`` with its method ``_op_NAME``; rendering, reading
+from files (every argument has a check, within what the machine generates:
+small ints that no sum of a program overflows in Java, short programs, time
+steps of at most a minute) and the shrinker's simplifications come from here.
 
 >>> from properties.core.program import Step
 >>> ASYNC_OPS.render(Step("drain", (0,)))
@@ -16,16 +20,18 @@ and the shrinker's simplifications come from here.
 
 from __future__ import annotations
 
-from model.async_model import STATEMENT_ARITY
-from properties.core.checks import INT32, arguments, int_in, name_like
-from properties.core.program import Operation, OperationTable
+import attrs
 
-__all__ = ["ASYNC_OPS"]
+from model.async_model import STATEMENT_ARITY
+from properties.core.checks import INT32, int_in, name_like
+from properties.core.program import Domain, Operation, OperationTable, domains_checker, domains_simplifier
+
+__all__ = ["ASYNC_OPS", "AsyncOperation", "KEY", "PROGRAM", "MILLIS", "TARGET", "LIMIT", "TIMERS"]
 
 _KEY = int_in(*INT32)
 _SMALL = int_in(-(1 << 31) + 1, (1 << 31) - 1)  # deltas and values: no program's sums overflow a long
 MAX_STATEMENTS = 64  # per record program (the machine draws at most a handful)
-MAX_SPAWNED = 64  # records a non-record's trigger starts
+MAX_TIMERS = 64  # timers a non-record's trigger fires
 # Which statement arguments are state names; the others are ints.
 _NAMED = {"add": (True, False), "add_in_accept": (True, False), "sum": (True, True, True), "read": (True,),
           "put": (True, False), "clear": (True,)}
@@ -42,64 +48,92 @@ def _check_statement(statement) -> str | None:
     return None
 
 
-def _check_arrive(args: tuple) -> str | None:
-    problem = _KEY(args[0])
-    if problem:
-        return f"key: {problem}"
-    if not isinstance(args[1], list) or not 1 <= len(args[1]) <= MAX_STATEMENTS:
-        return f"a record program is a list of 1 to {MAX_STATEMENTS} statements, got {args[1]!r:.80}"
-    for statement in args[1]:
+def _check_key(values: tuple) -> str | None:
+    problem = _KEY(values[0])
+    return f"key: {problem}" if problem else None
+
+
+def _check_program(values: tuple) -> str | None:
+    program = values[0]
+    if not isinstance(program, list) or not 1 <= len(program) <= MAX_STATEMENTS:
+        return f"a record program is a list of 1 to {MAX_STATEMENTS} statements, got {program!r:.80}"
+    for statement in program:
         problem = _check_statement(statement)
         if problem:
             return problem
     return None
 
 
-def _check_non_record(args: tuple) -> str | None:
-    spawn = args[0]
-    if not isinstance(spawn, list) or len(spawn) > MAX_SPAWNED:
-        return f"a non-record's spawn is a list of at most {MAX_SPAWNED} [key, program] records, got {spawn!r:.80}"
-    for record in spawn:
-        if not isinstance(record, list) or len(record) != 2:
-            return f"a spawned record is [key, program], got {record!r:.80}"
-        problem = _check_arrive(tuple(record))
+def _check_timers(values: tuple) -> str | None:
+    timers = values[0]
+    if not isinstance(timers, list) or len(timers) > MAX_TIMERS:
+        return f"a non-record's timers are a list of at most {MAX_TIMERS} [key, program], got {timers!r:.80}"
+    for timer in timers:
+        if not isinstance(timer, list) or len(timer) != 2:
+            return f"a timer is [key, program], got {timer!r:.80}"
+        problem = _check_key(timer[:1]) or _check_program(timer[1:])
         if problem:
             return problem
     return None
 
 
-def _simpler_non_record(args: tuple):
-    spawn = args[0]
-    for i in range(len(spawn)):
-        yield (spawn[:i] + spawn[i + 1:],)
+def _simpler_program(values: tuple):
+    program = values[0]
+    if len(program) > 1:
+        for i in range(len(program)):
+            yield (program[:i] + program[i + 1:],)
 
 
-def _simpler_arrival(args: tuple):
-    key, program = args
-    if key != 0:
-        yield (0, program)
-    for i in range(len(program)):
-        if len(program) > 1:
-            yield (key, program[:i] + program[i + 1:])
+def _simpler_timers(values: tuple):
+    timers = values[0]
+    for i in range(len(timers)):
+        yield (timers[:i] + timers[i + 1:],)
 
 
 def _down_to(target: int):
-    def simplify(args: tuple):
-        if args[0] > target:
+    def simpler(values: tuple):
+        if values[0] > target:
             yield (target,)
-    return simplify
+    return simpler
+
+
+def _int_check(lo: int, hi: int):
+    check = int_in(lo, hi)
+    return lambda values: check(values[0])
+
+
+KEY = Domain("key", check=_check_key, simpler=_down_to(0))
+PROGRAM = Domain("program", check=_check_program, simpler=_simpler_program)
+MILLIS = Domain("millis", check=_int_check(1, 60_000), simpler=_down_to(1))
+TARGET = Domain("target", check=_int_check(0, 10_000), simpler=_down_to(0))
+LIMIT = Domain("limit", check=_int_check(1, 10_000), simpler=_down_to(1))
+TIMERS = Domain("timers", check=_check_timers, simpler=_simpler_timers)
+
+
+@attrs.frozen(kw_only=True)
+class AsyncOperation(Operation):
+    """An async operation. ``domains``: its arguments' domains, in order; ``burst``: the machine
+    also draws runs of 2 to 5 of it in one rule (``arrive_burst``); ``weight``: how often a seeded
+    walk draws it, relative to the others (swarm walks switch some off)."""
+
+    domains: tuple = ()
+    burst: bool = False
+    weight: float = 1.0
+
+
+def _op(name: str, domains: tuple, template: str, **kw) -> AsyncOperation:
+    args = tuple(domain.kind for domain in domains)
+    return AsyncOperation(name=name, args=args, template=template, domains=domains, check=domains_checker(domains),
+                          simplify=domains_simplifier(domains), **kw)
+
+
 
 
 ASYNC_OPS = OperationTable("async", [
-    Operation(name="arrive", args=("key", "program"), template="arrive(aec, {0!r}, {1!r})", check=_check_arrive,
-              simplify=_simpler_arrival),
-    Operation(name="advance_time", args=("millis",), template="clock.advance({0!r}); aec.run_mailbox(timers=True)",
-              simplify=_down_to(1), check=arguments(int_in(1, 60_000))),
-    Operation(name="trigger", args=(), template="aec.trigger_if_needed(True)"),
-    Operation(name="drain", args=("target",), template="aec.drain_inflight_records({0!r})", simplify=_down_to(0),
-              check=arguments(int_in(0, 10_000))),
-    Operation(name="run_mail", args=("limit",), template="aec.run_mailbox({0!r})", simplify=_down_to(1),
-              check=arguments(int_in(1, 10_000))),
-    Operation(name="non_record", args=("spawn",), template="non_record(aec, {0!r})", check=_check_non_record,
-              simplify=_simpler_non_record),
+    _op("arrive", (KEY, PROGRAM), "arrive(aec, {0!r}, {1!r})", burst=True, weight=2.0),
+    _op("advance_time", (MILLIS,), "clock.advance({0!r}); aec.run_mailbox(timers=True)"),
+    _op("trigger", (), "aec.trigger_if_needed(True)"),
+    _op("drain", (TARGET,), "aec.drain_inflight_records({0!r})"),
+    _op("run_mail", (LIMIT,), "aec.run_mailbox({0!r})"),
+    _op("non_record", (TIMERS,), "non_record(aec, {0!r})"),
 ])

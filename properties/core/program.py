@@ -30,7 +30,7 @@ import attrs
 
 from properties.core.keys import decode_value, encode_value
 
-__all__ = ["Step", "Operation", "OperationTable", "step_to_json"]
+__all__ = ["Step", "Domain", "Operation", "OperationTable", "domains_checker", "domains_simplifier", "step_to_json"]
 
 
 @attrs.frozen
@@ -44,6 +44,51 @@ class Step:
 def step_to_json(step: Step) -> dict[str, Any]:
     """The step as JSON data (keys and namespaces beyond JSON as tagged objects, :mod:`properties.core.keys`)."""
     return {"op": step.op, "args": encode_value(list(step.args))}
+
+
+@attrs.frozen
+class Domain:
+    """A kind of argument of a machine's operations. ``kind`` names the method a
+    context (Hypothesis strategies, a seeded walk) draws it with; ``arity`` is
+    how many step arguments it fills (a pair fills two); ``check`` finds a
+    problem with values read from a file; ``simpler`` proposes simpler values
+    (shrinking); ``encode(values, ref)`` gives the ints of the Flink bridge's
+    batch encoding of the map (``ref`` numbers keys and namespaces)."""
+
+    kind: str
+    arity: int = 1
+    check: Callable[[tuple], str | None] = lambda values: None
+    simpler: Callable[[tuple], Iterable[tuple]] = lambda values: ()
+    encode: Callable[[tuple, Callable], list] = lambda values, ref: [values[0]]
+
+    def draw(self, context) -> tuple:
+        """Values drawn by ``context`` (a method per kind), as a tuple of ``arity``."""
+        got = getattr(context, self.kind)()
+        return got if self.arity > 1 else (got,)
+
+
+def domains_checker(domains: tuple):
+    """An operation's ``check``: each domain's check on its arguments, the first problem."""
+    def check(args: tuple):
+        at = 0
+        for domain in domains:
+            problem = domain.check(args[at: at + domain.arity])
+            if problem:
+                return problem
+            at += domain.arity
+        return None
+    return check
+
+
+def domains_simplifier(domains: tuple):
+    """An operation's ``simplify``: each domain's simpler values in place of its arguments."""
+    def simplify(args: tuple):
+        at = 0
+        for domain in domains:
+            for values in domain.simpler(args[at: at + domain.arity]):
+                yield args[:at] + tuple(values) + args[at + domain.arity:]
+            at += domain.arity
+    return simplify
 
 
 @attrs.frozen(kw_only=True)

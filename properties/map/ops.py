@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from properties.core.keys import FAMILIES, family_of, nth_key
-from properties.core.program import Operation, OperationTable, Step
+from properties.core.program import Domain, Operation, OperationTable, Step, domains_checker, domains_simplifier
 from properties.core.states import decode_written, write_serializers
 
 __all__ = ["Domain", "MapOperation", "MAP_OPS", "SNAPSHOT_TRANSFORMERS", "TRANSFORMER_NAMES", "visit_and_prune_even",
@@ -86,27 +86,6 @@ def visit_and_prune_even(m, max_empty: int) -> None:
 # ---------------------------------------------------------------- domains
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
-
-
-@attrs.frozen
-class Domain:
-    """A kind of argument. ``kind`` names the method a context draws it with;
-    ``arity`` is how many step arguments it fills (a pair fills two);
-    ``check`` finds a problem with values read from a file; ``simpler``
-    proposes simpler values (shrinking); ``encode(values, ref)`` gives the
-    ints of the Flink bridge's batch encoding (``ref`` numbers keys and
-    namespaces)."""
-
-    kind: str
-    arity: int = 1
-    check: Callable[[tuple], str | None] = lambda values: None
-    simpler: Callable[[tuple], Iterable[tuple]] = lambda values: ()
-    encode: Callable[[tuple, Callable], list] = lambda values, ref: [values[0]]
-
-    def draw(self, context) -> tuple:
-        """Values drawn by ``context`` (a method per kind), as a tuple of ``arity``."""
-        got = getattr(context, self.kind)()
-        return got if self.arity > 1 else (got,)
 
 
 def _int_in(lo: int, hi: int | None = None):
@@ -263,30 +242,8 @@ class MapOperation(Operation):
 
 def _op(name: str, domains: tuple, template: str = "", **kw) -> MapOperation:
     args = kw.pop("args")
-    return MapOperation(name=name, args=args, template=template, domains=domains, check=_checker(domains),
-                        simplify=_simplifier(domains), **kw)
-
-
-def _checker(domains: tuple):
-    def check(args: tuple):
-        at = 0
-        for domain in domains:
-            problem = domain.check(args[at: at + domain.arity])
-            if problem:
-                return problem
-            at += domain.arity
-        return None
-    return check
-
-
-def _simplifier(domains: tuple):
-    def simplify(args: tuple):
-        at = 0
-        for domain in domains:
-            for values in domain.simpler(args[at: at + domain.arity]):
-                yield args[:at] + tuple(values) + args[at + domain.arity:]
-            at += domain.arity
-    return simplify
+    return MapOperation(name=name, args=args, template=template, domains=domains, check=domains_checker(domains),
+                        simplify=domains_simplifier(domains), **kw)
 
 
 def pick_weighted(r, weighted: tuple) -> str:
