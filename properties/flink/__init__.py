@@ -21,7 +21,7 @@ from properties.core.impls import Implementation, UnknownImplementationError, re
 from properties.core.machine import MachineKind
 from properties.flink.batch import BATCH_OPS, DETAILS, run_batch
 from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, jvm
-from properties.flink.async_controller import FLINK_ASYNC_SINCE, FlinkAsyncController
+from properties.flink.async_controller import FLINK_ASYNC_SINCE, FlinkAsyncController, api_of
 from properties.flink.releases import (DEFAULT_VERSION, check_version, fetch_needed, parse_version, release_lib,
                                        select_release)
 from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
@@ -94,8 +94,9 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
     except ValueError as exc:
         raise UnknownImplementationError(spec, str(exc)) from None
     if kind is not None and kind.name == "async" and parse_version(version) < FLINK_ASYNC_SINCE:
-        raise UnknownImplementationError(spec, f"Flink's AsyncExecutionController exists from 2.0.0 on; {version} "
-                                               f"has no async controller")
+        raise UnknownImplementationError(spec, f"Flink's AsyncExecutionController exists from "
+                                               f"{'.'.join(map(str, FLINK_ASYNC_SINCE))} on; {version} has no async "
+                                               f"controller")
     try:
         select_release(version)
     except ValueError as exc:
@@ -109,10 +110,15 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
         except (RuntimeError, OSError) as exc:
             raise UnknownImplementationError(spec, str(exc)) from None
     if kind is not None and kind.name == "async":
+        api = api_of(parse_version(version))
+        lacks = api.lacks()
+        # What the release lacks, the machine leaves out (its config), said once in the run's header.
+        left_out = f"; {version} has no {', no '.join(lacks)}: the machine leaves them out" if lacks else ""
         return Implementation(spec, FlinkAsyncController, False,
                               f"Apache Flink {version} AsyncExecutionController through JPype (deterministic "
-                              f"mailbox and executor, no buffer timeout)",
-                              config_defaults={"buffer_timeout": 0})
+                              f"mailbox and executor, no buffer timeout){left_out}",
+                              config_defaults={"buffer_timeout": 0, "final_actions": api.final_actions,
+                                               "overdraft": api.overdraft})
     if kind is not None and kind.name == "table":
         return Implementation(spec, FlinkStateTable, False,
                               f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")

@@ -1,14 +1,29 @@
-"""Flink's own AsyncExecutionController (2.0 to 2.3) behind the reference's API: ``--machine async --impl flink``.
+"""Flink's own AsyncExecutionController (1.20.0 to 2.3.0) behind the reference's API: ``--machine async --impl flink``.
 
-The async harness drives a controller through ``process_record``,
+The async harness drives a controller through ``process_record``, ``process_timer``,
 ``value_state(name).async_value()/async_update()/async_clear()`` and the
 futures' ``then_*`` methods, ``run_mailbox``, ``trigger_if_needed``,
 ``drain_inflight_records`` and ``process_non_record``. :class:`FlinkAsyncController`
-answers them with Flink's ``StateExecutionController`` (2.1 on; a subclass of
-its ``AsyncExecutionController``, which in 2.0 handles state requests itself,
-with the ``StateExecutor`` and ``StateFutureImpl`` names of that API), built
-around parts that make it deterministic, all implemented here in Python
-through JPype:
+answers them with Flink's controller of the release this process runs, in one
+of three API generations (:data:`API_GENERATIONS`, each fact read with ``javap``
+from the releases' jars):
+
+- 1.20.x (experimental there): ``AsyncExecutionController(mailbox, handler,
+  StateExecutor, maxParallelism, batchSize, bufferTimeout, maxInFlight)``;
+  ``processNonRecord`` takes one action (no final action), epochs are serial
+  only, ``syncPointRequestWithCallback(callback)`` has no overdraft (a timer
+  waits for capacity as a record does), ``triggerIfNeeded`` returns nothing,
+  no ``getCurrentContext`` (the field is read);
+- 2.0.x: the same classes, plus final actions, overdraft and a declaration
+  manager and metric group in the constructor; epochs serial only;
+- 2.1 on: ``StateExecutionController`` (a subclass of ``AsyncExecutionController``)
+  with ``AsyncExecutor``/``AsyncFutureImpl`` names, and the epoch mode as a
+  constructor argument.
+
+:func:`api_of` says which; ``properties.flink`` gives the async machine a release's
+``final_actions`` and ``overdraft`` and refuses ``--epoch-mode parallel`` where epochs are
+serial only. The controller is built around parts that make it deterministic, all
+implemented here in Python through JPype:
 
 - the mailbox (``MailboxExecutor``): a queue the task thread (the harness)
   runs, mail by mail, when a step says so or when Flink drains;
@@ -32,6 +47,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Callable
 
+import attrs
+
 from properties.core.errors import UsageError
 from properties.flink.jvm import jvm
 from reference.async_execution import DrainStalledError
@@ -39,9 +56,9 @@ from reference.epochs import ParallelMode
 from reference.errors import IllegalStateError
 from reference.state_executor import VOID_NAMESPACE, HeapStateBackend
 
-__all__ = ["FlinkAsyncController", "FlinkDrainStalled", "FLINK_ASYNC_SINCE"]
+__all__ = ["FlinkAsyncController", "FlinkDrainStalled", "FLINK_ASYNC_SINCE", "AsyncApi", "API_GENERATIONS", "api_of"]
 
-FLINK_ASYNC_SINCE = (2, 0, 0)  # the first release with the controller (2.0's API, and 2.1's on)
+FLINK_ASYNC_SINCE = (1, 20, 0)  # the first release with org.apache.flink.runtime.asyncprocessing (1.19.x has none)
 _SPIN_LIMIT = 1_000
 _PACKAGE = "org.apache.flink.runtime.asyncprocessing"
 
@@ -61,6 +78,60 @@ class FlinkDrainStalled(DrainStalledError):
         self.in_flight = in_flight
 
 
+@attrs.frozen
+class AsyncApi:
+    """One generation of the controller's API. ``since``: its first release; ``controller``,
+    ``handler``, ``container``: the classes; ``create_container``: the executor's factory
+    method; ``buffer_field``: the controller's request buffer; what the machine may use:
+    ``final_actions`` (processNonRecord's second action), ``parallel_epochs`` (the mode as a
+    constructor argument), ``overdraft`` (syncPointRequestWithCallback's second argument);
+    ``declarations``: a DeclarationManager and a metric group in the constructor."""
+
+    since: tuple
+    controller: str
+    handler: str
+    container: str
+    create_container: str
+    buffer_field: str
+    final_actions: bool
+    parallel_epochs: bool
+    overdraft: bool
+    declarations: bool
+
+    def lacks(self) -> list[str]:
+        """What the async machine leaves out on this generation, in words."""
+        return ([] if self.final_actions else ["final actions (processNonRecord takes one action)"]) + \
+            ([] if self.overdraft else ["timers' overdraft (a timer at the in-flight limit waits for capacity)"]) + \
+            ([] if self.parallel_epochs else ["parallel epochs (serial only)"])
+
+
+_STATE_FUTURE_HANDLER = "org.apache.flink.core.state.StateFutureImpl$AsyncFrameworkExceptionHandler"
+API_GENERATIONS = (
+    AsyncApi((1, 20, 0), f"{_PACKAGE}.AsyncExecutionController", _STATE_FUTURE_HANDLER,
+             f"{_PACKAGE}.StateRequestContainer", "createStateRequestContainer", "stateRequestsBuffer",
+             final_actions=False, parallel_epochs=False, overdraft=False, declarations=False),
+    AsyncApi((2, 0, 0), f"{_PACKAGE}.AsyncExecutionController", _STATE_FUTURE_HANDLER,
+             f"{_PACKAGE}.StateRequestContainer", "createStateRequestContainer", "stateRequestsBuffer",
+             final_actions=True, parallel_epochs=False, overdraft=True, declarations=True),
+    AsyncApi((2, 1, 0), f"{_PACKAGE}.StateExecutionController",
+             "org.apache.flink.core.asyncprocessing.AsyncFutureImpl$AsyncFrameworkExceptionHandler",
+             f"{_PACKAGE}.AsyncRequestContainer", "createRequestContainer", "asyncRequestsBuffer",
+             final_actions=True, parallel_epochs=True, overdraft=True, declarations=True),
+)
+
+
+def api_of(version: tuple) -> AsyncApi:
+    """The API generation of a release (``(major, minor, patch)``); ValueError before 1.20.0.
+
+    >>> api_of((1, 20, 5)).final_actions, api_of((2, 0, 2)).parallel_epochs, api_of((2, 3, 0)).overdraft
+    (False, False, True)
+    """
+    found = [api for api in API_GENERATIONS if api.since <= tuple(version)]
+    if not found:
+        raise ValueError(f"Flink's async controller exists from {'.'.join(map(str, FLINK_ASYNC_SINCE))} on")
+    return found[-1]
+
+
 _CLASSES: dict = {}
 
 
@@ -74,10 +145,7 @@ def _classes():
     from properties.flink.releases import parse_version, selected_release
 
     JClass = jpype.JClass
-    v20 = parse_version(selected_release()) < (2, 1, 0)  # the 2.0 API: StateExecutor, StateFutureImpl
-    container_interface = f"{_PACKAGE}.StateRequestContainer" if v20 else f"{_PACKAGE}.AsyncRequestContainer"
-    handler_interface = ("org.apache.flink.core.state.StateFutureImpl$AsyncFrameworkExceptionHandler" if v20
-                         else "org.apache.flink.core.asyncprocessing.AsyncFutureImpl$AsyncFrameworkExceptionHandler")
+    api = api_of(parse_version(selected_release()))
 
     class Mailbox:
         def __init__(self) -> None:
@@ -123,8 +191,6 @@ def _classes():
     setattr(Mailbox, "yield", jpype.JOverride(_yield))
     Mailbox = jpype.JImplements("org.apache.flink.api.common.operators.MailboxExecutor")(Mailbox)
 
-    @jpype.JImplements("org.apache.flink.api.common.state.v2.State",
-                       "org.apache.flink.runtime.state.v2.internal.InternalPartitionedState")
     class NamedState:
         def __init__(self, name: str) -> None:
             self.name = name
@@ -141,7 +207,11 @@ def _classes():
         def clear(self):
             raise NotImplementedError("the harness clears through the controller")
 
-    @jpype.JImplements(container_interface)
+    # 2.0 on, a state request names its state's namespace (InternalPartitionedState); 1.20 has no such class
+    NamedState = jpype.JImplements("org.apache.flink.api.common.state.v2.State", *(
+        ("org.apache.flink.runtime.state.v2.internal.InternalPartitionedState",) if api.declarations else ()))(NamedState)
+
+    @jpype.JImplements(api.container)
     class Container:
         def __init__(self) -> None:
             self.requests: list = []
@@ -199,12 +269,12 @@ def _classes():
         def shutdown(self):
             pass
 
-    # createRequestContainer (2.1+) was createStateRequestContainer in 2.0
-    setattr(SyncExecutor, "createStateRequestContainer" if v20 else "createRequestContainer",
-            jpype.JOverride(SyncExecutor._container))
+    setattr(SyncExecutor, api.create_container, jpype.JOverride(SyncExecutor._container))
+    if api.since < (2, 0, 0):  # 1.20's StateExecutor has neither
+        del SyncExecutor.executeRequestSync, SyncExecutor.fullyLoaded
     SyncExecutor = jpype.JImplements(f"{_PACKAGE}.StateExecutor")(SyncExecutor)
 
-    @jpype.JImplements(handler_interface)
+    @jpype.JImplements(api.handler)
     class Rethrow:
         @jpype.JOverride
         def handleException(self, message, exception):
@@ -212,8 +282,8 @@ def _classes():
 
     _CLASSES.update(
         jpype=jpype, Mailbox=Mailbox, NamedState=NamedState, SyncExecutor=SyncExecutor, Rethrow=Rethrow,
-        v20=v20, Controller=JClass(f"{_PACKAGE}.AsyncExecutionController" if v20 else f"{_PACKAGE}.StateExecutionController"),
-        DeclarationManager=JClass(f"{_PACKAGE}.declare.DeclarationManager"),
+        api=api, Controller=JClass(api.controller),
+        DeclarationManager=JClass(f"{_PACKAGE}.declare.DeclarationManager") if api.declarations else None,
         ParallelMode=JClass(f"{_PACKAGE}.EpochManager$ParallelMode"),
         RequestType=JClass(f"{_PACKAGE}.StateRequestType"),
         Metrics=JClass("org.apache.flink.metrics.groups.UnregisteredMetricsGroup"),
@@ -259,7 +329,14 @@ class _Future:
 
     def is_done(self) -> bool:
         if not self.done:
-            self.done = bool(self.java.isDone())
+            java = self.java
+            if hasattr(java, "isDone"):
+                self.done = bool(java.isDone())
+            else:  # 1.20's StateFutureImpl has no isDone: its CompletableFuture says; other futures are completed
+                try:
+                    self.done = bool(_field(java, "completableFuture").isDone())
+                except AttributeError:
+                    self.done = True
         return self.done
 
 
@@ -309,10 +386,13 @@ class FlinkAsyncController:
         self.state_executor = _Executor(executor)
         self.key_accounting = _KeyAccounting(self)
         self.buffer = _Buffer(self)
-        if c["v20"]:  # 2.0: the epoch mode is SERIAL_BETWEEN_EPOCH, fixed
-            if epoch_parallel_mode is not ParallelMode.SERIAL_BETWEEN_EPOCH:
-                raise UsageError("Flink 2.0 runs epochs in SERIAL_BETWEEN_EPOCH mode only (the parallel mode is a "
-                                 "constructor argument from 2.1.0 on)")
+        api = self.api = c["api"]
+        if not api.parallel_epochs and epoch_parallel_mode is not ParallelMode.SERIAL_BETWEEN_EPOCH:
+            raise UsageError("Flink before 2.1.0 runs epochs in SERIAL_BETWEEN_EPOCH mode only (the parallel mode "
+                             "is a constructor argument from 2.1.0 on)")
+        if not api.declarations:  # 1.20: no declaration manager, no metric group, serial epochs
+            self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, 128, batch_size, 0, max_in_flight)
+        elif not api.parallel_epochs:  # 2.0: the epoch mode is SERIAL_BETWEEN_EPOCH, fixed
             self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, c["DeclarationManager"](), 128,
                                        batch_size, 0, max_in_flight, None, c["Metrics"]())
         else:
@@ -366,9 +446,20 @@ class FlinkAsyncController:
 
     @property
     def current_context(self):
+        if not self.api.declarations:  # 1.20 has no getCurrentContext
+            return self._token(_field(self.aec, "currentContext"))
         return self._token(self.aec.getCurrentContext())
 
     def process_record(self, record, key, processing: Callable[[], Any]):
+        """What Flink's operator does around processElement."""
+        return self._in_context(record, key, processing, False)
+
+    def process_timer(self, timer, key, callback: Callable[[], Any]):
+        """What Flink's timer service does when a timer fires (maintainContextAndProcess): with
+        overdraft from 2.0 on; 1.20's sync point has none."""
+        return self._in_context(timer, key, callback, True)
+
+    def _in_context(self, record, key, fn: Callable[[], Any], overdraft: bool):
         aec = self.aec
         jpype = self._c["jpype"]
         # a record that is not a Java value crosses as an object of its own (the controller only holds it)
@@ -376,12 +467,18 @@ class FlinkAsyncController:
         context = aec.buildContext(jpype.JObject(record), jpype.JObject(key))
         context.retain()
         aec.setCurrentContext(context)
-        self._guarded(lambda: aec.syncPointRequestWithCallback(lambda: processing(), False))
+        if self.api.overdraft:
+            self._guarded(lambda: aec.syncPointRequestWithCallback(lambda: fn(), overdraft))
+        else:
+            self._guarded(lambda: aec.syncPointRequestWithCallback(lambda: fn()))
         context.release()
         return self._token(context)
 
     def trigger_if_needed(self, force: bool = False) -> bool:
-        return bool(self._guarded(lambda: self.aec.triggerIfNeeded(force)))
+        """Whether a batch ran (1.20's triggerIfNeeded returns nothing: told by the active queue)."""
+        before = self.buffer.active_queue_size()
+        ran = self._guarded(lambda: self.aec.triggerIfNeeded(force))
+        return bool(ran) if ran is not None else self.buffer.active_queue_size() < before
 
     def drain_inflight_records(self, target: int) -> None:
         self._guarded(lambda: self.aec.drainInflightRecords(target), target)
@@ -393,6 +490,12 @@ class FlinkAsyncController:
         return ran
 
     def process_non_record(self, trigger_action, final_action=None) -> None:
+        if not self.api.final_actions:
+            if final_action is not None:
+                raise UsageError("Flink 1.20's processNonRecord takes one action: no final action")
+            self._guarded(lambda: self.aec.processNonRecord(
+                None if trigger_action is None else (lambda: trigger_action())))
+            return
         self._guarded(lambda: self.aec.processNonRecord(
             None if trigger_action is None else (lambda: trigger_action()),
             None if final_action is None else (lambda: final_action())))
@@ -478,9 +581,7 @@ class _Buffer:
         self.seq_and_timeout = None  # no buffer timeout on the bridge
 
     def _java(self):
-        aec = self.owner.aec
-        name = "stateRequestsBuffer" if self.owner._c["v20"] else "asyncRequestsBuffer"
-        return _field(aec, name)
+        return _field(self.owner.aec, self.owner.api.buffer_field)
 
     @property
     def active_queue(self) -> list:
