@@ -441,11 +441,13 @@ class AsyncHarness(HarnessBase):
                                      json_data(actual)))
 
     def _crashed(self, step: Step, exc: Exception):
-        """A property already broken inside the call is the failure; a stalled
-        drain is A10's TIMEOUT; anything else the controller raised, A10's CRASH."""
-        self._raise_pending()
+        """A stalled drain is A10's TIMEOUT, first: the task would hang, whatever else broke on the
+        way (counted as ``+N more``); else a property already broken inside the call is the
+        failure; anything else the controller raised, A10's CRASH."""
         if isinstance(exc, DrainStalledError):
-            self._fail(TIMEOUT, "A10", f"{render_async(step)}: {exc}", "the drain finishes", str(exc))
+            more = f" (+{len(self._pending)} more)" if self._pending else ""
+            self._fail(TIMEOUT, "A10", f"{render_async(step)}: {exc}{more}", "the drain finishes", str(exc))
+        self._raise_pending()
         super()._crashed(step, exc)
 
     def _raise_pending(self) -> None:

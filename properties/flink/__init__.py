@@ -95,7 +95,7 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
         raise UnknownImplementationError(spec, str(exc)) from None
     if kind is not None and kind.name == "async" and parse_version(version) < FLINK_ASYNC_SINCE:
         raise UnknownImplementationError(spec, f"Flink's AsyncExecutionController exists from "
-                                               f"{'.'.join(map(str, FLINK_ASYNC_SINCE))} on; {version} has no async "
+                                               f"{'.'.join(str(part) for part in FLINK_ASYNC_SINCE)} on; {version} has no async "
                                                f"controller")
     try:
         select_release(version)

@@ -8,8 +8,9 @@ object: file -> ``{"outcome", "detail"}``. Outcomes:
 - ``reproduces``: the stored failure (same kind and code) happens on that release;
 - ``fails differently``: another failure happens;
 - ``passes``: the program runs through with every check passing;
-- ``not applicable``: the file cannot run on Flink (a machine other than the
-  map and the table, a map capacity other than Flink's 128, a program the
+- ``not applicable``: the file cannot run on Flink (a machine the bridge does
+  not offer, a map capacity other than Flink's 128, an async program on a
+  release before 1.20.0 or in parallel epochs before 2.1.0, a program the
   bridge rejects).
 
 :func:`regression_range` turns a row into "last release where it
@@ -59,9 +60,10 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
             except (CounterexampleError, OSError) as exc:
                 results[path] = {"outcome": NOT_APPLICABLE, "detail": f"unreadable: {exc}"}
                 continue
-            if cx.machine not in ("map", "table"):
+            if cx.machine not in ("map", "table", "async"):
                 results[path] = {"outcome": NOT_APPLICABLE,
-                                 "detail": f"a {cx.machine} program (the bridge runs Flink's map and table)"}
+                                 "detail": f"a {cx.machine} program (the bridge runs Flink's map, table and async "
+                                           f"controller)"}
                 continue
             if cx.machine == "map" and cx.capacity and cx.capacity != FLINK_CAPACITY:
                 results[path] = {"outcome": NOT_APPLICABLE,
