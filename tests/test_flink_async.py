@@ -1,6 +1,7 @@
-"""Flink's own AsyncExecutionController (2.3.0, the installed jar) under the async machine
-(properties.flink.async_controller): the same verdicts as the reference, non-records included, and the
-parallel-mode stall found on the reference reproduced on Flink itself."""
+"""Flink's own AsyncExecutionController under the async machine (properties.flink.async_controller):
+on 2.3.0 (the installed jar) the same verdicts as the reference, non-records and their timers included;
+on 1.20.x and 2.0.0 (other processes: one release per JVM) the API generations, what the machine leaves
+out, and the findings of docs/findings/ with their regression ranges."""
 
 import os
 import subprocess
@@ -18,18 +19,42 @@ from properties.core.failures import CheckFailure
 from properties.core.impls import UnknownImplementationError, resolve
 from properties.core.replay import replay_setup
 from properties.core.shrink import replay
-from properties.flink.async_controller import FlinkAsyncController, FlinkDrainStalled
+from properties.core.machine import machine_kind
+from properties.core.program import Step
+from properties.flink.async_controller import FlinkAsyncController, FlinkDrainStalled, api_of
 from properties.flink.async_parity import run_programs
-from reference.async_execution import DrainStalledError
+from properties.flink.versions import PASSES, REPRODUCES, run_release
+from reference.async_execution import DrainStalledError, ParallelMode
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FINDING = os.path.join(ROOT, "docs", "findings", "epoch-parallel-trigger-stall.json")
+FINDINGS = os.path.join(ROOT, "docs", "findings")
+FINDING = os.path.join(FINDINGS, "epoch-parallel-trigger-stall.json")
+STALE_CONTEXT = os.path.join(FINDINGS, "nonrecord-action-stale-context.json")
+TIMER_STALL = os.path.join(FINDINGS, "timer-at-limit-waits-for-its-own-key.json")
 
 
 def test_releases_without_an_async_controller_are_unknown_implementations():
     with pytest.raises(UnknownImplementationError) as caught:
         resolve("flink@1.13.6", "async")
-    assert "no async controller" in str(caught.value)
+    assert "exists from 1.20.0 on" in str(caught.value)
+
+
+def test_each_release_has_its_api_generation_and_the_machine_leaves_out_what_it_lacks():
+    assert [api_of(v).since for v in ((1, 20, 0), (1, 20, 5), (2, 0, 2), (2, 1, 0), (2, 3, 0))] == [
+        (1, 20, 0), (1, 20, 0), (2, 0, 0), (2, 1, 0), (2, 1, 0)]
+    assert machine_kind("async").config_for(resolve("flink", "async")).final_actions
+    probe = ("import properties.flink, properties.machines\n"
+             "from properties.core.impls import resolve\n"
+             "from properties.core.machine import machine_kind\n"
+             "impl = resolve('flink@1.20.0', 'async')\n"  # selects 1.20.0 for that process
+             "c = machine_kind('async').config_for(impl)\n"
+             "print(c.final_actions, c.overdraft, c.buffer_timeout)\n"
+             "print(impl.description)\n")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=ROOT))
+    config, description = run.stdout.splitlines()[:2]
+    assert config == "False False 0", run.stderr
+    assert "no final actions" in description and "no parallel epochs" in description
 
 
 def test_flinks_controller_needs_no_buffer_timeout_and_says_why():
@@ -44,24 +69,32 @@ def test_flink_and_the_reference_give_the_same_verdicts_on_seeded_async_programs
     assert result["programs"] == 40 and result["differences"] == [], result["differences"]
 
 
-def test_the_parallel_mode_stall_reproduces_on_flinks_controller():
+def test_the_parallel_mode_stall_program_passes_on_flink_now_that_its_timer_overdraws():
     cx = load(FINDING)
     impl, make, options, kind = replay_setup(cx, "flink")
     assert options["config"].epoch_mode == "parallel" and options["config"].buffer_timeout == 0
-    failure = replay(list(cx.steps), make, harness_class=kind.harness_class, **options)
-    assert (failure.kind, failure.code, failure.step_index) == ("TIMEOUT", "A10", cx.failing_step)
-    assert "Flink's drainInflightRecords cannot make progress" in failure.message
+    assert replay(list(cx.steps), make, harness_class=kind.harness_class, **options) is None
 
 
 def test_a_stalled_flink_drain_is_the_references_drain_stalled_error():
-    harness = AsyncHarness(resolve("flink", "async").factory, AsyncMachineConfig(buffer_timeout=0,
-                                                                               epoch_mode="parallel"))
-    cx = load(FINDING)
-    with pytest.raises(CheckFailure) as caught:
-        for step in cx.steps:
-            harness.apply(step)
-    assert (caught.value.failure.kind, caught.value.failure.code) == ("TIMEOUT", "A10")
+    # docs/findings/epoch-parallel-trigger-stall.md: a trigger action that processes a record (no overdraft)
+    # at the in-flight limit, inside the disposal of the last record of its epoch
+    controller = FlinkAsyncController(batch_size=3, max_in_flight=4, buffer_timeout=0,
+                                      epoch_parallel_mode=ParallelMode.PARALLEL_BETWEEN_EPOCH)
+    read = controller.value_state("a")
+    controller.process_record(0, 1, lambda: read.async_value())
+    controller.process_non_record(lambda: controller.process_record(1, 2, lambda: read.async_value()), None)
+    for rid in range(2, 6):
+        controller.process_record(rid, 1, lambda: read.async_value())
+    with pytest.raises(FlinkDrainStalled):
+        controller.process_record(6, 0, lambda: read.async_value())
     assert issubclass(FlinkDrainStalled, DrainStalledError)
+
+
+def test_the_1_20_findings_reproduce_up_to_1_20_5_and_pass_from_2_0_0():
+    rows = {version: run_release(version, [STALE_CONTEXT, TIMER_STALL]) for version in ("1.20.0", "2.0.0")}
+    outcomes = {version: [rows[version][f]["outcome"] for f in (STALE_CONTEXT, TIMER_STALL)] for version in rows}
+    assert outcomes == {"1.20.0": [REPRODUCES, REPRODUCES], "2.0.0": [PASSES, PASSES]}, rows
 
 
 def test_check_runs_the_async_machine_on_flink_from_the_command_line(tmp_path):

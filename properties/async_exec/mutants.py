@@ -201,3 +201,15 @@ class _ActiveOnlyEpochManager(EpochManager):
                  "next epoch, so its final action runs before they finish", "A11", machine="async")
 class EpochFinalSkipsSpawned(AsyncExecutionController):
     epoch_manager_class = _ActiveOnlyEpochManager
+
+
+# ------------------------------------------------------------------ timers
+
+
+@register_mutant("async-timer-waits-for-capacity", "a timer at the in-flight limit waits for capacity as a record "
+                 "does (no overdraft, as Flink 1.20): fired inside the disposal of a record of its key, it waits "
+                 "for that very record", "A10", machine="async")
+class TimerWaitsForCapacity(AsyncExecutionController):
+    def process_timer(self, timer, key, callback):
+        return self.process_record(timer, key, callback)
+

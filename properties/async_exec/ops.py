@@ -88,6 +88,9 @@ def _simpler_timers(values: tuple):
     timers = values[0]
     for i in range(len(timers)):
         yield (timers[:i] + timers[i + 1:],)
+    for i, (key, program) in enumerate(timers):
+        for (simpler,) in _simpler_program((program,)):
+            yield (timers[:i] + [[key, simpler]] + timers[i + 1:],)
 
 
 def _down_to(target: int):
