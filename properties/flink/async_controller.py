@@ -315,15 +315,19 @@ class _Future:
         return None if value is None else self.owner._c["Integer"](value) if isinstance(value, int) else value
 
     def then_apply(self, fn: Callable):
+        fn = self.owner._escaping(fn)
         return _Future(self.java.thenApply(lambda v: self._java_value(fn(_python(v)))), self.owner)
 
     def then_accept(self, fn: Callable):
+        fn = self.owner._escaping(fn)
         return _Future(self.java.thenAccept(lambda v: fn(_python(v))), self.owner)
 
     def then_compose(self, fn: Callable):
+        fn = self.owner._escaping(fn)
         return _Future(self.java.thenCompose(lambda v: fn(_python(v)).java), self.owner)
 
     def then_combine(self, other: "_Future", fn: Callable):
+        fn = self.owner._escaping(fn)
         return _Future(self.java.thenCombine(other.java, lambda a, b: self._java_value(fn(_python(a), _python(b)))),
                        self.owner)
 
@@ -377,6 +381,7 @@ class FlinkAsyncController:
         c = self._c = _classes()
         self.backend = backend if backend is not None else HeapStateBackend()
         self.mailbox = c["Mailbox"]()
+        self._depth, self._escaped = 0, None  # _guarded's nesting; what a callback of ours raised
         self._names: dict[int, str] = {}
         self._states: dict[str, Any] = {}
         self._contexts: dict[int, object] = {}  # identity hash -> the Python token of a record context
@@ -430,14 +435,33 @@ class FlinkAsyncController:
 
     def _guarded(self, fn, target: int = 0):
         """``fn()``; a drain that stalled anywhere inside it (Flink may have wrapped what the mailbox
-        raised, e.g. into its non-record exception handler) is the reference's DrainStalledError."""
-        self.mailbox.stalled = False
+        raised, e.g. into its non-record exception handler) is the reference's DrainStalledError, and
+        an exception of ours that Flink wrapped (the step time limit's, raised in a callback) is raised
+        again as it was. Calls nest (a timer fired inside a drain): the outermost one resets."""
+        if not self._depth:
+            self.mailbox.stalled = False
+            self._escaped = None
+        self._depth += 1
         try:
             return fn()
-        except Exception:
+        except Exception as exc:
             if self.mailbox.stalled:
                 raise self._stall(target) from None
+            if self._escaped is not None and exc is not self._escaped:
+                raise self._escaped from None
             raise
+        finally:
+            self._depth -= 1
+
+    def _escaping(self, fn: Callable):
+        """``fn`` as Flink calls it: what it raises is kept, in case Flink wraps it."""
+        def run(*args):
+            try:
+                return fn(*args)
+            except BaseException as exc:
+                self._escaped = exc
+                raise
+        return run
 
     # ------------------------------------------------------------ the API
 
@@ -468,9 +492,9 @@ class FlinkAsyncController:
         context.retain()
         aec.setCurrentContext(context)
         if self.api.overdraft:
-            self._guarded(lambda: aec.syncPointRequestWithCallback(lambda: fn(), overdraft))
+            self._guarded(lambda: aec.syncPointRequestWithCallback(self._escaping(fn), overdraft))
         else:
-            self._guarded(lambda: aec.syncPointRequestWithCallback(lambda: fn()))
+            self._guarded(lambda: aec.syncPointRequestWithCallback(self._escaping(fn)))
         context.release()
         return self._token(context)
 
@@ -494,11 +518,11 @@ class FlinkAsyncController:
             if final_action is not None:
                 raise UsageError("Flink 1.20's processNonRecord takes one action: no final action")
             self._guarded(lambda: self.aec.processNonRecord(
-                None if trigger_action is None else (lambda: trigger_action())))
+                None if trigger_action is None else self._escaping(trigger_action)))
             return
         self._guarded(lambda: self.aec.processNonRecord(
-            None if trigger_action is None else (lambda: trigger_action()),
-            None if final_action is None else (lambda: final_action())))
+            None if trigger_action is None else self._escaping(trigger_action),
+            None if final_action is None else self._escaping(final_action)))
 
     @property
     def in_flight(self) -> int:
