@@ -20,7 +20,7 @@ import attrs
 from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
 from properties.core.machine import MachineKind
 from properties.flink.batch import BATCH_OPS, DETAILS, run_batch
-from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, jvm
+from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, compile_helper, jvm
 from properties.flink.async_controller import FLINK_ASYNC_SINCE, FlinkAsyncController, api_of
 from properties.flink.releases import (DEFAULT_VERSION, check_version, fetch_needed, parse_version, release_lib,
                                        select_release)
@@ -109,6 +109,10 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
             release_lib(version)  # fetched here, once, before any process that will use it is forked
         except (RuntimeError, OSError) as exc:
             raise UnknownImplementationError(spec, str(exc)) from None
+    try:
+        compile_helper()  # javac here, outside the step time limit the first implementation is built under
+    except FlinkUnavailableError as exc:
+        raise UnknownImplementationError(spec, exc.reason) from None
     if kind is not None and kind.name == "async":
         api = api_of(parse_version(version))
         lacks = api.lacks()

@@ -30,7 +30,7 @@ import attrs
 
 from properties.flink.releases import DEFAULT_VERSION, cache_root, dist_jar, release_lib, selected_release
 
-__all__ = ["FlinkUnavailableError", "JvmInfo", "available", "jvm", "started", "JAVA_SOURCES", "Java"]
+__all__ = ["FlinkUnavailableError", "JvmInfo", "available", "compile_helper", "jvm", "started", "JAVA_SOURCES", "Java"]
 
 FLINK_JAR = "flink-dist-2.3.0.jar"
 JAVA_SOURCES = Path(__file__).with_name("java")
@@ -107,6 +107,14 @@ def available() -> str | None:
 
 
 _cache_root = cache_root
+
+
+def compile_helper() -> float:
+    """Compile the helper against the selected release's jar now, if it is not compiled yet
+    (seconds spent); starts no JVM. Resolving a spec does it, so that the first implementation
+    built (under a step time limit) does not pay for javac on a loaded machine."""
+    lib = _flink_lib()
+    return _compiled_helper(dist_jar(lib) if selected_release() != DEFAULT_VERSION else lib / FLINK_JAR)[1]
 
 
 def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
