@@ -308,6 +308,7 @@ class _Trace(ProgramHooks):
         self.futures: list = []
         self.requests: list = []  # (time issued, future) of every state request
         self.started = False
+        self.finished = False  # known finished (AsyncHarness._finished)
         self.started_at = -1  # the how-manieth record to start
         self.blocked = False
         self.done = False
@@ -399,6 +400,7 @@ class AsyncHarness(HarnessBase):
         self.by_record: dict = {}  # record id -> trace
         self._unfinished = 0  # records whose program has not finished
         self._unfinished_timers = 0  # of which timers
+        self._finished_upto = 0  # traces[:this] have all finished
         self._pending: list[Failure] = []
         self._forcing: list[bool] = []
         self._last_executed: dict = {}  # key -> the trace of its last executed request
@@ -571,10 +573,22 @@ class AsyncHarness(HarnessBase):
     # ------------------------------------------------------------ epochs
 
     def _finished(self, trace: _Trace) -> bool:
-        """The record finished: its program, every future it made (and white-box, its context)."""
+        """The record finished: its program, every future it made (and white-box, its context).
+        Once finished, for good (kept: the epoch checks ask again after every step)."""
+        if trace.finished:
+            return True
         if not trace.done or not all(f.is_done() for f in trace.futures):
             return False
-        return not self.white_box or trace.context is None or trace.context.ref_count == 0
+        trace.finished = not self.white_box or trace.context is None or trace.context.ref_count == 0
+        return trace.finished
+
+    def _finished_prefix(self) -> int:
+        """How many traces from the first on have all finished."""
+        traces, at = self.traces, self._finished_upto
+        while at < len(traces) and self._finished(traces[at]):
+            at += 1
+        self._finished_upto = at
+        return at
 
     def _on_trigger(self, step, nr: _NonRecord) -> bool:
         """The trigger action of ``nr`` runs: False (start nothing) if it ran before."""
@@ -623,9 +637,9 @@ class AsyncHarness(HarnessBase):
         epoch has finished has run (Flink runs them as the last record completes)."""
         if self.config.threaded or len(self.controller.mailbox):
             return
+        finished = self._finished_prefix()
         for nr in self.non_records:
-            ready = all(self._finished(t) for t in self.traces[:nr.before])
-            if not ready:
+            if nr.before > finished:
                 return  # this one waits, and so do the later ones
             if nr.triggers == 0:
                 self._fail(DIVERGENCE, "A11", f"after {render_async(step)}: every record before {nr.describe()} "
