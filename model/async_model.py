@@ -60,52 +60,64 @@ class AsyncModel:
 
 
 class KeyOrder:
-    """Which record or timer of a key may start, and when (docs/contract.md §12, timers).
+    """Which record or timer of a key may start, and when (docs/contract.md §12, A1).
 
-    Records (``arrive``) of a key start in arrival order. A timer (``fire``) takes
-    its place in its key's order when it fires: after every record of its key
-    that arrived before its non-record and every timer of its key fired before
-    it, and before every record of its key that arrives after it fired. Records
-    of its key that arrived after its non-record but before it fired (parallel
-    epochs only) may go before or after it: that is the one freedom. Whatever
-    the order, one at a time per key: a record or timer starts only when no
-    other of its key is active. So serial mode defines one order; parallel mode
-    allows exactly the interleavings of that freedom.
+    A key's records and timers start in the order they *enter the key's queue*, one at a
+    time. A record enters when its first request is admitted (``arrive`` when it arrives,
+    ``entered`` once that call has returned: in between it may be draining for capacity);
+    a timer enters when it fires (``fire``), after every record of its key that has entered
+    and every timer of its key fired before it, and before every record of its key that
+    enters later, including one that was still draining for capacity when the timer fired.
+    In serial mode every record has entered before a watermark's timers fire; in parallel
+    mode the moment the trigger fires decides where its timers go among the next epoch's
+    records, and the harness sees that moment: so the order is defined in both modes, and
+    every allowed interleaving of epochs is accepted.
 
-    Ids are the harness's record ids, in the order records arrive and timers
-    fire. ``start(rid, finished)`` returns the problems (``(code, text)``) of
-    starting ``rid`` now; ``finished(rid)`` says whether a started one has
-    finished (all its work done).
+    Ids are the harness's record ids (records and timers, in the order they arrive or fire).
+    ``start(rid, finished)`` returns the problems (``(code, text)``) of starting ``rid``
+    now; ``finished(rid)`` says whether a started one has finished (all its work done).
 
     >>> order = KeyOrder()
-    >>> order.arrive(0, "k"); order.fire(1, "k", before=1); order.arrive(2, "k")
-    >>> order.start(0, finished=lambda rid: False)
+    >>> order.arrive(0, "k"); order.entered(0)
+    >>> order.arrive(1, "k")                     # draining for capacity when the timer fires
+    >>> order.fire(2, "k"); order.entered(1)
+    >>> order.start(0, finished=lambda rid: True)
     []
-    >>> order.start(2, finished=lambda rid: True)  # r2 arrived after the timer r1 fired
-    [('A1', 'r2 started before the earlier r1 of the same key')]
+    >>> order.start(1, finished=lambda rid: True)
+    [('A1', 'r1 started before the earlier r2 of the same key')]
     """
 
     def __init__(self) -> None:
-        self._records: dict = {}  # key -> ids of its records, in arrival order
-        self._last_record: dict = {}  # key -> its last record
-        self._last_timer: dict = {}  # key -> its last timer fired
+        self._last_entered: dict = {}  # key -> its last record or timer in the queue
+        self._arriving: dict = {}  # key -> its records arriving (not entered yet)
         self._after: dict = {}  # id -> the ids it must start after (each finished first)
         self._key: dict = {}
         self._active: dict = {}  # key -> ids started and maybe not finished
         self._started: set = set()
 
     def arrive(self, rid: int, key) -> None:
-        self._after[rid] = [p for p in (self._last_record.get(key), self._last_timer.get(key)) if p is not None]
-        self._last_record[key] = rid
-        self._records.setdefault(key, []).append(rid)
+        last = self._last_entered.get(key)
+        self._after[rid] = [] if last is None else [last]
+        self._arriving.setdefault(key, []).append(rid)
         self._key[rid] = key
 
-    def fire(self, tid: int, key, before: int) -> None:
-        """Timer ``tid`` fires on ``key``; its non-record came after the records ``< before``."""
-        earlier = [r for r in self._records.get(key, ()) if r < before]
-        self._after[tid] = [p for p in (earlier[-1] if earlier else None, self._last_timer.get(key)) if p is not None]
-        self._last_timer[key] = tid
+    def entered(self, rid: int) -> None:
+        """Record ``rid``'s arrival call returned: it is in its key's queue (or running)."""
+        key = self._key[rid]
+        self._arriving[key].remove(rid)
+        self._last_entered[key] = rid
+
+    def fire(self, tid: int, key) -> None:
+        last = self._last_entered.get(key)
+        self._after[tid] = [] if last is None else [last]
+        self._last_entered[key] = tid
         self._key[tid] = key
+        for rid in self._arriving.get(key, ()):
+            self._after[rid].append(tid)  # it enters after the timer
+
+    def arriving(self, key) -> list:
+        """The records of ``key`` that have arrived but not entered its queue yet."""
+        return self._arriving.get(key, [])
 
     def after(self, rid: int) -> list:
         """The ids ``rid`` must start after."""

@@ -112,20 +112,25 @@ def test_timers_fire_on_keys_records_hold_and_at_the_in_flight_limit_and_the_ref
     assert sorted(harness.backend.items()) == [("a", 0, 0, 11112)]
 
 
-def test_key_order_lets_a_timer_and_the_records_between_its_watermark_and_its_firing_go_either_way():
+def test_key_order_puts_a_timer_where_it_entered_its_keys_queue():
     from model.async_model import KeyOrder
 
-    def order(starts):
+    def order(starts, draining):
         o = KeyOrder()
-        o.arrive(0, "k")  # before the watermark
-        o.arrive(1, "k")  # after the watermark, before the timer fired (parallel epochs)
-        o.fire(2, "k", before=1)
-        o.arrive(3, "k")  # after the timer fired
-        return [problem for rid in starts for problem in o.start(rid, finished=lambda r: True)]
+        o.arrive(0, "k"); o.entered(0)  # before the watermark
+        o.arrive(1, "k")  # after the watermark (parallel epochs)
+        if not draining:
+            o.entered(1)  # its arrival returned before the timer fired: it is in the queue first
+        o.fire(2, "k")
+        if draining:
+            o.entered(1)  # it was draining for capacity when the timer fired: the timer is first
+        o.arrive(3, "k"); o.entered(3)  # after the timer fired
+        return [code for rid in starts for code, _ in o.start(rid, finished=lambda r: True)]
 
-    assert order([0, 1, 2, 3]) == [] and order([0, 2, 1, 3]) == []
-    assert [code for code, _ in order([2, 0, 1, 3])] == ["A1"]  # before a record of an earlier epoch
-    assert [code for code, _ in order([0, 1, 3, 2])] == ["A1"]  # after a record that came after it fired
+    assert order([0, 1, 2, 3], draining=False) == [] and order([0, 2, 1, 3], draining=True) == []
+    assert order([0, 2, 1, 3], draining=False) == ["A1"] and order([0, 1, 2, 3], draining=True) == ["A1"]
+    assert order([2, 0, 1, 3], draining=False) == ["A1"]  # before a record of an earlier epoch
+    assert order([0, 1, 3, 2], draining=False) == ["A1"]  # after a record that came after it fired
 
 
 def test_hunt_finds_and_shrinks_an_async_mutant_like_a_map_one():

@@ -42,10 +42,10 @@ Timers: a non-record's trigger fires timers on keys of the records' own key
 space, as Flink's timer service does (``process_timer``: a context for the
 timer's key, a sync point with the timer's callback, which makes its own state
 accesses); a timer may fire on a key a record holds, and at the in-flight
-limit. The order of a key's records and timers is the one
-:class:`model.async_model.KeyOrder` allows (A1, A2), and the serial model runs
-each record and timer when it starts, so it follows the order the controller
-chose among the allowed ones (A7).
+limit. A key's records and timers start in the order they enter the key's
+queue (:class:`model.async_model.KeyOrder`: a timer when it fires, a record once
+its arrival call has returned; A1, A2), and the serial model runs each record
+and timer when it starts (A7).
 
 Black-box, from the records' programs alone: A1, A2 (start after the
 predecessor finished), A3 (records that have not finished their program are
@@ -136,6 +136,7 @@ ASYNC_SCENARIOS: dict[str, str] = {
     "epochs-overlapped": "a record of a later epoch started before an earlier non-record's trigger ran",
     "timer-on-key-in-flight": "a timer fired on a key that a record or timer in flight held",
     "timer-at-in-flight-limit": "a timer fired while in-flight was at its limit",
+    "timer-ahead-of-draining-record": "a timer fired while a record of its key drained for capacity (timer first)",
 }
 
 
@@ -480,7 +481,7 @@ class AsyncHarness(HarnessBase):
             self.order.arrive(rid, key)
         else:
             self._count_timer_collisions(key)
-            self.order.fire(rid, key, spawned_by.before)
+            self.order.fire(rid, key)
             self._unfinished_timers += 1
         self._unfinished += 1
         self.traces.append(trace)
@@ -497,6 +498,7 @@ class AsyncHarness(HarnessBase):
 
         if spawned_by is None:
             context = self._call(step, self.controller.process_record, rid, key, trace.callback(processing))
+            self.order.entered(rid)
         else:
             spawned_by.spawned.append(trace)
             context = self.controller.process_timer(rid, key, trace.callback(processing))
@@ -523,6 +525,8 @@ class AsyncHarness(HarnessBase):
             self.coverage["timer-on-key-in-flight"] += 1
         if in_flight >= self.config.max_in_flight:
             self.coverage["timer-at-in-flight-limit"] += 1
+        if self.order.arriving(key):
+            self.coverage["timer-ahead-of-draining-record"] += 1
 
     def _bound_text(self) -> str:
         timers = self._unfinished_timers if self.config.overdraft else 0
