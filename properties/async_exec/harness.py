@@ -519,7 +519,7 @@ class AsyncHarness(HarnessBase):
             held = key in self.controller.key_accounting.occupied
             in_flight = self.controller.in_flight
         else:
-            held = any(t.key == key and not self._finished(t) for t in self.traces)
+            held = any(t.key == key and not self._finished(t) for t in self.traces[self._finished_prefix():])
             in_flight = self._unfinished
         if held:
             self.coverage["timer-on-key-in-flight"] += 1
@@ -559,11 +559,11 @@ class AsyncHarness(HarnessBase):
     def _op_run_mail(self, step, limit):
         self._call(step, self.controller.run_mailbox, limit)
 
-    def _op_non_record(self, step, spawn):
+    def _op_non_record(self, step, timers):
         if not callable(getattr(self.controller, "process_non_record", None)):
             return  # a controller without epochs (optional, as the map's visitor is): nothing to check
-        nr = _NonRecord(len(self.non_records), len(self.traces), spawn, len(self.steps) - 1)
-        nr.waited = any(not self._finished(t) for t in self.traces)
+        nr = _NonRecord(len(self.non_records), len(self.traces), timers, len(self.steps) - 1)
+        nr.waited = self._finished_prefix() < len(self.traces)
         self.non_records.append(nr)
         final = self.config.final_actions
         self._call(step, non_record, self.controller, [], lambda: self._on_trigger(step, nr),
@@ -616,8 +616,9 @@ class AsyncHarness(HarnessBase):
                           "every earlier record finished", waiting[:3])
         if nr.waited:
             self.coverage["epoch-waited-for-records"] += 1
-        for key, program in nr.spawn:
-            self._arrive(step, key, program, spawned_by=nr)
+        if callable(getattr(self.controller, "process_timer", None)):  # optional, as process_non_record is
+            for key, program in nr.spawn:
+                self._arrive(step, key, program, spawned_by=nr)
         return True
 
     def _on_final(self, nr: _NonRecord) -> None:
