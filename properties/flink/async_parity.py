@@ -102,8 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         run = subprocess.run(module_command("properties.flink.async_parity", "--one", version, "--programs",
                                             str(args.programs), "--steps", str(args.steps), "--mode", args.mode),
                              capture_output=True, text=True)
-        if run.returncode != 0:
-            print(f"  {version}: could not run: {run.stderr.strip().splitlines()[-1] if run.stderr else run.returncode}")
+        if run.returncode != 0:  # the first line says what happened (a traceback's, or faulthandler's "Timeout")
+            first = next((line for line in run.stderr.splitlines() if line.strip()), "")
+            last = run.stderr.strip().splitlines()[-1] if run.stderr.strip() else ""
+            print(f"  {version}: could not run (exit {run.returncode}): {first.strip()[:200]}"
+                  + (f" ... {last.strip()[:200]}" if last and last != first else ""))
             differ += 1
             continue
         r = json.loads(run.stdout.strip().splitlines()[-1])
