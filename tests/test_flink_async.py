@@ -15,12 +15,10 @@ from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
 from properties.async_exec.walks import walk_program
 from properties.core.counterexample import load
 from properties.core.errors import UsageError
-from properties.core.failures import CheckFailure
 from properties.core.impls import UnknownImplementationError, resolve
 from properties.core.replay import replay_setup
 from properties.core.shrink import replay
 from properties.core.machine import machine_kind
-from properties.core.program import Step
 from properties.flink.async_controller import FlinkAsyncController, FlinkDrainStalled, api_of
 from properties.flink.async_parity import run_programs
 from properties.flink.versions import PASSES, REPRODUCES, run_release
