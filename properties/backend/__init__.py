@@ -7,7 +7,8 @@
 - ``walks``: seeded swarm walks; ``mutants``: seeded bugs of the reference backend.
 
 Importing this package registers the machine (and its mutants) with
-:mod:`properties.core.machine`.
+:mod:`properties.core.machine`; ``--impl flink[@VERSION]`` runs Flink's own
+``HeapKeyedStateBackend`` (``properties.flink.backend``).
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ object: file -> ``{"outcome", "detail"}``. Outcomes:
 - ``fails differently``: another failure happens;
 - ``passes``: the program runs through with every check passing;
 - ``not applicable``: the file cannot run on Flink (a machine other than the
-  map and the table, a map capacity other than Flink's 128, a program the
-  bridge rejects).
+  map, the table and the keyed backend, a map capacity other than Flink's 128,
+  a program the bridge rejects).
 
 :func:`regression_range` turns a row into "last release where it
 reproduces, first where it passes".
@@ -50,8 +50,14 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
     from properties.core.replay import replay_setup
     from properties.core.shrink import replay, signature_of
 
+    from properties.flink.jvm import FlinkUnavailableError, jvm
+
     spec = spec_of(version)
     results = {}
+    try:
+        jvm()  # the helper compiled (seconds, on first use) and the JVM started outside the step time limit
+    except FlinkUnavailableError as exc:
+        return {path: {"outcome": NOT_APPLICABLE, "detail": str(exc)} for path in files}
     with StepTimeLimit(step_time_limit):
         for path in files:
             try:
@@ -59,9 +65,10 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
             except (CounterexampleError, OSError) as exc:
                 results[path] = {"outcome": NOT_APPLICABLE, "detail": f"unreadable: {exc}"}
                 continue
-            if cx.machine not in ("map", "table"):
+            if cx.machine not in ("map", "table", "backend"):
                 results[path] = {"outcome": NOT_APPLICABLE,
-                                 "detail": f"a {cx.machine} program (the bridge runs Flink's map and table)"}
+                                 "detail": f"a {cx.machine} program (the bridge runs Flink's map, table and "
+                                           f"keyed backend)"}
                 continue
             if cx.machine == "map" and cx.capacity and cx.capacity != FLINK_CAPACITY:
                 results[path] = {"outcome": NOT_APPLICABLE,
