@@ -15,6 +15,7 @@ from properties.backend.harness import BACKEND_SCENARIOS
 from properties.core.impls import resolve
 from properties.core.machine import machine_kind
 from properties.core.walk_phase import run_walks
+from properties.flink.corruptions import BACKEND_CORRUPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 FINDING = ROOT / "docs" / "findings" / "ttl-value-update-null.json"
@@ -36,6 +37,16 @@ def test_flink_2_3_0_passes_the_walks_and_reaches_every_scenario():
     run = walks("flink", walks=24)
     assert run.finding is None, run.finding
     assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == set()
+
+
+@pytest.mark.parametrize("name", sorted(BACKEND_CORRUPTIONS))
+def test_a_corruption_of_copy_on_write_is_caught_by_racing_steps_only(name):
+    corruption = BACKEND_CORRUPTIONS[name]
+    raced = walks(f"flink:corrupt={name}")
+    assert raced.finding is not None and raced.finding.failure.code in corruption.racing
+    inline = walks(f"flink:corrupt={name}", async_part="inline")
+    assert inline.finding is None and inline.coverage["checkpoint-memory"] > 0
+    assert corruption.inline == ()
 
 
 def test_the_reference_and_flink_2_3_0_answer_alike_on_seeded_programs():

@@ -29,7 +29,7 @@ from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityErro
                                   FlinkView)
 from properties.flink.serializers import flink_deserialize, flink_serialize
 from properties.flink.backend import FlinkStateBackend
-from properties.flink.corruptions import CORRUPTIONS
+from properties.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 from properties.flink.table import FlinkStateTable
 from properties.flink.walk import WalkHarness, WalkMap
 
@@ -80,7 +80,7 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
                                                           "flink@1.13.6), optionally followed by ':corrupt=NAME'")
     elif release:
         options = release
-    known = CORRUPTIONS
+    known = BACKEND_CORRUPTIONS if kind is not None and kind.name == "backend" else CORRUPTIONS
     if options:
         name = options.removeprefix("corrupt=")
         if not options.startswith("corrupt=") or name not in known:
@@ -90,8 +90,8 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
     if kind is not None and kind.name not in ("map", "table", "async", "backend"):
         raise UnknownImplementationError(spec, f"the Flink bridge offers the map, table, async and backend "
                                                f"machines, not {kind.name!r}")
-    if corruption and kind is not None and kind.name != "map":
-        raise UnknownImplementationError(spec, "seeded corruptions are corruptions of the map")
+    if corruption and kind is not None and kind.name not in ("map", "backend"):
+        raise UnknownImplementationError(spec, "seeded corruptions are corruptions of the map and the keyed backend")
     try:
         check_version(version)
     except ValueError as exc:
@@ -117,9 +117,10 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
                               f"mailbox and executor, no buffer timeout)",
                               config_defaults={"buffer_timeout": 0})
     if kind is not None and kind.name == "backend":
-        return Implementation(spec, FlinkStateBackend, False,
+        described = f" with the seeded corruption {corruption}" if corruption else ""
+        return Implementation(spec, functools.partial(FlinkStateBackend, corruption=corruption), False,
                               f"Apache Flink {version} HeapKeyedStateBackend through JPype (its builder, "
-                              f"descriptors, snapshot strategy)")
+                              f"descriptors, snapshot strategy){described}")
     if kind is not None and kind.name == "table":
         return Implementation(spec, FlinkStateTable, False,
                               f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
