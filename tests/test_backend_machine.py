@@ -54,7 +54,7 @@ def test_a_write_racing_the_asynchronous_part_is_caught_only_when_it_runs_on_its
 
 def test_programs_open_once_first_and_name_checkpoints_they_started():
     valid = BackendHarness.valid_program
-    assert valid(RACE)
+    assert valid(RACE) and valid([])
     assert not valid(RACE[1:])
     assert not valid([OPEN, OPEN])
     assert not valid([OPEN, Step("join", (0,))])

@@ -28,7 +28,7 @@ from properties.flink.releases import (DEFAULT_VERSION, check_version, fetch_nee
 from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
                                   FlinkView)
 from properties.flink.serializers import flink_deserialize, flink_serialize
-from properties.flink.backend import FlinkStateBackend
+from properties.flink.backend import FlinkStateBackend, warm_up
 from properties.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 from properties.flink.table import FlinkStateTable
 from properties.flink.walk import WalkHarness, WalkMap
@@ -120,7 +120,7 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
         described = f" with the seeded corruption {corruption}" if corruption else ""
         return Implementation(spec, functools.partial(FlinkStateBackend, corruption=corruption), False,
                               f"Apache Flink {version} HeapKeyedStateBackend through JPype (its builder, "
-                              f"descriptors, snapshot strategy){described}")
+                              f"descriptors, snapshot strategy){described}", warm_up=warm_up)
     if kind is not None and kind.name == "table":
         return Implementation(spec, FlinkStateTable, False,
                               f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")

@@ -22,8 +22,21 @@ from __future__ import annotations
 
 from properties.flink.convert import java_string, python_string
 from properties.flink.jvm import Java, jvm
+from reference.serializers import IntSerializer
+from reference.state_table import KeyGroupRange
 
-__all__ = ["FlinkStateBackend", "FlinkKeyedBackend", "FlinkSnapshotFuture", "FlinkCheckpointHandle"]
+__all__ = ["FlinkStateBackend", "FlinkKeyedBackend", "FlinkSnapshotFuture", "FlinkCheckpointHandle", "warm_up"]
+
+_WARM = False
+
+
+def warm_up() -> None:
+    """Start the JVM (compiling the helper on first use) and load Flink's keyed backend classes by
+    building and disposing one backend: seconds, once per process, before the first timed step."""
+    global _WARM
+    if not _WARM:
+        FlinkStateBackend().create_keyed_state_backend(IntSerializer(), 1, KeyGroupRange(0, 0)).dispose()
+        _WARM = True
 
 _KEY_TYPES = {"int": "int", "long": "long", "string": "string"}  # key serializer id -> BackendHandle's key type
 
