@@ -85,3 +85,21 @@ def test_the_builder_builds_flinks_backend_of_the_release_and_restores_rescaled(
                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=900)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "'restore-rescaled': 1" in run.stdout and "'recover-and-continue': 1" in run.stdout
+
+
+def test_checkpoints_written_by_one_release_restore_in_another_and_a_wrong_expectation_is_seen(tmp_path):
+    def module(*args):
+        run = subprocess.run([sys.executable, "-m", "properties.flink.backend_releases", *args], capture_output=True,
+                             text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1800)
+        assert run.returncode == 0, run.stdout + run.stderr
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    written = module("--write", "1.13.6", "--programs", "3", "--steps", "80", "--out", str(tmp_path / "w"))
+    assert written["checkpoints"] > 0
+    restored = module("--read", "2.3.0", str(tmp_path / "w"))
+    assert restored["same"] == restored["checkpoints"] == written["checkpoints"]
+    records = json.loads((tmp_path / "w" / "records.json").read_text())
+    shown = next(w for r in records["records"] for w in r["expected"].values() if w["shows"])
+    shown["shows"][0][1] = "not what it holds"
+    (tmp_path / "w" / "records.json").write_text(json.dumps(records))
+    assert module("--read", "2.3.0", str(tmp_path / "w"))["different"]

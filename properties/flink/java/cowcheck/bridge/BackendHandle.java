@@ -5,6 +5,7 @@ import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -39,15 +40,20 @@ import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.CheckpointedStateScope;
 import org.apache.flink.runtime.state.KeyGroupRange;
+import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
+import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.LocalRecoveryConfig;
 import org.apache.flink.runtime.state.SnapshotResult;
+import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.UncompressedStreamCompressionDecorator;
+import org.apache.flink.runtime.state.filesystem.FileStateHandle;
 import org.apache.flink.runtime.state.filesystem.FsCheckpointStreamFactory;
 import org.apache.flink.runtime.state.heap.CopyOnWriteStateMap;
 import org.apache.flink.runtime.state.heap.HeapKeyedStateBackendBuilder;
 import org.apache.flink.runtime.state.heap.HeapPriorityQueueSetFactory;
 import org.apache.flink.runtime.state.internal.InternalKvState;
+import org.apache.flink.runtime.state.memory.ByteStreamStateHandle;
 import org.apache.flink.runtime.state.memory.MemCheckpointStreamFactory;
 import org.apache.flink.runtime.state.ttl.TtlTimeProvider;
 
@@ -503,6 +509,51 @@ public final class BackendHandle {
                 }
             };
         }
+    }
+
+    // ------------------------------------------------------------------ handles across releases
+
+    /**
+     * A handle as text another release's helper can {@link #rebuild}: the key-group range, the
+     * offsets, then the bytes (base64, a ByteStreamStateHandle) or the file and its size.
+     */
+    public static String describe(KeyedStateHandle handle) {
+        KeyGroupsStateHandle groups = (KeyGroupsStateHandle) handle;
+        KeyGroupRange range = groups.getKeyGroupRange();
+        StringBuilder out = new StringBuilder("range ").append(range.getStartKeyGroup()).append(' ')
+                .append(range.getEndKeyGroup()).append("\noffsets");
+        for (int g = range.getStartKeyGroup(); g <= range.getEndKeyGroup(); g++) {
+            out.append(' ').append(groups.getOffsetForKeyGroup(g));
+        }
+        Object data = groups.getDelegateStateHandle();
+        if (data instanceof ByteStreamStateHandle) {
+            ByteStreamStateHandle bytes = (ByteStreamStateHandle) data;
+            out.append("\nbytes ").append(Base64.getEncoder().encodeToString(bytes.getData()));
+        } else if (data instanceof FileStateHandle) {
+            FileStateHandle file = (FileStateHandle) data;
+            out.append("\nfile ").append(file.getStateSize()).append(' ').append(file.getFilePath().toString());
+        } else {
+            throw new IllegalArgumentException("cannot describe a " + data.getClass().getName());
+        }
+        return out.toString();
+    }
+
+    /** The handle {@link #describe} described (a file is read where it lies). */
+    public static KeyedStateHandle rebuild(String text) {
+        String[] lines = text.split("\n");
+        String[] range = lines[0].split(" ");
+        int start = Integer.parseInt(range[1]);
+        int end = Integer.parseInt(range[2]);
+        String[] offsets = lines[1].split(" ");
+        long[] at = new long[end - start + 1];
+        for (int i = 0; i < at.length; i++) {
+            at[i] = Long.parseLong(offsets[i + 1]);
+        }
+        String[] data = lines[2].split(" ", 3);
+        StreamStateHandle stream = data[0].equals("bytes")
+                ? new ByteStreamStateHandle("cowcheck-" + start + "-" + end, Base64.getDecoder().decode(data[1]))
+                : new FileStateHandle(new Path(data[2]), Long.parseLong(data[1]));
+        return new KeyGroupsStateHandle(new KeyGroupRangeOffsets(start, end, at), stream);
     }
 
     // ------------------------------------------------------------------ corruptions
