@@ -8,12 +8,13 @@ that a process that only unpickles it (a Spark executor) registers every
 machine before reading a file.
 
 >>> sorted(MACHINES)
-['async', 'checkpoint', 'map', 'table']
+['async', 'backend', 'checkpoint', 'map', 'table']
 """
 
 from __future__ import annotations
 
 import properties.async_exec  # noqa: F401  (registers the async machine)
+import properties.backend  # noqa: F401  (registers the backend machine)
 import properties.checkpoint  # noqa: F401  (registers the checkpoint machine)
 import properties.map  # noqa: F401  (registers the map machine)
 import properties.table  # noqa: F401  (registers the table machine)

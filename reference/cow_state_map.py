@@ -37,6 +37,10 @@ Maintenance notes:
    call ``_put_entry``; every path still goes through ``_incremental_rehash``,
    ``_chained_copy_on_write``, ``_insert_entry`` and ``_remove_entry``, so a
    subclass overriding those (seeded bugs) changes every op that uses them.
+5. Registering a snapshot version and releasing one hold ``_VERSIONS_LOCK``
+   (Flink: ``synchronized (snapshotVersions)``): a checkpoint's asynchronous
+   part releases its snapshots on its own thread while the task thread may
+   take the next snapshot, and R must never drop below a live version.
 
 The one usage rule: a state returned by ``get`` may be mutated in place by the
 caller; states handed to ``put`` belong to the map from then on.
@@ -55,6 +59,7 @@ named as in docs/contract.md §3; they are not to be written from outside.
 from __future__ import annotations
 
 import copy
+import threading
 from typing import Any, Callable, Iterator
 
 from reference.entry import StateMapEntry
@@ -88,6 +93,10 @@ EMPTY_TABLE: tuple = (None,) * (MINIMUM_CAPACITY >> 1)
 
 _INT_MIN = -(1 << 31)
 _INT_MAX = (1 << 31) - 1
+
+
+# Registering and releasing snapshot versions (maintenance note 5); one lock for every map: both are rare.
+_VERSIONS_LOCK = threading.Lock()
 
 
 def _hash_of(key, namespace) -> int:
@@ -461,9 +470,10 @@ class CopyOnWriteStateMap:
 
     def snapshot_map_arrays(self) -> list:
         """Register a new snapshot version and return the flattened bucket heads."""
-        self.state_map_version += 1
-        self.highest_required_snapshot_version = self.state_map_version
-        self.snapshot_versions.add(self.state_map_version)
+        with _VERSIONS_LOCK:
+            self.state_map_version += 1
+            self.highest_required_snapshot_version = self.state_map_version
+            self.snapshot_versions.add(self.state_map_version)
         primary = self.primary_table
         rehash = self.incremental_rehash_table
         rehashing = rehash is not EMPTY_TABLE
@@ -480,11 +490,12 @@ class CopyOnWriteStateMap:
         self.release_snapshot_version(snapshot.version)
 
     def release_snapshot_version(self, version: int) -> None:
-        versions = self.snapshot_versions
-        if version not in versions:
-            raise UnknownSnapshotVersionError(version, sorted(versions))
-        versions.discard(version)
-        self.highest_required_snapshot_version = max(versions) if versions else 0
+        with _VERSIONS_LOCK:
+            versions = self.snapshot_versions
+            if version not in versions:
+                raise UnknownSnapshotVersionError(version, sorted(versions))
+            versions.discard(version)
+            self.highest_required_snapshot_version = max(versions) if versions else 0
 
     def __repr__(self) -> str:
         return (

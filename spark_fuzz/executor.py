@@ -42,7 +42,7 @@ import attrs
 from hypothesis import settings
 
 import properties.machines  # noqa: F401  (every machine registered: campaigns of any of them)
-from properties.core.boundary import build
+from properties.core.boundary import build, construction_failure
 from properties.core.counterexample import Counterexample, signature
 from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
@@ -273,6 +273,11 @@ def _run_machine_walk(seed: int, config: CampaignConfig, impl) -> Outcome:
     make_impl, options = kind.replay_setup(impl.factory, machine_config)
     base = dict(seed=seed, impl_spec=config.impl)
     try:
+        if getattr(impl, "warm_up", None) is not None:
+            try:  # once per process, outside the step time limit (a JVM starting in a loaded worker)
+                impl.warm_up()
+            except Exception as exc:
+                raise CheckFailure(construction_failure(exc)) from None
         instance = build(make_impl)
         harness = kind.harness_class(instance, **options)
     except CheckFailure as exc:  # building it crashed: an empty program fails

@@ -18,7 +18,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 # The desk tier, ``python -m pytest -n auto -m "not slow"`` (README), leaves out what starts a JVM
 # (Flink's jars, Spark), asks CrossHair's solver, or runs whole campaigns; CI runs everything.
 SLOW_MODULES = frozenset({
-    "test_campaign_spark", "test_campaign_session", "test_flink_async", "test_flink_bridge", "test_flink_parity",
+    "test_campaign_spark", "test_campaign_session", "test_flink_async", "test_flink_backend", "test_flink_bridge",
+    "test_flink_parity",
     "test_flink_releases", "test_flink_serializers", "test_flink_walk", "test_prove", "test_short_programs",
     "test_packaging",
 })

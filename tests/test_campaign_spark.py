@@ -272,7 +272,8 @@ def test_the_jvms_stderr_reaches_ours_without_the_incubator_module_notice(tmp_pa
 
 @pytest.mark.parametrize("machine, mutant", [("async", "mutant:async-key-not-released"),
                                              ("checkpoint", "mutant:checkpoint-wrong-offsets"),
-                                             ("table", "mutant:table-set-meta-info-keeps-copier")])
+                                             ("table", "mutant:table-set-meta-info-keeps-copier"),
+                                             ("backend", "mutant:backend-list-update-empty-keeps-entry")])
 def test_every_machine_runs_in_campaigns_passing_its_reference_and_storing_its_mutants_failures(
         spark, tmp_path, machine, mutant):
     base = ["campaign", "--machine", machine, "--master", "local[2]", "--seeds", "0:24", "--partitions", "4"]

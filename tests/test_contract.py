@@ -21,7 +21,7 @@ import properties.machines  # noqa: F401  (registers every machine and mutant)
 from properties.core.contract import CONTRACT, FIELDS, entries, parse, pointer
 from properties.core.machine import MACHINES
 from properties.core.mutants import catalogue
-from properties.flink.corruptions import CORRUPTIONS
+from properties.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where failures are made (every code-shaped literal counts), and the campaign code above them (only
@@ -31,7 +31,7 @@ CAMPAIGNS = sorted(ROOT.glob("spark_fuzz/**/*.py"))
 
 # Calls that carry a code, and the position of their code argument (or ``code=``).
 CODE_ARGUMENT = {"_fail": 1, "_violate": 1, "Failure": 1, "Violation": 0, "Outcome": None, "WorkerFailure": 1}
-CODE_LITERAL = re.compile(r"[PIACT]\d{1,2}")
+CODE_LITERAL = re.compile(r"[PIACTK]\d{1,2}")
 
 
 def codes_raised(files, literals: bool = True) -> set[str]:
@@ -92,6 +92,7 @@ def test_the_scan_finds_a_code_in_a_new_harness(tmp_path):
 def test_every_code_a_mutant_or_a_flink_corruption_expects_has_an_entry():
     expected = set().union(*(m.expected_codes for m in catalogue().values()))
     expected |= {code for c in CORRUPTIONS.values() for codes in (c.black_box, c.white_box) for code in codes}
+    expected |= {code for c in BACKEND_CORRUPTIONS.values() for codes in (c.racing, c.inline) for code in codes}
     assert expected and expected <= set(entries())
 
 

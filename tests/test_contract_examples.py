@@ -33,6 +33,7 @@ from reference import CopyOnWriteStateMap
 from reference.async_execution import AsyncExecutionController, RecordContext
 from reference.checkpoint import HeapKeyedStateBackend
 from reference.entry import StateMapEntry
+from reference.keyed import HashMapStateBackend
 from reference.hashing import composite_hash
 from reference.snapshot import CopyOnWriteStateMapSnapshot
 from reference.state_table import CopyOnWriteStateTable
@@ -255,6 +256,17 @@ class CallbacksWithPostingContext(AsyncExecutionController):
         return submit
 
 
+class KeyedMergeTakesLastHandle(HashMapStateBackend):
+    """A state backend whose restore from several handles reads only the last one."""
+
+    def __init__(self):
+        super().__init__(capacity=4)
+
+    def create_keyed_state_backend(self, key_serializer, max_parallelism, key_group_range, state_handles=()):
+        return super().create_keyed_state_backend(key_serializer, max_parallelism, key_group_range,
+                                                  list(state_handles)[-1:])
+
+
 # ------------------------------------------------- the examples
 
 
@@ -281,6 +293,7 @@ class Example:
 S = Step
 ARRIVE_0 = S("arrive", (0, [["add", "a", 5]]))
 ARRIVE_1 = S("arrive", (1, [["add", "a", 5]]))
+OPEN = S("open", ("int", 8))
 
 EXAMPLES: dict[str, Example] = {
     # the map: structural invariants (white-box)
@@ -330,6 +343,20 @@ EXAMPLES: dict[str, Example] = {
                   (S("checkpoint", (0, 20480)), S("complete", (0,)), S("rescale", (0, 2)))),
     "C5": Example("checkpoint", "mutant:checkpoint-keeps-partial-file", DIVERGENCE,
                   (S("checkpoint", (0, 0)), S("write_key_group", (0,)), S("cancel", (0,)))),
+    # keyed states
+    "K1": Example("backend", "mutant:backend-ttl-expires-late", DIVERGENCE,
+                  (OPEN, S("update", ("value_ttl", 0, 0, 1)), S("advance", (10,)), S("value", ("value_ttl", 0, 0)))),
+    "K2": Example("backend", "mutant:backend-list-update-empty-keeps-entry", DIVERGENCE,
+                  (OPEN, S("list_update", ("list", 0, 0, [])), S("keys", ("list", 0)))),
+    "K3": Example("backend", "mutant:backend-checkpoint-ignores-ttl-cleanup", DIVERGENCE,
+                  (OPEN, S("update", ("value_ttl", 0, 0, 1)), S("advance", (10,)), S("checkpoint", (0, "memory")))),
+    "K4": Example("backend", KeyedMergeTakesLastHandle, DIVERGENCE,
+                  (OPEN, S("update", ("value", 0, 0, 1)), S("checkpoint", (0, "memory")), S("rescale", (0, 6)))),
+    "K5": Example("backend", "mutant:backend-release-at-sync-point", DIVERGENCE,
+                  (OPEN, S("list_add", ("list", 0, 0, 1)), S("checkpoint_async", (0, "memory", 0)),
+                   S("list_add", ("list", 0, 0, 2)), S("join", (0,)))),
+    "K6": Example("backend", "mutant:backend-null-update-stores-null", CRASH,
+                  (OPEN, S("update", ("value", 0, 0, None)), S("checkpoint", (0, "memory")))),
     # the async execution controller
     "A1": Example("async", "mutant:async-unblock-newest-first", DIVERGENCE,
                   (S("arrive", (0, [["add", "b", 5]])), S("arrive", (0, [["sum", "a", "b", "b"]])),

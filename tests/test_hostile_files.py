@@ -94,6 +94,7 @@ OTHER_MACHINES = {
     "checkpoint": [Step("kv_put", ("a", 1, 0, [1])), Step("checkpoint", (0, 0)), Step("complete", (0,))],
     "async": [Step("arrive", (0, [["add", "a", 1]])), Step("drain", (0,))],
     "table": [Step("put", (1, 0, [1])), Step("snapshot", (0,)), Step("read_snapshot", (0,))],
+    "backend": [Step("open", ("int", 8)), Step("update", ("value", 1, 0, 5)), Step("checkpoint", (0, "memory"))],
 }
 
 
@@ -130,7 +131,7 @@ def _statements(source: str) -> str:
     return ast.dump(tree_)
 
 
-@pytest.mark.parametrize("machine", ["map", "checkpoint", "async", "table"])
+@pytest.mark.parametrize("machine", ["map", "checkpoint", "async", "table", "backend"])
 def test_generated_tests_hold_exactly_the_statements_of_a_clean_file_whatever_its_strings(tmp_path, machine):
     marker = tmp_path / "INJECTED"
     clean = clean_file_of(machine, tmp_path / "in")

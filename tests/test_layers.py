@@ -19,13 +19,14 @@ LAYERS = [
     ("model", ("model",)),
     ("core", ("properties.core",)),
     ("machines", ("properties.map", "properties.async_exec", "properties.checkpoint", "properties.table",
-                  "properties.machines")),
+                  "properties.backend", "properties.machines")),
     ("flink", ("properties.flink",)),
     ("cli", ("properties.cli", "properties.pytest_plugin", "properties.__main__", "properties")),
     ("spark", ("spark_fuzz",)),
 ]
 # Machine packages are siblings: none imports another (properties.machines gathers them).
-SIBLINGS = ("properties.map", "properties.async_exec", "properties.checkpoint", "properties.table")
+SIBLINGS = ("properties.map", "properties.async_exec", "properties.checkpoint", "properties.table",
+            "properties.backend")
 
 
 def _module_name(path: Path) -> str:

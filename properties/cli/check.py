@@ -78,6 +78,9 @@ def register(sub) -> None:
     p.add_argument("--epoch-mode", choices=["serial", "parallel"],
                    help="async machine: how non-records separate epochs (serial: SERIAL_BETWEEN_EPOCH, Flink's "
                         "default; parallel: PARALLEL_BETWEEN_EPOCH)")
+    p.add_argument("--async-part", choices=["thread", "inline"], default=None,
+                   help="backend machine: where a checkpoint's asynchronous part runs (default thread: on a thread "
+                        "of its own while the next steps go on; inline: on the task thread, so no step races it)")
     p.add_argument("--contract", choices=list(CONTRACTS), default=None,
                    help="map machine: flink (default: snapshot isolation and Flink's copy discipline, P6) or "
                         "isolation (what any snapshot map owes, with no rule about when copies are made; "
@@ -120,12 +123,14 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     keys = args.keys or (max(12, capacity * 5 // 4) if sized else None)
     if args.epoch_mode is not None and "epoch_mode" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
+    if args.async_part is not None and "async_part" not in attrs.fields_dict(kind.config_class):
+        raise UsageError(f"--async-part applies to the backend machine, not {args.machine!r}")
     if args.contract is not None and "contract" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--contract applies to the map machine, not {args.machine!r}")
     sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (docs/contract.md §17)
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes, contract=args.contract)
+                             sizes=sizes, contract=args.contract, async_part=args.async_part)
     try:
         probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
     except CheckFailure as exc:  # building one crashed (ended its process, raised SystemExit...)
@@ -133,7 +138,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     white_box = probed.white_box
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=white_box,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes, contract=args.contract)
+                             sizes=sizes, contract=args.contract, async_part=args.async_part)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)

@@ -75,6 +75,9 @@ class Implementation:
     # buffer_timeout=0, its timeout runs on a wall-clock thread); see MachineKind.config_for.
     config_defaults: dict = attrs.Factory(dict)
     user: bool = False  # a user's MODULE:FACTORY (not one cowcheck ships)
+    # Run once in a process before its first instance is built, outside any step time limit (the
+    # Flink bridge: start the JVM, compiling its helper on first use), or None.
+    warm_up: Callable | None = None
 
     def new(self, capacity: int = 4, state_copier=copy.deepcopy):
         return self.factory(capacity=capacity, state_copier=state_copier)

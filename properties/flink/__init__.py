@@ -4,7 +4,8 @@
 - ``convert``: what crosses the boundary (keys, namespaces, states, answers, exceptions);
 - ``map``: Flink's ``CopyOnWriteStateMap`` behind the docs/contract.md §15 API (``--impl flink``);
 - ``batch``: a whole program in one Java call, observed as ``properties.map.parity`` observes;
-- ``serializers``: Flink's own serializers, for byte-for-byte parity with the reference's.
+- ``serializers``: Flink's own serializers, for byte-for-byte parity with the reference's;
+- ``backend``: Flink's ``HeapKeyedStateBackend`` at the state level (``--machine backend``).
 
 Importing this package registers the ``flink`` implementation spec of the
 map machine (it starts no JVM: that happens when the first map is built).
@@ -27,7 +28,8 @@ from properties.flink.releases import (DEFAULT_VERSION, check_version, fetch_nee
 from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
                                   FlinkView)
 from properties.flink.serializers import flink_deserialize, flink_serialize
-from properties.flink.corruptions import CORRUPTIONS
+from properties.flink.backend import FlinkStateBackend, warm_up
+from properties.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 from properties.flink.table import FlinkStateTable
 from properties.flink.walk import WalkHarness, WalkMap
 
@@ -78,17 +80,18 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
                                                           "flink@1.13.6), optionally followed by ':corrupt=NAME'")
     elif release:
         options = release
+    known = BACKEND_CORRUPTIONS if kind is not None and kind.name == "backend" else CORRUPTIONS
     if options:
         name = options.removeprefix("corrupt=")
-        if not options.startswith("corrupt=") or name not in CORRUPTIONS:
+        if not options.startswith("corrupt=") or name not in known:
             raise UnknownImplementationError(spec, f"unknown option {options!r}: the Flink bridge takes "
-                                                   f"corrupt=NAME, NAME one of {', '.join(CORRUPTIONS)}")
+                                                   f"corrupt=NAME, NAME one of {', '.join(known)}")
         corruption = name
-    if kind is not None and kind.name not in ("map", "table", "async"):
-        raise UnknownImplementationError(spec, f"the Flink bridge offers the map, table and async machines, "
-                                               f"not {kind.name!r}")
-    if corruption and kind is not None and kind.name != "map":
-        raise UnknownImplementationError(spec, "seeded corruptions are corruptions of the map")
+    if kind is not None and kind.name not in ("map", "table", "async", "backend"):
+        raise UnknownImplementationError(spec, f"the Flink bridge offers the map, table, async and backend "
+                                               f"machines, not {kind.name!r}")
+    if corruption and kind is not None and kind.name not in ("map", "backend"):
+        raise UnknownImplementationError(spec, "seeded corruptions are corruptions of the map and the keyed backend")
     try:
         check_version(version)
     except ValueError as exc:
@@ -123,6 +126,11 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
                               f"mailbox and executor, no buffer timeout){left_out}",
                               config_defaults={"buffer_timeout": 0, "final_actions": api.final_actions,
                                                "overdraft": api.overdraft})
+    if kind is not None and kind.name == "backend":
+        described = f" with the seeded corruption {corruption}" if corruption else ""
+        return Implementation(spec, functools.partial(FlinkStateBackend, corruption=corruption), False,
+                              f"Apache Flink {version} HeapKeyedStateBackend through JPype (its builder, "
+                              f"descriptors, snapshot strategy){described}", warm_up=warm_up)
     if kind is not None and kind.name == "table":
         return Implementation(spec, FlinkStateTable, False,
                               f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")

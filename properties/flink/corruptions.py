@@ -1,4 +1,4 @@
-"""Seeded corruptions of Flink's real map (``Corruption.java``): bugs the suite must catch in Flink itself.
+"""Seeded corruptions of Flink's real map and keyed backend (``Corruption.java``): bugs the suite must catch in Flink.
 
 ``--impl flink:corrupt=NAME`` (or ``flink@VERSION:corrupt=NAME``) runs Flink's
 own ``CopyOnWriteStateMap`` with one of them: the helper breaks the map
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import attrs
 
-__all__ = ["Corruption", "CORRUPTIONS"]
+__all__ = ["Corruption", "CORRUPTIONS", "BackendCorruption", "BACKEND_CORRUPTIONS"]
 
 
 @attrs.frozen
@@ -45,4 +45,29 @@ CORRUPTIONS = {c.name: c for c in (
                                 "are other objects are hidden from the lookup, so a get misses them and a put "
                                 "inserts the key twice; harmless while the caller hands the same objects "
                                 "(hold_keys, small ints)", ("P1", "P4", "P2", "P6"), ("P1", "P4", "I3")),
+)}
+
+
+@attrs.frozen
+class BackendCorruption:
+    """A corruption of Flink's keyed backend: the codes a run may fail with when asynchronous parts
+    run on a thread of their own (``racing``) and with ``--async-part inline`` (``inline``)."""
+
+    name: str
+    description: str
+    racing: tuple
+    inline: tuple
+
+
+# Corruptions of Flink's keyed backend (``--machine backend --impl flink:corrupt=NAME``): hooks of
+# Corruption.java called before every write of the task thread, on the map of the current key group.
+BACKEND_CORRUPTIONS = {c.name: c for c in (
+    BackendCorruption("mark-fresh", "an in-place write to a shared entry: before a write of the task thread while a "
+                                    "checkpoint's snapshot is live, the entry is marked as written after it, so the "
+                                    "write lands in the entry (or the list or map) the snapshot shares instead of a "
+                                    "copy", ("K5",), ()),
+    BackendCorruption("forget-snapshots", "before a write of the task thread while a checkpoint's snapshot is live, "
+                                          "the map of its key group forgets its live snapshots (highest required "
+                                          "version 0), so copy-on-write stops in that map until the next snapshot",
+                      ("K5",), ()),
 )}

@@ -9,7 +9,8 @@ object: file -> ``{"outcome", "detail"}``. Outcomes:
 - ``fails differently``: another failure happens;
 - ``passes``: the program runs through with every check passing;
 - ``not applicable``: the file cannot run on Flink (a machine the bridge does
-  not offer, a map capacity other than Flink's 128, an async program on a
+  not offer: it runs the map, the table, the keyed backend and the async
+  controller; a map capacity other than Flink's 128, an async program on a
   release before 1.20.0 or in parallel epochs before 2.1.0, a program the
   bridge rejects).
 
@@ -51,8 +52,14 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
     from properties.core.replay import replay_setup
     from properties.core.shrink import replay, signature_of
 
+    from properties.flink.jvm import FlinkUnavailableError, jvm
+
     spec = spec_of(version)
     results = {}
+    try:
+        jvm()  # the helper compiled (seconds, on first use) and the JVM started outside the step time limit
+    except FlinkUnavailableError as exc:
+        return {path: {"outcome": NOT_APPLICABLE, "detail": str(exc)} for path in files}
     with StepTimeLimit(step_time_limit):
         for path in files:
             try:
@@ -60,10 +67,10 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
             except (CounterexampleError, OSError) as exc:
                 results[path] = {"outcome": NOT_APPLICABLE, "detail": f"unreadable: {exc}"}
                 continue
-            if cx.machine not in ("map", "table", "async"):
+            if cx.machine not in ("map", "table", "async", "backend"):
                 results[path] = {"outcome": NOT_APPLICABLE,
-                                 "detail": f"a {cx.machine} program (the bridge runs Flink's map, table and async "
-                                           f"controller)"}
+                                 "detail": f"a {cx.machine} program (the bridge runs Flink's map, table, keyed "
+                                           f"backend and async controller)"}
                 continue
             if cx.machine == "map" and cx.capacity and cx.capacity != FLINK_CAPACITY:
                 results[path] = {"outcome": NOT_APPLICABLE,

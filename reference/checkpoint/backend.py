@@ -40,9 +40,11 @@ class HeapKeyedStateBackend:
     # ------------------------------------------------------- states
 
     def register_state(self, name: str, namespace_serializer, state_serializer, *,
-                       state_copier: Optional[Callable[[Any], Any]] = None) -> CopyOnWriteStateTable:
+                       state_copier: Optional[Callable[[Any], Any]] = None,
+                       transformer: Optional[Callable[[Any], Any]] = None) -> CopyOnWriteStateTable:
         """A new empty table for ``name``; ``state_copier`` defaults to
-        ``state_serializer.copy`` (Flink copies through the serializer)."""
+        ``state_serializer.copy`` (Flink copies through the serializer); ``transformer``:
+        what checkpoints apply to each state as they write it (None: nothing)."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"state name must be a non-empty string, got {name!r}")
         if name in self._states:
@@ -52,7 +54,7 @@ class HeapKeyedStateBackend:
         copier = state_copier if state_copier is not None else state_serializer.copy
         table = CopyOnWriteStateTable(self.key_group_range, self.max_parallelism, capacity=self.capacity,
                                       state_copier=copier)
-        self._states[name] = RegisteredState(name, namespace_serializer, state_serializer, table)
+        self._states[name] = RegisteredState(name, namespace_serializer, state_serializer, table, transformer)
         return table
 
     def state(self, name: str) -> CopyOnWriteStateTable:
@@ -84,11 +86,12 @@ class HeapKeyedStateBackend:
     @classmethod
     def restore(cls, handles: Iterable[CheckpointHandle], key_group_range: Optional[KeyGroupRange] = None, *,
                 capacity: int = DEFAULT_CAPACITY,
-                stream_factory: Optional[CheckpointStreamFactory] = None) -> "HeapKeyedStateBackend":
+                stream_factory: Optional[CheckpointStreamFactory] = None, **options) -> "HeapKeyedStateBackend":
         """A fresh backend for ``key_group_range`` (default: the handles' ranges
         joined) holding the checkpointed state of those key groups: one handle,
         a part of one (scale out) or several merged (scale in). All or
-        nothing: on any error nothing is returned and no table escapes."""
+        nothing: on any error nothing is returned and no table escapes.
+        ``options`` go to the constructor of ``cls`` (a subclass's own arguments)."""
         handles = list(handles)
         if not handles:
             raise ValueError("restore needs at least one handle")
@@ -101,7 +104,7 @@ class HeapKeyedStateBackend:
         owner = assign_key_groups(handles, key_group_range, cls._restore_range)
         meta = first.metadata
         backend = cls(key_group_range, meta.max_parallelism, key_serializer=first.key_serializer,
-                      capacity=capacity, stream_factory=stream_factory)
+                      capacity=capacity, stream_factory=stream_factory, **options)
         for state, (ns_ser, st_ser) in zip(meta.states, first.serializers):
             backend.register_state(state.name, ns_ser, st_ser)
         tables = [backend.state(s.name) for s in meta.states]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import zlib
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import attrs
 
@@ -35,12 +35,15 @@ __all__ = ["PendingCheckpoint", "RegisteredState"]
 
 @attrs.frozen
 class RegisteredState:
-    """A state of a backend: its table and the serializers its checkpoint uses."""
+    """A state of a backend: its table, the serializers its checkpoint uses, and the
+    transformer its checkpoint applies to each state as it writes it (None: none; a
+    state with time-to-live drops what has expired, Flink's snapshot transformer)."""
 
     name: str
     namespace_serializer: Any
     state_serializer: Any
     table: CopyOnWriteStateTable
+    transformer: Optional[Callable[[Any], Any]] = None
 
     def metadata(self) -> StateMetadata:
         return StateMetadata(self.name, self.namespace_serializer.serializer_id,
@@ -159,7 +162,7 @@ class PendingCheckpoint:
     def _write_state_in_key_group(self, state: RegisteredState, snapshot: CopyOnWriteStateTableSnapshot,
                                   group: int, out) -> None:
         snapshot.write_key_group(out, group, self.key_serializer, state.namespace_serializer,
-                                 state.state_serializer)
+                                 state.state_serializer, state.transformer)
 
     def _finish(self) -> CheckpointHandle:
         index_offset = self.stream.tell()

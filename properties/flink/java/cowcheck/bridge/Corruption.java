@@ -37,6 +37,8 @@ abstract class Corruption {
                 return new Halt();
             case "identity-keys":
                 return new IdentityKeys();
+            case "forget-snapshots":
+                return new ForgetSnapshots();
             default:
                 throw new IllegalArgumentException("no corruption named " + name);
         }
@@ -123,6 +125,20 @@ abstract class Corruption {
                 int version = Internals.summary(map)[7];
                 set(ENTRY_VERSION, found[0], version);
                 set(STATE_VERSION, found[0], version);
+            }
+        }
+    }
+
+    /**
+     * Before a put while a snapshot is live, the map forgets its live snapshots: the highest
+     * required version drops to 0, so copy-on-write stops for the whole map (the keyed backend's
+     * corruption: its hook calls this before every write of the task thread).
+     */
+    static final class ForgetSnapshots extends Corruption {
+        @Override
+        void before(CopyOnWriteStateMap<?, ?, ?> map, String op, Object key, Object namespace) {
+            if (op.startsWith("put") && required(map) != 0) {
+                set(HIGHEST_REQUIRED, map, 0);
             }
         }
     }

@@ -1,0 +1,61 @@
+"""The backend machine ("backend"): keyed states at the state level, TTL, checkpoints and restores.
+
+- ``ops``: the states (value, list, map, reducing; without TTL, with TTL on
+  create and write, on read and write) and the operations, declared once;
+- ``harness``: drives a state backend against :mod:`model.keyed_model`, checks K1–K6;
+- ``machine``: the Hypothesis machine, its rules generated from the table;
+- ``walks``: seeded swarm walks; ``mutants``: seeded bugs of the reference backend.
+
+Importing this package registers the machine (and its mutants) with
+:mod:`properties.core.machine`; ``--impl flink[@VERSION]`` runs Flink's own
+``HeapKeyedStateBackend`` (``properties.flink.backend``).
+"""
+
+from __future__ import annotations
+
+from properties.backend import mutants  # noqa: F401  (registers the backend's seeded bugs)
+from properties.backend.harness import BACKEND_SCENARIOS, BackendHarness, BackendMachineConfig
+from properties.backend.machine import make_backend_machine, replay_setup
+from properties.backend.ops import BACKEND_OPS
+from properties.backend.walks import walk
+from properties.core.impls import Implementation, probe_by_harness
+from properties.core.machine import MachineKind, register_machine
+from reference.keyed import HashMapStateBackend
+
+__all__ = ["BACKEND", "BackendHarness", "BackendMachineConfig", "make_backend_machine", "reference_state_backend"]
+
+
+def reference_state_backend() -> HashMapStateBackend:
+    """The reference state backend with maps of capacity 4 (Flink's have 128): its tables rehash
+    within a few entries, and snapshots and key iteration stay cheap."""
+    return HashMapStateBackend(capacity=4)
+
+
+def setup_lines(impl_spec: str, config: BackendMachineConfig) -> list:
+    """What the printed steps stand for (the harness's helpers, properties/backend/harness.py)."""
+    where = "on the task thread" if config.async_part == "inline" else "on the task thread or a thread of its own"
+    return [f"# implementation: {impl_spec}; asynchronous parts {where} (docs/contract.md §20)",
+            "# open_backend: create_keyed_state_backend over all key groups, the twelve states registered;",
+            "# at(key, namespace, state): set_current_key(key), the state's set_current_namespace(namespace);",
+            "# check_restore / check_rescale: restore, compare with the model's copy frozen at the checkpoint"]
+
+
+BACKEND = register_machine(MachineKind(
+    name="backend",
+    summary="the heap keyed backend at the state level: descriptors, TTL, checkpoints, restores",
+    operations=BACKEND_OPS,
+    harness_class=BackendHarness,
+    builder=make_backend_machine,
+    config_class=BackendMachineConfig,
+    replay_setup=replay_setup,
+    builtins={"reference": lambda: Implementation("reference", reference_state_backend, False,
+                                                  "reference heap keyed state backend (HashMapStateBackend)")},
+    probe=probe_by_harness,
+    scenarios=BACKEND_SCENARIOS,
+    setup_lines=setup_lines,
+    walker=walk,
+    walker_takes_config=True,
+    recorded_settings=("async_part",),
+    api=("create_keyed_state_backend",),
+    sample=lambda factory: factory(),
+))

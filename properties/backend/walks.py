@@ -1,0 +1,133 @@
+"""Seeded swarm walks of the backend machine (the walk phase of ``check``, ``mutants`` and campaigns).
+
+The same operations as the Hypothesis machine, drawn from the table's
+domains (:data:`~properties.backend.ops.BACKEND_OPS`) with
+``random.Random(seed)``: a walk opens a backend of a random key type and
+max parallelism, switches some kinds of step off and keeps to a few of the
+states, keys and namespaces (swarm testing: the same entry is written,
+read, checkpointed and read again, at times that straddle its expiry), and
+ends by joining the asynchronous parts still running, as every example does.
+
+>>> list(walk_program(3, 4))[:2]
+[Step(op='open', args=('int', 128)), Step(op='clear', args=('value_ttl_read', 0, 1))]
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Iterator
+
+from properties.backend.ops import (BACKEND_OPS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES, STATES, TARGETS,
+                                    USER_KEYS, key_pool, states_of_kind)
+from properties.core.program import Step
+
+__all__ = ["walk_program", "walk", "WEIGHTS"]
+
+_SWARM_OFF = 0.25
+# How often each kind of step comes, before the swarm switches some off.
+WEIGHTS = {"update": 6, "value": 4, "list_add": 5, "list_update": 2, "list_get": 4, "map_put": 5, "map_remove": 2,
+           "map_get": 3, "map_contains": 2, "map_entries": 3, "reduce_add": 5, "reduce_get": 3, "clear": 2,
+           "keys": 2, "advance": 4, "checkpoint": 1.5, "checkpoint_async": 2, "join": 2, "restore": 1,
+           "rescale": 0.7, "recover": 0.4}
+_MILLIS = (1, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
+_KINDS = ("value", "list", "map", "reducing")
+
+
+class _Walk:
+    """What a walk has opened and started, and how it draws each domain."""
+
+    def __init__(self, r: random.Random, keys: int) -> None:
+        self.r = r
+        self.key_type = r.choice(KEY_TYPES)
+        self.max_parallelism = r.choice(MAX_PARALLELISMS)
+        pool = key_pool(self.key_type, keys)
+        self.pool = r.sample(pool, r.randint(1, len(pool)))
+        self.namespaces = r.randint(1, NAMESPACES)
+        used = [s.name for s in STATES if r.random() < 0.4] or [r.choice(STATES).name]
+        self.names = {f"state:{kind}": tuple(n for n in states_of_kind(kind) if n in used) for kind in _KINDS}
+        self.names["state"] = tuple(used)
+        self.next_cid = 0
+        self.running: list[int] = []
+        self.started: list[int] = []
+
+    def draw(self, domain: str):
+        r = self.r
+        if domain in self.names:
+            return r.choice(self.names[domain]) if self.names[domain] else None
+        if domain == "key":
+            return r.choice(self.pool)
+        if domain == "namespace":
+            return r.randrange(self.namespaces)
+        if domain == "value":
+            return r.randrange(10)
+        if domain == "nullable_value":
+            return None if r.random() < 0.2 else r.randrange(10)
+        if domain == "values":
+            return [r.randrange(10) for _ in range(r.randint(0, 3))]
+        if domain == "user_key":
+            return r.randrange(USER_KEYS)
+        if domain == "millis":
+            return r.choice(_MILLIS)
+        if domain == "target":
+            return r.choice(TARGETS)
+        if domain == "seed":
+            return r.getrandbits(31)
+        if domain == "group":
+            return r.randrange(self.max_parallelism)
+        if domain == "split":
+            return r.randrange(self.max_parallelism - 1)
+        raise ValueError(f"no draw for domain {domain!r}")
+
+    def step(self, name: str) -> Step | None:
+        """A step of kind ``name``, or None if nothing it needs exists yet."""
+        op = BACKEND_OPS[name]
+        if name in ("checkpoint", "checkpoint_async"):
+            cid = self.next_cid
+            self.next_cid += 1
+            self.started.append(cid)
+            if name == "checkpoint_async":
+                self.running.append(cid)
+            return Step(name, (cid, *(self.draw(d) for d in op.domains[1:])))
+        if name == "join":
+            if not self.running:
+                return None
+            return Step(name, (self.running.pop(self.r.randrange(len(self.running))),))
+        if name in ("restore", "rescale", "recover"):
+            if not self.started:
+                return None
+            cid = self.r.choice(self.started)
+            if cid in self.running:
+                self.running.remove(cid)  # the restore waits for it
+            args = [self.draw(d) for d in op.domains[1:]]
+            if name == "restore":
+                args = sorted(args)
+            if name == "recover":
+                self.running = []  # recovering waits for every running asynchronous part
+            return Step(name, (cid, *args))
+        if op.domains and op.domains[0].startswith("state") and not self.names[op.domains[0]]:
+            return None  # the walk uses no state of that kind
+        return Step(name, tuple(self.draw(d) for d in op.domains))
+
+
+def walk_program(seed: int, steps: int, keys: int = 6) -> Iterator[Step]:
+    """A seeded swarm walk of about ``steps`` steps."""
+    r = random.Random(seed)
+    walk = _Walk(r, keys)
+    yield Step("open", (walk.key_type, walk.max_parallelism))
+    kinds = list(WEIGHTS)
+    weights = [0.0 if r.random() < _SWARM_OFF else WEIGHTS[k] * r.random() for k in kinds]
+    if not any(weights[: kinds.index("keys")]):
+        weights[0] = WEIGHTS["update"]  # a walk that never touches a state tests little
+    made = 1
+    while made < steps:
+        step = walk.step(r.choices(kinds, weights)[0])
+        if step is not None:
+            yield step
+        made += 1
+    for cid in walk.running:
+        yield Step("join", (cid,))
+
+
+def walk(seed: int, steps: int, instance, config=None) -> Iterator[Step]:
+    """The machine's walker (``MachineKind.walker``)."""
+    return walk_program(seed, steps, config.keys if config is not None else 6)

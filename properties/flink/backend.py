@@ -1,0 +1,218 @@
+"""Flink's own HeapKeyedStateBackend behind the reference's state-level API (``--machine backend --impl flink``).
+
+:class:`FlinkStateBackend` speaks :mod:`reference.keyed`'s API
+(``create_keyed_state_backend``, ``clock``) and drives
+``cowcheck.bridge.BackendHandle`` (``java/``): Flink's backend built by its
+``HeapKeyedStateBackendBuilder`` for the release of this process, states
+registered through Flink's descriptors (with ``StateTtlConfig``: never
+return expired, no background cleanup, cleanup in full snapshots),
+``TtlTimeProvider`` a clock the harness moves. A checkpoint is Flink's
+snapshot strategy writing into a ``MemCheckpointStreamFactory`` or an
+``FsCheckpointStreamFactory`` (every state in a file); its asynchronous part
+runs on the calling thread or on a Java thread of its own, the streams
+yielding at random as they write when the harness asks
+(``YieldingStreamFactory.yield_seed``). Handles are Flink's
+``KeyedStateHandle`` objects, restored into fresh backends through the
+builder (intersected with the new key-group range: rescaling).
+
+``corruption``: a seeded Java-side corruption (:data:`~properties.flink.corruptions.BACKEND_CORRUPTIONS`).
+"""
+
+from __future__ import annotations
+
+from properties.flink.convert import java_string, python_string
+from properties.flink.jvm import Java, jvm
+from reference.serializers import IntSerializer
+from reference.state_table import KeyGroupRange
+
+__all__ = ["FlinkStateBackend", "FlinkKeyedBackend", "FlinkSnapshotFuture", "FlinkCheckpointHandle", "warm_up"]
+
+_WARM = False
+
+
+def warm_up() -> None:
+    """Start the JVM (compiling the helper on first use) and load Flink's keyed backend classes by
+    building and disposing one backend: seconds, once per process, before the first timed step."""
+    global _WARM
+    if not _WARM:
+        FlinkStateBackend().create_keyed_state_backend(IntSerializer(), 1, KeyGroupRange(0, 0)).dispose()
+        _WARM = True
+
+_KEY_TYPES = {"int": "int", "long": "long", "string": "string"}  # key serializer id -> BackendHandle's key type
+
+
+class FlinkClock:
+    """The backends' ``TtlTimeProvider`` (``BackendHandle.Clock``); only the task thread moves it."""
+
+    def __init__(self) -> None:
+        import jpype
+
+        self.java = jpype.JClass("cowcheck.bridge.BackendHandle$Clock")()
+
+    def advance(self, millis: int) -> None:
+        self.java.advance(millis)
+
+    def current_timestamp(self) -> int:
+        return int(self.java.currentTimestamp())
+
+
+class FlinkCheckpointHandle:
+    """A completed checkpoint: Flink's ``KeyedStateHandle`` (a ``KeyGroupsStateHandle``)."""
+
+    def __init__(self, java) -> None:
+        self.java = java
+
+    def __repr__(self) -> str:
+        return f"FlinkCheckpointHandle({self.java.toString()})"
+
+
+class FlinkStateBackend:
+    """Flink's heap keyed backends of this process's release, all on one clock (see the module docstring)."""
+
+    def __init__(self, corruption: str = "") -> None:
+        jvm()
+        self.corruption = corruption
+        self.clock = FlinkClock()
+
+    def create_keyed_state_backend(self, key_serializer, max_parallelism: int, key_group_range,
+                                   state_handles=()) -> "FlinkKeyedBackend":
+        import jpype
+
+        key_type = _KEY_TYPES.get(getattr(key_serializer, "serializer_id", None))
+        if key_type is None:
+            raise ValueError(f"Flink bridge: keys are ints, longs or strings, not {key_serializer!r}")
+        handles = jpype.JArray(jpype.JClass("org.apache.flink.runtime.state.KeyedStateHandle"))(
+            [h.java for h in state_handles])
+        handle = Java.jpype.JClass("cowcheck.bridge.BackendHandle")(
+            key_type, max_parallelism, key_group_range.start, key_group_range.end, self.clock.java, handles,
+            self.corruption)
+        return FlinkKeyedBackend(handle, key_type)
+
+
+class FlinkKeyedBackend:
+    """One Flink backend: the key context, states, key iteration, snapshots."""
+
+    def __init__(self, handle, key_type: str) -> None:
+        self._handle = handle
+        self._key = {"int": Java.Integer, "long": Java.Long, "string": java_string}[key_type]
+        self._from_java = python_string if key_type == "string" else int
+
+    def set_current_key(self, key) -> None:
+        self._handle.setCurrentKey(self._key(key))
+
+    def get_or_create_keyed_state(self, namespace_serializer, descriptor):
+        if getattr(namespace_serializer, "serializer_id", None) != "int":
+            raise ValueError("Flink bridge: namespaces are ints (IntSerializer)")
+        ttl = descriptor.ttl_config
+        self._handle.register(descriptor.name, descriptor.kind, ttl.ttl if ttl is not None else 0,
+                              bool(ttl is not None and ttl.update_on_read))
+        return _STATES[descriptor.kind](self._handle, descriptor.name)
+
+    def get_keys(self, name: str, namespace):
+        return [self._from_java(k) for k in self._handle.keys(name, namespace)]
+
+    def snapshot(self, checkpoint_id: int, stream_factory=None) -> "FlinkSnapshotFuture":
+        directory = getattr(stream_factory, "directory", None)
+        seed = getattr(stream_factory, "yield_seed", None)
+        return FlinkSnapshotFuture(self._handle.snapshot(checkpoint_id, directory, -1 if seed is None else seed))
+
+    def dispose(self) -> None:
+        self._handle.dispose()
+
+
+class FlinkSnapshotFuture:
+    """A checkpoint's asynchronous part (``BackendHandle.Pending``): ``run`` here, or ``start`` it
+    on a Java thread and ``get`` its handle once ``done``."""
+
+    def __init__(self, pending) -> None:
+        self._pending = pending
+
+    def run(self) -> FlinkCheckpointHandle:
+        return FlinkCheckpointHandle(self._pending.run())
+
+    def start(self) -> None:
+        self._pending.start()
+
+    @property
+    def done(self) -> bool:
+        return bool(self._pending.isDone())
+
+    def get(self, timeout=None) -> FlinkCheckpointHandle:
+        return FlinkCheckpointHandle(self._pending.result(-1 if timeout is None else int(timeout * 1000)))
+
+
+def _int_or_none(value):
+    return None if value is None else int(value)
+
+
+class _State:
+    __slots__ = ("_handle", "_name", "_namespace")
+
+    def __init__(self, handle, name: str) -> None:
+        self._handle, self._name, self._namespace = handle, name, 0
+
+    def set_current_namespace(self, namespace) -> None:
+        self._namespace = namespace
+
+    def clear(self) -> None:
+        self._handle.clear(self._name, self._namespace)
+
+
+class _ValueState(_State):
+    __slots__ = ()
+
+    def value(self):
+        return _int_or_none(self._handle.valueGet(self._name, self._namespace))
+
+    def update(self, value) -> None:
+        self._handle.valueUpdate(self._name, self._namespace, None if value is None else Java.Integer(value))
+
+
+class _ListState(_State):
+    __slots__ = ()
+
+    def get(self):
+        got = self._handle.listGet(self._name, self._namespace)
+        return None if got is None else [int(v) for v in got]
+
+    def add(self, value) -> None:
+        self._handle.listAdd(self._name, self._namespace, value)
+
+    def update(self, values) -> None:
+        self._handle.listUpdate(self._name, self._namespace, Java.int_array(list(values)))
+
+
+class _MapState(_State):
+    __slots__ = ()
+
+    def get(self, user_key):
+        return _int_or_none(self._handle.mapGet(self._name, self._namespace, user_key))
+
+    def put(self, user_key, value) -> None:
+        self._handle.mapPut(self._name, self._namespace, user_key, value)
+
+    def remove(self, user_key) -> None:
+        self._handle.mapRemove(self._name, self._namespace, user_key)
+
+    def contains(self, user_key) -> bool:
+        return bool(self._handle.mapContains(self._name, self._namespace, user_key))
+
+    def entries(self):
+        flat = self._handle.mapEntries(self._name, self._namespace)
+        if flat is None:
+            return None
+        values = [int(v) for v in flat]
+        return list(zip(values[::2], values[1::2]))
+
+
+class _ReducingState(_State):
+    __slots__ = ()
+
+    def get(self):
+        return _int_or_none(self._handle.reduceGet(self._name, self._namespace))
+
+    def add(self, value) -> None:
+        self._handle.reduceAdd(self._name, self._namespace, value)
+
+
+_STATES = {"value": _ValueState, "list": _ListState, "map": _MapState, "reducing": _ReducingState}

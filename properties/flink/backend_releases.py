@@ -1,0 +1,265 @@
+"""Checkpoints across releases: written by one Flink release's keyed backend, restored by another's.
+
+``python -m properties.flink.backend_releases [--versions A,B,...] [--programs N] [--steps S]
+[--pairs X:Y,...]`` runs, per writer release X (one process each: one JVM, one release), ``N``
+seeded walks of the backend machine on Flink X, every checkpoint's asynchronous part on the task
+thread, each step checked against the model as always. After every completed checkpoint it
+records the handle (described as text: key-group range, offsets, and the bytes or the file, which
+stays on disk), the clock's time, and what a restore must show then according to the model's copy
+frozen at that checkpoint: for every state and namespace the keys its key iteration must and may
+list, and what each key shows. Per reader release Y (one process each) every recorded handle is
+rebuilt, restored into a fresh backend of release Y at that time (its own key-group range), the
+states registered again, and every key and value compared.
+
+By default the pairs are every release given against 2.3.0 both ways, each release against the
+next one (both ways) and each against itself. The printed matrix says, per pair, how many
+checkpoints restored to the model's state, how many differ, how many a release could not restore
+(the exception's first line), and how many programs the writer could not finish (a failure of
+its own, e.g. FLINK-20772 before 1.19.0: its earlier checkpoints still count). Exit 0 if every
+pair restores every checkpoint, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from properties.core.processes import module_command
+
+__all__ = ["write", "read", "pairs_of", "main"]
+
+
+def _reads(kind: str):
+    return {"value": ("value", None), "reducing": ("get", None), "list": ("get", "list"),
+            "map": ("entries", "map")}[kind]
+
+
+def _answer(got, shape):
+    if shape == "list":
+        return list(got) if got else None
+    if shape == "map":
+        return sorted(map(list, got)) if got else None
+    return got
+
+
+def write(version: str, programs: int, steps: int, out: Path) -> dict:
+    """In this process: the walks on ``flink@version``, their checkpoints recorded under ``out``."""
+    import properties.flink  # noqa: F401
+    import properties.machines  # noqa: F401
+    from properties.backend.harness import BackendHarness
+    from properties.backend.ops import NAMESPACES, STATES
+    from properties.backend.walks import walk_program
+    from properties.core.failures import CheckFailure
+    from properties.core.impls import resolve
+    from properties.core.limits import limited
+    from properties.flink.jvm import Java
+    from reference.checkpoint import CheckpointStreamFactory
+
+    class Writer(BackendHarness):
+        """The backend harness, with file checkpoints kept in ``out``."""
+
+        def _streams(self, target: str):
+            if target == "memory":
+                return super()._streams(target)
+            self.coverage["checkpoint-file"] += 1
+            return CheckpointStreamFactory(str(out / "files"), threshold=0)
+
+    (out / "files").mkdir(parents=True, exist_ok=True)
+    impl = resolve(f"flink@{version}", "backend")
+    records, failed = [], []
+    with limited(60.0):
+        for seed in range(programs):
+            harness = Writer(impl.factory(), async_part="inline")
+            seen: set = set()
+            try:
+                for step in walk_program(seed, steps):
+                    harness.apply(step)
+                    for cid in sorted(set(harness.handles) - seen):
+                        seen.add(cid)
+                        records.append(_record(harness, cid, seed, STATES, NAMESPACES, Java))
+            except CheckFailure as exc:
+                failed.append({"seed": seed, "failure": f"{exc.failure.kind} {exc.failure.code}: "
+                                                       f"{exc.failure.message[:200]}"})
+            finally:
+                harness.close()
+    (out / "records.json").write_text(json.dumps({"version": version, "records": records, "failed": failed}))
+    return {"version": version, "checkpoints": len(records), "programs": programs, "failed": len(failed)}
+
+
+def _record(harness, cid, seed, states, namespaces, java) -> dict:
+    frozen, time = harness.frozen[cid], harness.frozen[cid].time
+    expected = {}
+    for spec in states:
+        for namespace in range(namespaces):
+            shows = frozen.entries(spec.name, namespace, time, lambda key: True)
+            may = frozen.may_keys(spec.name, namespace, lambda key: True)
+            shape = _reads(spec.kind)[1]
+            expected[f"{spec.name}/{namespace}"] = {
+                "must": sorted(map(repr, shows)), "may": sorted(map(repr, may)),
+                "shows": [[key, _answer(value if shape != "map" else list(value.items()), shape)]
+                          for key, value in sorted(shows.items(), key=lambda kv: repr(kv[0]))]}
+    handle = java.jpype.JClass("cowcheck.bridge.BackendHandle").describe(harness.handles[cid].java)
+    return {"seed": seed, "cid": cid, "key_type": harness.key_type, "max_parallelism": harness.max_parallelism,
+            "time": time, "pool": harness.pool, "handle": str(handle), "expected": expected}
+
+
+def read(version: str, written: Path) -> dict:
+    """In this process: every checkpoint recorded in ``written`` restored by ``flink@version``."""
+    import properties.flink  # noqa: F401
+    from properties.backend.ops import NAMESPACES, STATES, descriptor_of
+    from properties.core.keys import FAMILIES, fresh
+    from properties.flink.backend import FlinkCheckpointHandle, FlinkStateBackend
+    from properties.flink.jvm import Java, jvm
+    from properties.flink.releases import select_release
+    from reference.serializers import IntSerializer
+    from reference.state_table import KeyGroupRange
+
+    select_release(version)
+    jvm()
+    data = json.loads((written / "records.json").read_text())
+    out = {"writer": data["version"], "reader": version, "checkpoints": 0, "same": 0, "different": [],
+           "unrestorable": [], "writer_failed": len(data["failed"])}
+    rebuild = Java.jpype.JClass("cowcheck.bridge.BackendHandle").rebuild
+    for record in data["records"]:
+        out["checkpoints"] += 1
+        where = f"seed {record['seed']} c{record['cid']}"
+        try:
+            backend = FlinkStateBackend()
+            backend.clock.advance(record["time"])
+            mp = record["max_parallelism"]
+            kb = backend.create_keyed_state_backend(FAMILIES[record["key_type"]].serializer(), mp,
+                                                    KeyGroupRange(0, mp - 1),
+                                                    [FlinkCheckpointHandle(rebuild(record["handle"]))])
+            states = {spec.name: kb.get_or_create_keyed_state(IntSerializer(), descriptor_of(spec)) for spec in STATES}
+            difference = _compare(kb, states, record, STATES, NAMESPACES, fresh)
+            kb.dispose()
+        except Exception as exc:  # the release could not restore it: reported, with the first line
+            if len(out["unrestorable"]) < 5:
+                out["unrestorable"].append(f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
+            else:
+                out["unrestorable"].append(where)
+            continue
+        if difference is None:
+            out["same"] += 1
+        else:
+            out["different"].append(f"{where}: {difference}")
+    return out
+
+
+def _compare(kb, states, record, specs, namespaces, fresh) -> str | None:
+    """The first difference between the restored backend and the record's expectations, or None."""
+    expected = record["expected"]
+    for spec in specs:
+        for namespace in range(namespaces):
+            want = expected[f"{spec.name}/{namespace}"]
+            got = set(map(repr, kb.get_keys(spec.name, namespace)))
+            if not set(want["must"]) <= got <= set(want["may"]):
+                return (f"state {spec.name!r}, namespace {namespace}: keys {sorted(got)}, expected between "
+                        f"{want['must']} and {want['may']}")
+    shows = {(name_ns, repr(key)): value for name_ns, w in expected.items() for key, value in w["shows"]}
+    for key in record["pool"]:
+        kb.set_current_key(fresh(key))
+        for spec in specs:
+            method, shape = _reads(spec.kind)
+            state = states[spec.name]
+            for namespace in range(namespaces):
+                state.set_current_namespace(namespace)
+                got = _answer(getattr(state, method)(), shape)
+                want = shows.get((f"{spec.name}/{namespace}", repr(key)))
+                if got != want:
+                    return f"state {spec.name!r}, key {key!r}, namespace {namespace}: {got!r}, expected {want!r}"
+    return None
+
+
+def pairs_of(versions: list[str], newest: str = "2.3.0") -> list[tuple[str, str]]:
+    """Each release against ``newest`` both ways, against the next both ways, and against itself."""
+    from properties.flink.releases import parse_version
+
+    ordered = sorted(set(versions) | {newest}, key=parse_version)
+    pairs = {(v, v) for v in ordered}
+    pairs |= {(v, newest) for v in ordered} | {(newest, v) for v in ordered}
+    pairs |= {(a, b) for a, b in zip(ordered, ordered[1:])} | {(b, a) for a, b in zip(ordered, ordered[1:])}
+    return sorted(pairs, key=lambda p: (parse_version(p[0]), parse_version(p[1])))
+
+
+def _one(*args: str) -> dict:
+    run = subprocess.run(module_command("properties.flink.backend_releases", *args), capture_output=True,
+                         text=True)
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    if run.returncode != 0 or not lines:
+        tail = [line for line in run.stderr.splitlines() if line.strip()]
+        raise RuntimeError(tail[-1] if tail else f"exit {run.returncode}")
+    return json.loads(lines[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m properties.flink.backend_releases",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--versions", default="1.13.6,2.3.0", help="releases, comma-separated (default 1.13.6,2.3.0)")
+    p.add_argument("--pairs", help="writer:reader pairs, comma-separated (default: see the module's docstring)")
+    p.add_argument("--programs", type=int, default=20, help="seeded programs per writer (default 20)")
+    p.add_argument("--steps", type=int, default=150, help="steps per program (default 150)")
+    p.add_argument("--out", help="where the checkpoints go (default: a temporary directory)")
+    p.add_argument("--write", help=argparse.SUPPRESS)  # one writer in this process
+    p.add_argument("--read", nargs=2, help=argparse.SUPPRESS)  # one reader: VERSION DIR
+    args = p.parse_args(argv)
+    if args.write:
+        from properties.flink.releases import select_release
+
+        select_release(args.write)
+        print(json.dumps(write(args.write, args.programs, args.steps, Path(args.out))))
+        return 0
+    if args.read:
+        print(json.dumps(read(args.read[0], Path(args.read[1]))))
+        return 0
+    if args.pairs:
+        pairs = [tuple(pair.split(":")) for pair in args.pairs.split(",")]
+    else:
+        pairs = pairs_of([v.strip() for v in args.versions.split(",") if v.strip()])
+    root = Path(args.out or tempfile.mkdtemp(prefix="cowcheck-releases-"))
+    print(f"checkpoints across releases: {args.programs} programs of {args.steps} steps per writer, {len(pairs)} "
+          f"pairs, checkpoints in {root}")
+    written = {}
+    for writer in sorted({w for w, _ in pairs}, key=lambda v: tuple(map(int, v.split(".")))):
+        try:
+            written[writer] = _one("--write", writer, "--programs", str(args.programs), "--steps", str(args.steps),
+                                   "--out", str(root / writer))
+        except RuntimeError as exc:
+            written[writer] = {"error": str(exc)}
+        w = written[writer]
+        print(f"  written by {writer}: " + (f"{w['checkpoints']} checkpoints of {w['programs']} programs "
+                                            f"({w['failed']} programs stopped by a failure on the writer)"
+                                            if "error" not in w else f"could not run: {w['error']}"))
+    bad = 0
+    header = ["writer", "reader", "checkpoints", "restore to the model", "differ", "cannot restore"]
+    rows, notes = [], []
+    for writer, reader in pairs:
+        if "error" in written.get(writer, {}):
+            rows.append([writer, reader, "-", "-", "-", "writer failed"])
+            bad += 1
+            continue
+        try:
+            r = _one("--read", reader, str(root / writer))
+        except RuntimeError as exc:
+            rows.append([writer, reader, "-", "-", "-", f"reader failed: {exc}"])
+            bad += 1
+            continue
+        differ, unrestorable = len(r["different"]), len(r["unrestorable"])
+        bad += bool(differ or unrestorable)
+        rows.append([writer, reader, str(r["checkpoints"]), str(r["same"]), str(differ), str(unrestorable)])
+        notes += [f"{writer} -> {reader}: {d}" for d in (r["different"][:2] + r["unrestorable"][:2])]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    for note in notes:
+        print(f"  {note}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
