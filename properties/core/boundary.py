@@ -200,6 +200,6 @@ def build(make: Callable[[], object]):
     except StepTimeout as exc:
         raise CheckFailure(construction_failure(exc)) from None
     except BaseException as exc:
-        if isinstance(exc, (CheckFailure, InternalError, BudgetSpent)) or is_interruption(exc):
+        if is_ours(exc):  # (cowcheck's own: its control flow, its start-up running past its bound, Ctrl-C)
             raise
         raise CheckFailure(construction_failure(exc)) from None

@@ -166,7 +166,6 @@ def jvm() -> JvmInfo:
     if reason is not None:
         raise FlinkUnavailableError(reason)
     _JVM = _start()
-    Java.load()
     return _JVM
 
 
@@ -190,6 +189,7 @@ def _start() -> JvmInfo:
     jpype.JClass(_HELPER_CLASS)  # load (and link) the helper and Flink's map now, not in the first operation
     jpype.JClass("cowcheck.bridge.Batch")
     version = str(jpype.java.lang.System.getProperty("java.version"))
+    Java.load()
     return JvmInfo(os.getpid(), compile_seconds, time.perf_counter() - started, classpath, version,
                    selected_release())
 
