@@ -47,17 +47,12 @@ class FlinkImplementation(Implementation):
     def new(self, capacity: int = FLINK_CAPACITY, state_copier=copy.deepcopy):
         return self.factory(capacity=capacity, state_copier=state_copier)
 
-    def walk_harness(self, capacity: int = FLINK_CAPACITY, **options) -> WalkHarness:
-        """A harness whose walks run on Flink a segment per Java call (``properties.flink.walk``):
-        call its ``expect(steps)`` with the program, then ``apply`` each step."""
-        return WalkHarness(WalkMap(capacity, corruption=self.corruption), **options)
-
-    def walk_factory(self, capacity: int = FLINK_CAPACITY):
-        """``(make, harness_class)`` for replays through batched walks (shrinking)."""
-        return functools.partial(WalkMap, capacity, corruption=self.corruption), WalkHarness
+    def batched_walks(self, kind: MachineKind, config):
+        """Walks on Flink a segment per Java call (``properties.flink.walk``)."""
+        return functools.partial(WalkMap, config.capacity, corruption=self.corruption), WalkHarness
 
 
-def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementation:
+def resolve_flink(rest: str, kind: MachineKind) -> Implementation:
     """``resolve("flink")`` (Flink 2.3.0, installed by the ``flink`` extra) or
     ``resolve("flink@VERSION")`` (any release from 1.13.6, fetched on first use),
     either followed by ``:corrupt=NAME`` (a seeded Java-side corruption of the map,
@@ -84,18 +79,20 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
             raise UnknownImplementationError(spec, f"unknown option {options!r}: the Flink bridge takes "
                                                    f"corrupt=NAME, NAME one of {', '.join(CORRUPTIONS)}")
         corruption = name
-    if kind is not None and kind.name not in ("map", "table", "async"):
-        raise UnknownImplementationError(spec, f"the Flink bridge offers the map, table and async machines, "
-                                               f"not {kind.name!r}")
-    if corruption and kind is not None and kind.name != "map":
+    machine = kind.name
+    build = _IMPLEMENTATIONS.get(machine)
+    if build is None:
+        raise UnknownImplementationError(spec, f"the Flink bridge offers the {', '.join(_IMPLEMENTATIONS)} "
+                                               f"machines, not {machine!r}")
+    if corruption and build is not _map:
         raise UnknownImplementationError(spec, "seeded corruptions are corruptions of the map")
     try:
         check_version(version)
     except ValueError as exc:
         raise UnknownImplementationError(spec, str(exc)) from None
-    if kind is not None and kind.name == "async" and parse_version(version) < FLINK_ASYNC_SINCE:
-        raise UnknownImplementationError(spec, f"Flink's AsyncExecutionController exists from 2.0.0 on; {version} "
-                                               f"has no async controller")
+    since = _SINCE.get(machine)
+    if since is not None and parse_version(version) < since[0]:
+        raise UnknownImplementationError(spec, f"{since[1]}; {version} has none")
     try:
         select_release(version)
     except ValueError as exc:
@@ -108,19 +105,30 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
             release_lib(version)  # fetched here, once, before any process that will use it is forked
         except (RuntimeError, OSError) as exc:
             raise UnknownImplementationError(spec, str(exc)) from None
-    if kind is not None and kind.name == "async":
-        return Implementation(spec, FlinkAsyncController, False,
-                              f"Apache Flink {version} AsyncExecutionController through JPype (deterministic "
-                              f"mailbox and executor, no buffer timeout)",
-                              config_defaults={"buffer_timeout": 0})
-    if kind is not None and kind.name == "table":
-        return Implementation(spec, FlinkStateTable, False,
-                              f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
+    return build(spec, version, corruption)
+
+
+def _map(spec: str, version: str, corruption: str) -> FlinkImplementation:
     described = f" with the seeded corruption {corruption}" if corruption else ""
     factory = functools.partial(FlinkStateMap, corruption=corruption) if corruption else FlinkStateMap
     return FlinkImplementation(spec, factory, True,
                                f"Apache Flink {version} CopyOnWriteStateMap through JPype (capacity 128 only)"
                                f"{described}", default_capacity=FLINK_CAPACITY, corruption=corruption)
 
+
+def _async(spec: str, version: str, corruption: str) -> Implementation:
+    return Implementation(spec, FlinkAsyncController, False,
+                          f"Apache Flink {version} AsyncExecutionController through JPype (deterministic "
+                          f"mailbox and executor, no buffer timeout)", config_defaults={"buffer_timeout": 0})
+
+
+def _table(spec: str, version: str, corruption: str) -> Implementation:
+    return Implementation(spec, FlinkStateTable, False,
+                          f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
+
+
+# The machines Flink's own classes implement through the bridge, and since which release.
+_IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async}
+_SINCE = {"async": (FLINK_ASYNC_SINCE, "Flink's AsyncExecutionController exists from 2.0.0 on")}
 
 register_resolver("flink", resolve_flink, fetches=fetch_needed)
