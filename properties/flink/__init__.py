@@ -92,7 +92,7 @@ def resolve_flink(rest: str, kind: MachineKind) -> Implementation:
         raise UnknownImplementationError(spec, str(exc)) from None
     since = _SINCE.get(machine)
     if since is not None and parse_version(version) < since[0]:
-        raise UnknownImplementationError(spec, f"{since[1]}; {version} has none")
+        raise UnknownImplementationError(spec, f"{since[1]}; {version} has {since[2]}")
     try:
         select_release(version)
     except ValueError as exc:
@@ -129,6 +129,6 @@ def _table(spec: str, version: str, corruption: str) -> Implementation:
 
 # The machines Flink's own classes implement through the bridge, and since which release.
 _IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async}
-_SINCE = {"async": (FLINK_ASYNC_SINCE, "Flink's AsyncExecutionController exists from 2.0.0 on")}
+_SINCE = {"async": (FLINK_ASYNC_SINCE, "Flink's AsyncExecutionController exists from 2.0.0 on", "no async controller")}
 
 register_resolver("flink", resolve_flink, fetches=fetch_needed)
