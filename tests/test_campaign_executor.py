@@ -16,6 +16,7 @@ from fault_seeds import SIZES, lone_trigger, window
 
 from properties.cli import main
 from properties.core.counterexample import Counterexample, save
+from properties.core.mutants import catalogue
 from properties.map.scenarios import MAP_SCENARIOS
 from properties.map.walks import WALK_OPS, walk_program
 from spark_fuzz import CampaignConfig, Outcome, run_range, run_seed
@@ -122,6 +123,16 @@ def test_the_hypothesis_executor_runs_the_map_machine_from_the_seed():
     assert run_seed(outcome.seed, config) == outcome
     passed = run_seed(0, attrs.evolve(config, impl="reference", examples=3))
     assert (passed.kind, passed.ops > 0, sum(passed.op_mix.values())) == ("PASS", True, passed.ops)
+
+
+def test_the_hypothesis_executor_runs_any_machines_state_machine():
+    config = CampaignConfig(impl="mutant:checkpoint-wrong-offsets", machine="checkpoint", executor="hypothesis",
+                            steps=40, examples=10, capacity=0)
+    outcome = run_seed(0, config)
+    cx = json.loads(outcome.counterexample)
+    assert (outcome.kind, cx["machine"], cx["found_by"]["generator"]) == ("DIVERGENCE", "checkpoint", "hypothesis")
+    assert outcome.code in catalogue()["checkpoint-wrong-offsets"].expected_codes
+    assert run_seed(0, config) == outcome
 
 
 def test_outcomes_round_trip_through_json():
