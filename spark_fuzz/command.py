@@ -181,7 +181,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     batched = (config.batched and config.executor == "raw"
                and impl.batched_walks(kind, settings) is not None)
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
-    store = CampaignStore(args.out)
+    store = CampaignStore(args.out, defaults=CampaignConfig().to_json())
     try:  # one run of a campaign at a time, known before Spark starts
         store.acquire(config.to_json(), args.resume)
     except CampaignStoreError as exc:

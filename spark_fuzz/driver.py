@@ -435,7 +435,7 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
     Raises KeyboardInterrupt after saving what arrived if interrupted."""
     if (seeds is None) == (minutes is None):
         raise ValueError("run_campaign needs seeds=(first, stop) or minutes=M, not both")
-    store = store if store is not None else CampaignStore(out)
+    store = store if store is not None else CampaignStore(out, defaults=CampaignConfig().to_json())
     try:
         store.begin(config.to_json(), resume)
         return _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_batch, report, meta,

@@ -115,7 +115,9 @@ class CampaignStoreError(ValueError):
 
 
 class CampaignStore:
-    """The campaign directory ``root``.
+    """The campaign directory ``root``. ``defaults``: the value a setting has in a manifest
+    written before the setting existed (``CampaignConfig``'s defaults), so such a campaign
+    resumes with its settings as they were.
 
     >>> import tempfile
     >>> store = CampaignStore(tempfile.mkdtemp())
@@ -123,8 +125,9 @@ class CampaignStore:
     ([], [])
     """
 
-    def __init__(self, root) -> None:
+    def __init__(self, root, defaults: dict | None = None) -> None:
         self.root = Path(root)
+        self.defaults = dict(defaults or {})
         self.runs_dir = self.root / "runs"
         self.failures_dir = self.root / "failures"
         self.counterexamples_dir = self.root / "counterexamples"
@@ -185,10 +188,10 @@ class CampaignStore:
         elif not resume:
             raise CampaignStoreError(self.root, "already holds a campaign; add --resume to continue it, "
                                                 "or choose another --out")
-        elif existing["config"] != config:
-            changed = sorted(k for k in set(config) | set(existing["config"])
-                             if config.get(k) != existing["config"].get(k))
-            detail = ", ".join(f"{k}: {existing['config'].get(k)!r} -> {config.get(k)!r}" for k in changed)
+        elif dict(self.defaults, **existing["config"]) != dict(self.defaults, **config):
+            before, now = dict(self.defaults, **existing["config"]), dict(self.defaults, **config)
+            changed = sorted(k for k in set(now) | set(before) if now.get(k) != before.get(k))
+            detail = ", ".join(f"{k}: {before.get(k)!r} -> {now.get(k)!r}" for k in changed)
             raise CampaignStoreError(self.root, f"--resume with other settings than the campaign was started "
                                                 f"with ({detail})")
 
@@ -196,7 +199,8 @@ class CampaignStore:
         """Create the campaign, or check that ``--resume`` continues the same one; takes the lock."""
         self.acquire(config, resume)
         existing = self.manifest()
-        if existing is None or existing["format_version"] != MANIFEST_VERSION:  # new, or resumed from version 3
+        if existing is None or existing["format_version"] != MANIFEST_VERSION or existing["config"] != config:
+            # new, or resumed from version 3 (or with settings added since: their defaults written out)
             write_atomically(self.manifest_path, json.dumps(
                 {"format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, "config": config}, indent=2) + "\n")
         for directory in (self.runs_dir, self.failures_dir, self.counterexamples_dir):

@@ -137,7 +137,8 @@ def test_counterexamples_are_stored_under_their_signature_as_the_text_their_row_
 
 def test_a_version_3_campaign_resumes_its_rows_read_as_version_4_ones(tmp_path, found):
     """Version 3 parts carry steps_json and compact counterexample JSON: read, the counterexample
-    is the text its file was written with; resumed, the manifest says version 4."""
+    is the text its file was written with; resumed, the manifest says version 4. A manifest written
+    before a setting existed (machine) resumes with that setting's default."""
     import pyarrow as pa
 
     from spark_fuzz.store import FAILURES_SCHEMA
@@ -153,12 +154,15 @@ def test_a_version_3_campaign_resumes_its_rows_read_as_version_4_ones(tmp_path, 
     store._write_part(store.failures_dir, "part-old.parquet", old_rows, old_schema)
     store.append(runs, [])
     manifest = json.loads(store.manifest_path.read_text())
-    store.manifest_path.write_text(json.dumps(dict(manifest, format_version=3)))
+    older = {k: v for k, v in manifest["config"].items() if k != "machine"}
+    store.manifest_path.write_text(json.dumps(dict(manifest, format_version=3, config=older)))
     store.close()
-    resumed = CampaignStore(tmp_path / "c")
+    with pytest.raises(CampaignStoreError, match="machine: None -> 'map'"):
+        CampaignStore(tmp_path / "c").begin(CONFIG.to_json(), resume=True)  # (without the defaults)
+    resumed = CampaignStore(tmp_path / "c", defaults=CampaignConfig().to_json())
     resumed.begin(CONFIG.to_json(), resume=True)
     assert resumed.failures() == failures
-    assert json.loads(resumed.manifest_path.read_text())["format_version"] == 4
+    assert json.loads(resumed.manifest_path.read_text()) == dict(manifest, format_version=4)
 
 
 # ------------------------------------------------------------------- report
