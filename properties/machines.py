@@ -21,7 +21,9 @@ import properties.table  # noqa: F401  (registers the table machine)
 from properties.core.machine import MACHINES, machine_kind
 from properties.core.replay import trace_of
 
-__all__ = ["MACHINES", "machine_kind", "trace"]
+__all__ = ["MACHINES", "DEFAULT_MACHINE", "machine_kind", "trace"]
+
+DEFAULT_MACHINE = "map"  # what a command checks when no --machine is given
 
 
 def trace(path, impl_spec: str | None = None, diagrams: bool = True) -> str:

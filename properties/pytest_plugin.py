@@ -2,14 +2,14 @@
 
 When a cowcheck state machine of any kind (map, async, checkpoint, table: the
 class its builder returns, e.g. ``make_async_machine(factory).TestCase``) fails
-under pytest, the failing program is
-replayed, shrunk and replayed again (how reliably it fails: a map that fails
-at random is stored as nondeterministic, with the count) and saved as a
-counterexample (a walk test, ``properties.map.walk_test(factory)``, raises its
-failure already shrunk) (``--cowcheck-dir``, default
-``.cowcheck/counterexamples``); the report shows the shrunk program and the
-replay command. Importing the plugin also registers the ``ci``/``dev``/
-``nightly`` Hypothesis profiles, so ``--hypothesis-profile=ci`` works.
+under pytest, the failing program takes the path of every failure
+(``properties.core.settle``: replayed, shrunk and replayed again, so a map that
+fails at random is stored as nondeterministic, with the count) and is saved as a
+counterexample (``--cowcheck-dir``, default ``.cowcheck/counterexamples``; a walk
+test, ``properties.map.walk_test(factory)``, raises its failure settled
+already); the report shows the shrunk program and the replay command.
+Importing the plugin also registers the ``ci``/``dev``/``nightly`` Hypothesis
+profiles, so ``--hypothesis-profile=ci`` works.
 
 At the end of the session the plugin says what state space each machine test
 explored (largest map, rehash generations, key kinds, what it never reached;
@@ -19,16 +19,16 @@ explored (largest map, rehash generations, key kinds, what it never reached;
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 import properties.machines  # noqa: F401  (registers every machine)
-from properties.core.counterexample import replay_command
+from properties.core.counterexample import replay_command, save
 from properties.core.failures import CheckFailure
-from properties.core.hunt import HuntResult, store
 from properties.core.machine import machine_kind
 from properties.core.profiles import register_profiles
 from properties.core.report import format_failure
-from properties.core.shrink import shrink_failure
+from properties.core.settle import Settled, Subject, settle
 
 register_profiles()
 
@@ -62,16 +62,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             terminalreporter.write_line(line)
 
 
-def _store_walk_failure(item, report, found: dict) -> None:
-    kind = machine_kind("map")
-    result = found["result"]
-    found_by = dict(found["found_by"], test=item.nodeid)
-    path, _ = store(result, kind=kind, impl_spec=found["impl_spec"], config=found["config"], found_by=found_by,
-                    directory=item.config.getoption("--cowcheck-dir"), harness_options=found["options"])
+def _store(item, report, settled: Settled) -> None:
+    """Store a settled failure of ``item`` and show it under the test's report."""
+    cx = attrs.evolve(settled.counterexample, found_by=dict(settled.counterexample.found_by, test=item.nodeid))
+    path, _ = save(cx, item.config.getoption("--cowcheck-dir"))
+    subject = settled.subject
     report.sections.append(("cowcheck counterexample",
-                            format_failure(result.failure, result.program, found["impl_spec"], kind, found["config"],
-                                           (result.reproduced, result.replays))
-                            + f"saved: {path}\nreplay: {replay_command(path, found['impl_spec'])}\n"))
+                            format_failure(settled.failure, settled.program, subject.spec, subject.kind,
+                                           subject.config, (settled.reproduced, settled.replays))
+                            + f"saved: {path}\nreplay: {replay_command(path, subject.spec)}\n"))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -85,35 +84,25 @@ def pytest_runtest_makereport(item, call):
     if call.when != "call" or call.excinfo is None:
         return
     error = call.excinfo.value
-    found = getattr(error, "cowcheck_found", None) if isinstance(error, CheckFailure) else None
-    if found is not None:  # a walk test (properties.map.walk_test): already shrunk
-        _store_walk_failure(item, report, found)
+    settled = getattr(error, "cowcheck_settled", None) if isinstance(error, CheckFailure) else None
+    if settled is not None:  # a walk test (properties.map.walk_test): settled already
+        _store(item, report, settled)
         return
     machine = getattr(getattr(item, "obj", None), "_hypothesis_state_machine_class", None)
     record = getattr(machine, "record", None)
-    if record is None or record.last is None or not hasattr(machine, "impl_spec"):
+    if record is None or record.last is None or not hasattr(machine, "kind_name"):
         return
     # A failure Hypothesis could not reproduce (a map failing at random) reaches pytest as
     # Hypothesis's FlakyFailure, not as the CheckFailure the harness raised: the record has it.
     if not isinstance(error, CheckFailure) and record.first_failure is None:
         return
-    kind = machine_kind(getattr(machine, "kind_name", "map"))
-    config = machine.config
-    make, options = kind.replay_setup(machine.factory, config)
-    options = dict(options)
-    if "white_box" in options:  # as the run decided it (a map without introspection is checked black-box)
-        options["white_box"] = getattr(record.last, "white_box", options["white_box"])
+    kind = machine_kind(machine.kind_name)
+    subject = Subject.of(kind, machine.impl_spec, machine.factory, machine.config)
+    if "white_box" in subject.options:  # as the run decided it (a map without introspection is checked black-box)
+        subject = attrs.evolve(subject, options=dict(subject.options, white_box=record.last.white_box))
     # The failure as the harness first raised it (Hypothesis replays it before reporting).
-    original = record.first_failure_steps or record.last.steps
-    first = record.first_failure or error.failure
-    shrunk = shrink_failure(original, first, make, harness_class=kind.harness_class, **options)
-    steps, failure = shrunk.program, shrunk.failure
-    result = HuntResult(failure, steps, len(original), record.first_failure_at, 0.0, 0.0,
-                        record.examples, record.steps, 0.0, reproduced=shrunk.reproduced, replays=shrunk.replays)
-    found_by = {"tool": "pytest", "test": item.nodeid, "generator": "hypothesis"}
-    path, _ = store(result, kind=kind, impl_spec=machine.impl_spec, config=config, found_by=found_by,
-                    directory=item.config.getoption("--cowcheck-dir"), harness_options=options)
-    report.sections.append(("cowcheck counterexample",
-                            format_failure(failure, steps, machine.impl_spec, kind, config,
-                                           (shrunk.reproduced, shrunk.replays))
-                            + f"saved: {path}\nreplay: {replay_command(path, machine.impl_spec)}\n"))
+    steps = record.first_failure_steps or record.last.steps
+    settled = settle(steps, record.first_failure or error.failure, subject,
+                     found_by={"tool": "pytest", "generator": "hypothesis"})
+    if settled is not None:
+        _store(item, report, settled)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+import attrs
 from typing import TextIO
 
 from properties.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
@@ -25,10 +27,11 @@ from properties.core.errors import UsageError
 from properties.core.impls import probe_isolated, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.core.machine import MACHINES, machine_kind
+from properties.machines import DEFAULT_MACHINE
 from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 from spark_fuzz.driver import run_campaign
-from spark_fuzz.executor import CampaignConfig
+from spark_fuzz.executor import CampaignConfig, machine_config
 from spark_fuzz.report import busy_seconds, failure_kind, headline, replay_command
 from spark_fuzz.session import start
 from spark_fuzz.store import CampaignStore, CampaignStoreError
@@ -59,9 +62,10 @@ def register(sub) -> None:
                     "checked step by step against the model, failures shrunk. Writes Parquet tables, one "
                     "counterexample per distinct failure and report.md/report.html to --out. Exit 0: all "
                     "passed, 1: failures found, 2: bad usage, 130: interrupted (resume with --resume).")
-    p.add_argument("--machine", default="map", choices=sorted(MACHINES),
-                   help="the state machine each seed walks: map (default), async, checkpoint, table")
-    p.add_argument("--impl", default="reference", help="reference | model | mutant:NAME | MODULE:FACTORY")
+    p.add_argument("--machine", default=DEFAULT_MACHINE, choices=sorted(MACHINES),
+                   help=f"the state machine each seed runs: {', '.join(sorted(MACHINES))} (default {DEFAULT_MACHINE})")
+    p.add_argument("--impl", default="reference",
+                   help="reference | model | mutant:NAME | flink[@VERSION] | MODULE:FACTORY")
     p.add_argument("--master", help="Spark master (default local[*]; ignored under spark-submit, which sets its own)")
     p.add_argument("--partitions", type=count_arg(bounds.MAX_PARTITIONS),
                    help="seed ranges per Spark job (default: 4 per core; --seeds ranges hold at most 250 seeds)")
@@ -69,21 +73,22 @@ def register(sub) -> None:
     budget.add_argument("--seeds", type=seed_range, metavar="A:B", help="run seeds A to B-1 (default 0:1000)")
     budget.add_argument("--minutes", type=minutes_arg, help="run rounds of new seeds until the time is up")
     p.add_argument("--executor", choices=["raw", "hypothesis"], default="raw",
-                   help="raw: seeded swarm walks (fast); hypothesis: the map state machine (default raw)")
+                   help="raw: seeded swarm walks of the machine (fast); hypothesis: its Hypothesis state machine "
+                        "(default raw)")
     p.add_argument("--out", default=".cowcheck/campaign", help="campaign directory (default .cowcheck/campaign)")
     p.add_argument("--resume", action="store_true", help="continue the campaign in --out, skipping finished ranges")
     p.add_argument("--capacity", type=capacity_arg,
-                   help="initial map capacity (default: 4; 128 for flink, Flink's fixed capacity)")
+                   help="map machine: initial capacity (default: 4; 128 for flink, Flink's fixed capacity)")
     p.add_argument("--steps", type=count_arg(bounds.MAX_STEPS), default=300,
                    help="steps per walk, or per example with --executor hypothesis (default 300)")
     p.add_argument("--sizes", choices=list(SIZE_CLASSES), default="large",
-                   help="the largest size class walks grow maps to: tiny (8 entries), small (128), medium (4,000), "
-                        "large (100,000; the default)")
+                   help="map machine: the largest size class walks grow maps to: tiny (8 entries), small (128), "
+                        "medium (4,000), large (100,000; the default)")
     p.add_argument("--examples", type=count_arg(bounds.MAX_EXAMPLES), default=5,
                    help="Hypothesis examples per seed (--executor hypothesis; default 5)")
     p.add_argument("--invariants-every", type=count_arg(bounds.MAX_EVERY), default=1, metavar="N",
-                   help="check the structural invariants I1-I9 after every N-th step and at the end of each "
-                        "walk (default 1: every step); P1-P7 are checked after every step regardless")
+                   help="map machine: check the structural invariants I1-I9 after every N-th step and at the end "
+                        "of each walk (default 1: every step); P1-P7 are checked after every step regardless")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--black-box", action="store_true", help="check model properties only, no introspection")
     mode.add_argument("--white-box", action="store_true",
@@ -92,10 +97,10 @@ def register(sub) -> None:
     p.add_argument("--stop-after", type=count_arg(bounds.MAX_SEEDS), metavar="N",
                    help="stop once N distinct failures are known (what is left runs with --resume)")
     p.add_argument("--contract", choices=list(CONTRACTS), default="flink",
-                   help="flink (default: snapshot isolation and Flink's copy discipline, P6) or isolation (what any "
-                        "snapshot map owes, no rule about when copies are made; docs/contract.md)")
+                   help="map machine: flink (default: snapshot isolation and Flink's copy discipline, P6) or isolation "
+                        "(what any snapshot map owes, no rule about when copies are made; docs/contract.md)")
     p.add_argument("--strict-live-iteration", action="store_true",
-                   help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
+                   help="map machine: hold live iteration to 'each entry once or an error' (Flink does not meet it)")
     p.add_argument("--seed-time-limit", type=seconds_arg(), default=60.0, metavar="SECONDS",
                    help="a walk longer than this is a TIMEOUT; a seed is killed at twice this plus slack "
                         "(default 60)")
@@ -103,8 +108,9 @@ def register(sub) -> None:
                    help=f"a step running longer is a TIMEOUT failure, shrunk and replayable (default "
                         f"{DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--call-by-call", action="store_true",
-                   help="run Flink's map one Java call per operation instead of a walk segment per call (slower; "
-                        "batched walks confirm every failure this way before storing it)")
+                   help="run an implementation whose walks run batched (Flink's map; a MODULE:FACTORY in its own "
+                        "process) one call per operation instead of a walk segment per call (slower; batched walks "
+                        "confirm every failure this way before storing it)")
     p.add_argument("--in-process", action="store_true",
                    help="run a MODULE:FACTORY map in the process that checks it (default: in a process of its own, "
                         "so that what its module does, a patch of cowcheck at import included, cannot change "
@@ -115,29 +121,41 @@ def register(sub) -> None:
     p.set_defaults(handler=campaign)
 
 
-def _invariants(config, white_box: bool, batched: bool = False) -> str:
-    if config.machine != "map":
-        return f"the {config.machine} machine's properties after every step ({'white-box' if white_box else 'black-box'})"
+def _checks(kind, config, white_box: bool, batched: bool = False) -> str:
+    """What each step of the campaign checks, in the machine's codes (``MachineKind.checks``)."""
+    mode = "white-box" if white_box else "black-box"
+    if not kind.checks:
+        return f"the {kind.name} machine's properties after every step ({mode})"
+    properties, invariants = kind.checks
     walks = ", batched walks" if batched else ""
     if not white_box:
-        return f"black-box: P1-P7 after every step, no I1-I9{walks}"
+        return f"black-box: {properties} after every step, no {invariants}{walks}"
     if config.invariants_every == 1 or config.executor == "hypothesis":
-        return f"P1-P7 and I1-I9 after every step{walks}"
+        return f"{properties} and {invariants} after every step{walks}"
     if batched:
-        return "P1-P7 and I1-I9 after every step, batched walks (I1-I9 computed on Flink's side)"
-    return f"P1-P7 after every step, I1-I9 after every {config.invariants_every}th step and at the end"
+        return (f"{properties} and {invariants} after every step, batched walks ({invariants} computed on the "
+                f"implementation's side)")
+    return f"{properties} after every step, {invariants} after every {config.invariants_every}th step and at the end"
 
 
-_MAP_ONLY = (("capacity", None), ("sizes", "large"), ("contract", "flink"), ("invariants_every", 1),
-             ("strict_live_iteration", False), ("call_by_call", False), ("executor", "raw"))
+# Options of the machines whose config has the field of that name; their default.
+_CONFIG_OPTIONS = (("capacity", None), ("sizes", "large"), ("contract", "flink"), ("strict_live_iteration", False))
 
 
-def _other_machine_usage(args, kind) -> None:
-    """Options of the map's campaigns given to another machine's: bad usage, one line."""
-    for name, default in _MAP_ONLY:
-        if getattr(args, name) != default:
-            raise UsageError(f"--{name.replace('_', '-')} applies to campaigns of the map machine, not the "
-                             f"{kind.name} machine (its seeds are seeded walks of its own operations)")
+def _check_options(args, kind) -> None:
+    """Options of other machines' campaigns given to this one's: bad usage, one line."""
+    def bad(option: str, whose: list[str]) -> UsageError:
+        return UsageError(f"--{option.replace('_', '-')} applies to campaigns of the {' and '.join(whose)} machine"
+                          f"{'s' if len(whose) > 1 else ''}, not the {kind.name} machine")
+
+    fields = attrs.fields_dict(kind.config_class)
+    for name, default in _CONFIG_OPTIONS:
+        if getattr(args, name) != default and name not in fields:
+            raise bad(name, sorted(k.name for k in MACHINES.values() if name in attrs.fields_dict(k.config_class)))
+    if args.invariants_every != 1 and kind.sampled_harness is None:
+        raise bad("invariants_every", sorted(k.name for k in MACHINES.values() if k.sampled_harness is not None))
+    if args.executor == "raw" and kind.walker is None:
+        raise UsageError(f"the {kind.name} machine has no seeded walks: use --executor hypothesis")
 
 
 def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
@@ -146,11 +164,11 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                          "I1-I9 after every step)")
     check_output_directory(args.out, "--out")
     kind = machine_kind(args.machine)
-    if kind.name != "map":
-        _other_machine_usage(args, kind)
+    _check_options(args, kind)
     impl = resolve(args.impl, kind.name, isolated=not args.in_process)
-    capacity = (args.capacity or impl.default_capacity) if kind.name == "map" else 0
-    probed = probe_isolated(kind, impl, kind.config(capacity=capacity or None), black_box=args.black_box,
+    sized = "capacity" in attrs.fields_dict(kind.config_class)
+    capacity = (args.capacity or impl.default_capacity) if sized else 0
+    probed = probe_isolated(kind, impl, kind.config_for(impl, capacity=capacity or None), black_box=args.black_box,
                             white_box=args.white_box, step_time_limit=args.step_time_limit)
     white_box = probed.white_box
     config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=capacity, steps=args.steps,
@@ -159,36 +177,37 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
                             seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit,
                             batched=not args.call_by_call, sizes=args.sizes, contract=args.contract,
                             in_process=args.in_process, machine=kind.name)
-    batched = config.batched and config.executor == "raw" and callable(getattr(impl, "walk_harness", None))
+    settings = machine_config(config, kind, impl)
+    batched = (config.batched and config.executor == "raw"
+               and impl.batched_walks(kind, settings) is not None)
     seeds = args.seeds if args.seeds or args.minutes else (0, 1000)
-    store = CampaignStore(args.out)
+    store = CampaignStore(args.out, defaults=CampaignConfig().to_json())
     try:  # one run of a campaign at a time, known before Spark starts
         store.acquire(config.to_json(), args.resume)
     except CampaignStoreError as exc:
         raise UsageError(str(exc)) from None
     budget = f"seeds {seeds[0]}:{seeds[1]}" if seeds else f"{args.minutes:g} minute{'' if args.minutes == 1 else 's'}"
-    if kind.name == "map":
-        stdout.write(f"cowcheck campaign: {impl.spec} ({impl.description}), executor {config.executor}, {budget}, "
-                     f"{_invariants(config, white_box, batched)}, contract {config.contract}, maps up to "
-                     f"{config.sizes} ({SIZE_CLASSES[config.sizes]:,} entries), out {args.out}\n")
-    else:
-        stdout.write(f"cowcheck campaign: {kind.name} machine ({kind.summary}), {impl.spec} ({impl.description}), "
-                     f"seeded walks of {config.steps} steps, {budget}, "
-                     f"{'white-box' if white_box else 'black-box'}, out {args.out}\n")
+    machine = "" if kind.name == DEFAULT_MACHINE else f"{kind.name} machine ({kind.summary}), "
+    details = "".join([f", contract {settings.contract}" if hasattr(settings, "contract") else "",
+                       f", maps up to {settings.sizes} ({SIZE_CLASSES[settings.sizes]:,} entries)"
+                       if hasattr(settings, "sizes") else ""])
+    stdout.write(f"cowcheck campaign: {machine}{impl.spec} ({impl.description}), executor {config.executor}, "
+                 f"{budget}, {_checks(kind, config, white_box, batched)}{details}, out {args.out}\n")
     stdout.flush()
     if probed.notice:
         stderr.write(f"cowcheck: notice: {probed.notice}\n")
     try:
-        return _run(args, stdout, stderr, impl, config, white_box, batched, seeds, store)
+        return _run(args, stdout, stderr, kind, impl, config, white_box, batched, seeds, store)
     finally:
         store.close()
 
 
-def _run(args, stdout: TextIO, stderr: TextIO, impl, config, white_box: bool, batched: bool, seeds, store) -> int:
+def _run(args, stdout: TextIO, stderr: TextIO, kind, impl, config, white_box: bool, batched: bool, seeds,
+         store) -> int:
     sc, took = start(args.master)
     stdout.write(f"spark: {sc.master}, {sc.defaultParallelism} cores, started in {took:.1f} s\n")
     stdout.flush()
-    meta = {"master": sc.master, "white_box": white_box, "invariants": _invariants(config, white_box, batched)}
+    meta = {"master": sc.master, "white_box": white_box, "invariants": _checks(kind, config, white_box, batched)}
     try:
         result = run_campaign(sc, config, Path(args.out), seeds=seeds, minutes=args.minutes,
                               partitions=args.partitions, resume=args.resume, isolate=not args.no_isolation,
@@ -222,7 +241,7 @@ def _run(args, stdout: TextIO, stderr: TextIO, impl, config, white_box: bool, ba
     for row in result.distinct:
         stdout.write(f"FAILURE {failure_kind(row)} {row['signature']}: seed {row['seed']} "
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
-                     f"  {replay_command(args.out, row)}\n  {pointer(row['code'])}\n")
+                     f"  {replay_command(args.out, row, kind.name)}\n  {pointer(row['code'])}\n")
     stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
     if result.internal:
         first = result.internal[0]

@@ -11,9 +11,13 @@ counterexample written so far; ``resume=True`` skips the finished ranges.
 
 ``--seeds A:B`` is one job of ``partitions`` ranges; ``--minutes M`` runs
 rounds (one job each) sized from the measured seed rate, until the time is up.
-At the end the failures are deduplicated by signature with Spark (shortest
-program, then lowest seed), one counterexample per signature is written, and
-the report is rendered (spark_fuzz.report).
+A failure row carries its counterexample as the text of its file, rendered
+once by the seed's worker; the driver keeps the best row of each signature
+from the rows in hand (:func:`prefer`: a shrunk program, a deterministic one,
+the shortest, the lowest seed) and writes its file when a better one arrives,
+so each file is written with the text its row carries and the end of the run
+has nothing left to write. The report is rendered from the tables
+(spark_fuzz.report).
 
 A task that fails at the Spark level (its Python worker died outside the
 forked child, or ``isolate=False``) aborts its job; the driver keeps what
@@ -24,7 +28,6 @@ row (``spark-task-failed``). Nothing is lost and the campaign goes on.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 import uuid
@@ -37,8 +40,7 @@ from spark_fuzz.ranges import RangeResult, run_range
 from spark_fuzz.report import HEADLINE, headline, write_report
 from spark_fuzz.store import CampaignStore
 
-__all__ = ["CampaignResult", "run_campaign", "plan_ranges", "missing_ranges", "distinct_failures",
-           "distinct_failures_locally", "prefer",
+__all__ = ["CampaignResult", "run_campaign", "plan_ranges", "missing_ranges", "distinct_failures", "prefer",
            "SPARK_TASK_FAILED", "ProgressLine"]
 
 SPARK_TASK_FAILED = "spark-task-failed"
@@ -252,7 +254,7 @@ class _Campaign:
         self.seeds = self.ops = 0
         self.failures = 0
         self.internal = 0
-        self.signatures: set = set()
+        self.best: dict = {}  # signature -> (the row whose counterexample is stored, occurrences)
         self.rows: list = []  # this run's runs rows
         self.stop_after: int | None = None  # stop once this many distinct failures are known
         self.deadline: float | None = None  # time.time() when a --minutes campaign ends
@@ -271,12 +273,18 @@ class _Campaign:
                     self.store.save_internal_error(row)
                     continue
                 self.failures += 1
-                self.signatures.add(row["signature"])
-                if row["counterexample_json"]:
-                    self.store.save_counterexample(json.loads(row["counterexample_json"]))
+                if self.keep(row) and row["counterexample_json"]:
+                    self.store.put_counterexample(row["signature"], row["counterexample_json"])
             self.pending.append((run_row, failure_rows))
         if results and notify and self.on_batch is not None:
             self.on_batch(self)
+
+    def keep(self, row: dict) -> bool:
+        """Count ``row`` with the other failures of its signature; whether it is now the best of them."""
+        signature = row["signature"]
+        held = self.best.get(signature)
+        self.best[signature] = chosen = prefer(held, (row, 1)) if held is not None else (row, 1)
+        return chosen[0] is row
 
     def flush(self, force: bool = False) -> None:
         if self.pending and (force or time.monotonic() - self.last_flush >= _FLUSH_SECONDS):
@@ -294,7 +302,7 @@ class _Campaign:
             tasks = f"round {self.round}: tasks {done}/{total} ({active} running)  "
         rate = headline(self.rows) if self.rows else f"0 {HEADLINE}"  # the figure stdout and the report print
         self.progress.show(f"{tasks}{self.seeds:,} seeds  {self.ops:,} ops  {rate}  "
-                           f"failures {self.failures} ({len(self.signatures)} distinct)  "
+                           f"failures {self.failures} ({len(self.best)} distinct)  "
                            + (f"INTERNAL ERRORS {self.internal}  " if self.internal else "")
                            + f"{elapsed:.0f}s", force)
 
@@ -316,7 +324,7 @@ class _Campaign:
 
     def _job(self, ranges: list[tuple[int, int]]) -> set:
         # found already: not shrunk again; shrinking stops at the campaign's end
-        config = attrs.evolve(self.config, known=sorted(self.signatures), deadline=self.deadline)
+        config = attrs.evolve(self.config, known=sorted(self.best), deadline=self.deadline)
         job = _Job(self.sc, ranges, config, self.isolate, self.round).start()
         arrived: set = set()
         try:
@@ -343,7 +351,7 @@ class _Campaign:
 
     def enough(self) -> bool:
         """``--stop-after N``: N distinct failures are known (earlier runs' included)."""
-        return self.stop_after is not None and len(self.signatures) >= self.stop_after
+        return self.stop_after is not None and len(self.best) >= self.stop_after
 
     def _take(self, job: _Job, notify: bool = True) -> set:
         results = job.take()
@@ -396,17 +404,13 @@ def prefer(a: tuple[dict, int], b: tuple[dict, int]) -> tuple[dict, int]:
     return (a[0] if rank(a[0]) <= rank(b[0]) else b[0]), a[1] + b[1]
 
 
-def distinct_failures(sc, failures: list[dict]) -> list[dict]:
-    """One row per signature (with ``occurrences``), deduplicated with Spark."""
-    if not failures:
-        return []
-    slices = max(1, min(len(failures), sc.defaultParallelism))
-    chosen = (sc.parallelize(failures, slices)
-              .map(lambda row: (row["signature"], (row, 1)))
-              .reduceByKey(prefer)
-              .map(lambda kv: dict(kv[1][0], occurrences=kv[1][1]))
-              .collect())
-    return sorted(chosen, key=lambda row: row["signature"])
+def distinct_failures(failures: list[dict]) -> list[dict]:
+    """One row per signature (with ``occurrences``), the row :func:`prefer` chooses, by signature."""
+    chosen: dict = {}
+    for row in failures:
+        sig = row["signature"]
+        chosen[sig] = prefer(chosen[sig], (row, 1)) if sig in chosen else (row, 1)
+    return [dict(row, occurrences=n) for _, (row, n) in sorted(chosen.items())]
 
 
 # ------------------------------------------------------------ campaign
@@ -431,7 +435,7 @@ def run_campaign(sc, config: CampaignConfig, out, *, seeds: tuple[int, int] | No
     Raises KeyboardInterrupt after saving what arrived if interrupted."""
     if (seeds is None) == (minutes is None):
         raise ValueError("run_campaign needs seeds=(first, stop) or minutes=M, not both")
-    store = store if store is not None else CampaignStore(out)
+    store = store if store is not None else CampaignStore(out, defaults=CampaignConfig().to_json())
     try:
         store.begin(config.to_json(), resume)
         return _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_batch, report, meta,
@@ -445,7 +449,9 @@ def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_ba
     partitions = partitions or 4 * sc.defaultParallelism
     campaign = _Campaign(sc, config, store, isolate, ProgressLine(progress), on_batch)
     campaign.stop_after = stop_after
-    campaign.signatures = {row["signature"] for row in store.failures() if row["kind"] != INTERNAL}
+    for row in store.failures():  # an earlier run's (resumed): its chosen files are written already
+        if row["kind"] != INTERNAL:
+            campaign.keep(row)
     began = time.monotonic()
     interrupted = stopped = False
     try:
@@ -467,10 +473,10 @@ def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_ba
     runs, rows = store.runs(), store.failures()
     failures = [row for row in rows if row["kind"] != INTERNAL]
     internal = [row for row in rows if row["kind"] == INTERNAL]
-    distinct = distinct_failures(sc, failures) if not interrupted else distinct_failures_locally(failures)
-    for row in distinct:
+    distinct = distinct_failures(failures)
+    for row in distinct:  # (nothing to write unless an earlier run ended before writing its choice)
         if row["counterexample_json"]:
-            store.put_counterexample(json.loads(row["counterexample_json"]))
+            store.put_counterexample(row["signature"], row["counterexample_json"])
     result = CampaignResult(str(store.root), runs, failures, distinct, time.monotonic() - began, interrupted,
                             internal, campaign.rows, stop_after if stopped else None)
     if report:
@@ -478,16 +484,6 @@ def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_ba
     if interrupted:
         raise KeyboardInterrupt
     return result
-
-
-def distinct_failures_locally(failures: list[dict]) -> list[dict]:
-    """The same choice as :func:`distinct_failures`, without Spark (used after an
-    interrupt, when Spark may be going down, and to rebuild a report)."""
-    chosen: dict = {}
-    for row in failures:
-        sig = row["signature"]
-        chosen[sig] = prefer(chosen[sig], (row, 1)) if sig in chosen else (row, 1)
-    return [dict(row, occurrences=n) for _, (row, n) in sorted(chosen.items())]
 
 
 def _rounds(campaign: _Campaign, store: CampaignStore, partitions: int, deadline: float) -> None:

@@ -1,25 +1,30 @@
 """The campaign executor: one seed in, one :class:`Outcome` out. Pure Python, no Spark.
 
-``run_seed(seed, config)`` builds a program from the seed, runs it against
-the implementation under test and the model step by step through
-:class:`~properties.map.harness.Harness` (so P1–P7 and, white-box, I1–I9 apply),
-and on failure shrinks it (:func:`properties.core.shrink.shrink_failure`: the
-program is replayed 10 times before and after, and one that does not fail every
-time is marked nondeterministic) and returns the counterexample as JSON data
-(the file format of docs/counterexample-format.md). A call suspected of hanging
-at the run's pace that returns under the full step time limit was only slow:
-the seed's walk runs again at the new pace.
-The Spark driver only spreads seeds and gathers outcomes; everything that
-decides a verdict is here and is tested without Spark.
+``run_seed(seed, config)`` runs one seed of a campaign of any machine
+(``config.machine``): it builds a program from the seed, runs it against the
+implementation under test and the model step by step through the machine's
+harness (for the map, P1–P7 and, white-box, I1–I9 apply), and on failure takes
+the path of every failure to its counterexample
+(:func:`properties.core.settle.settle`: confirmed call by call if a batched
+walk found it, replayed 10 times before and after shrinking, a program that
+does not fail every time marked nondeterministic), returned as the text of its
+file (docs/counterexample-format.md): the one value the worker, the driver and
+the campaign's tables carry to ``DIR/counterexamples/``. A call suspected of
+hanging at the run's pace that returns under the full step time limit was only
+slow: the seed's walk runs again at the new pace. The Spark driver only spreads
+seeds and gathers outcomes; everything that decides a verdict is here and is
+tested without Spark.
 
 Two executors:
 
-- ``raw`` (default): a seeded *swarm* walk
-  (:func:`properties.map.walks.walk_program`): each seed draws its own op
-  weights (some ops switched off), key and namespace space sizes and how
-  often key == namespace (hash 0: one long chain).
-- ``hypothesis``: the map state machine of :mod:`properties.map.machine` run by
-  :func:`properties.core.hunt.hunt` with the seed as Hypothesis seed.
+- ``raw`` (default): a seeded *swarm* walk of the machine's walker
+  (``MachineKind.walker``; the map's is :func:`properties.map.walks.walk_program`:
+  each seed draws its own op weights, some ops switched off, key and namespace
+  space sizes and how often key == namespace, hash 0: one long chain), through
+  the implementation's batched walks where it has them
+  (``Implementation.batched_walks``: Flink's map, a map in its own process);
+- ``hypothesis``: the machine's Hypothesis state machine (``MachineKind.builder``)
+  run by :func:`properties.core.hunt.hunt` with the seed as Hypothesis seed.
 
 Determinism: generation uses ``random.Random(seed)`` only (never ``hash()``,
 never set or dict order of strings), and layouts use the Java-compatible
@@ -41,27 +46,25 @@ from collections import Counter
 import attrs
 from hypothesis import settings
 
-import properties.machines  # noqa: F401  (every machine registered: campaigns of any of them)
+import properties.flink  # noqa: F401  (registers --impl flink in every worker process; starts no JVM)
 from properties.core.boundary import build, construction_failure
-from properties.core.counterexample import Counterexample, signature
+from properties.core.counterexample import signature
 from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
 from properties.core.hunt import hunt
 from properties.core.impls import resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
-from properties.core.machine import RunRecord, machine_kind
+from properties.core.machine import MachineKind, RunRecord, machine_kind
 from properties.core.profiles import PROFILES, stabilise_generation
 from properties.core.report import nondeterminism_note
-from properties.core.shrink import confirm_replay, is_hang, replay, shrink_failure
-import properties.flink  # noqa: F401  (registers --impl flink in every worker process; starts no JVM)
-from properties.map import MAP, MachineConfig, expected_results, make_map_machine
-from properties.map.harness import Harness
+from properties.core.settle import Settled, Subject, settle
+from properties.machines import DEFAULT_MACHINE
 from properties.map.harness import CONTRACTS
-from properties.map.ops import MAP_OPS, SIZE_CLASSES
-from properties.map.walks import SPACES, SampledHarness, walk_program
+from properties.map.ops import SIZE_CLASSES
+from properties.map.walks import SPACES
 
 __all__ = ["CampaignConfig", "Outcome", "run_seed", "PASS", "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT", "INTERNAL",
-           "KINDS", "EXECUTORS", "internal_outcome"]
+           "KINDS", "EXECUTORS", "internal_outcome", "machine_config"]
 
 PASS = "PASS"
 INTERNAL = "INTERNAL"  # cowcheck itself failed on this seed: not the implementation's failure
@@ -99,10 +102,11 @@ class CampaignConfig:
     applied by :func:`spark_fuzz.ranges.run_range`.
 
     ``batched``: where the implementation offers batched walks
-    (``walk_harness``: Flink's map, :mod:`properties.flink.walk`), run each
-    raw walk a segment per call into it, white-box invariants computed on its
-    side after every step (so ``invariants_every`` does not apply); a failure
-    is confirmed call by call before it is shrunk and stored.
+    (``Implementation.batched_walks``: Flink's map, :mod:`properties.flink.walk`;
+    a map in its own process), run each raw walk a segment per call into it,
+    white-box invariants computed on its side after every step (so
+    ``invariants_every`` does not apply); a failure is confirmed call by call
+    before it is shrunk and stored.
 
     ``sizes``: the largest size class raw walks grow maps to (``large``: up to
     100,000 entries); ``space``: ``full`` (every key family) or ``classic``
@@ -116,10 +120,10 @@ class CampaignConfig:
     the failure is found) and stores the shortest program so far. Neither is part
     of the campaign's manifest.
 
-    ``machine``: the state machine a seed walks (``map`` by default; ``async``,
-    ``checkpoint``, ``table``: one seeded walk of that machine's walker through its
-    harness per seed, shrunk and stored as for the map; ``capacity``, ``sizes``,
-    ``space``, ``invariants_every`` and ``batched`` are the map's).
+    ``machine``: the state machine a seed runs (any registered one: its walker or its
+    Hypothesis machine, through its harness); ``capacity``, ``sizes``, ``space``,
+    ``contract`` and ``strict_live_iteration`` apply to machines whose config has
+    them (the map's), ``invariants_every`` to machines with a ``sampled_harness``.
 
     ``in_process``: a ``MODULE:FACTORY`` map runs in the process that checks it;
     by default it runs in a process of its own (:mod:`properties.core.remote`),
@@ -144,7 +148,7 @@ class CampaignConfig:
     contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
     known: tuple = attrs.field(default=(), converter=tuple)
     deadline: float | None = None
-    machine: str = "map"
+    machine: str = DEFAULT_MACHINE
 
     def to_json(self) -> dict:
         data = attrs.asdict(self)
@@ -181,8 +185,10 @@ class Outcome:
     property or invariant (P1–P7, I0–I9), ``raised`` (building the
     implementation raised), ``time-limit`` (a step, or the whole walk, ran past
     its limit) or ``worker-exit`` (the process running the seed died).
-    ``counterexample`` is the shrunk failure as counterexample JSON data (None
-    when there is no replayable program). ``ops``: steps applied and checked.
+    ``counterexample`` is the shrunk failure as the text of its counterexample
+    file (None when there is no replayable program, or the failure's signature
+    was known: counted, not shrunk again), ``shrunk_steps`` its length.
+    ``ops``: operations applied and checked (a bulk step counts its keys).
     ``nondeterministic``: ``reproduced k of n replays`` when the stored program
     did not fail in every replay (the implementation fails at random), else ''.
     Equality ignores ``seconds``.
@@ -200,7 +206,8 @@ class Outcome:
     space: dict = attrs.Factory(dict)  # state-space coverage (properties.map.space.SpaceCoverage.to_json)
     failing_op: str = ""
     original_steps: int = 0
-    counterexample: dict | None = None
+    counterexample: str | None = None
+    shrunk_steps: int | None = None
     seconds: float = attrs.field(default=0.0, eq=False)
     details: str = ""
     nondeterministic: str = ""
@@ -216,13 +223,8 @@ class Outcome:
 
     @property
     def signature(self) -> str:
-        """The stable name of the bug: the counterexample's (its file name
-        without ``.json``), else built the same way from kind and code."""
-        if self.counterexample is not None:
-            return self.counterexample["signature"]
-        if self.kind == PASS:
-            return ""
-        return signature(self.impl_spec, self.kind, self.code)
+        """The stable name of the bug (its counterexample file's name without ``.json``)."""
+        return "" if self.kind == PASS else signature(self.impl_spec, self.kind, self.code)
 
     def to_json(self) -> dict:
         return attrs.asdict(self)
@@ -236,7 +238,7 @@ class Outcome:
 
 
 @functools.lru_cache(maxsize=16)
-def _implementation(spec: str, in_process: bool = False, machine: str = "map"):
+def _implementation(spec: str, in_process: bool, machine: str):
     return resolve(spec, machine, isolated=not in_process)
 
 
@@ -248,167 +250,89 @@ def _white_box(config: CampaignConfig, impl) -> bool | None:
     return impl.white_box
 
 
+def machine_config(config: CampaignConfig, kind: MachineKind, impl, walks: bool = True):
+    """The machine's config for the seeds of ``config`` (the settings the machine has; ``walks``:
+    with the size class and key space of walks, which Hypothesis examples leave at its defaults)."""
+    sizes = dict(sizes=config.sizes, space=config.space) if walks else {}
+    return kind.config_for(impl, capacity=config.capacity or None, white_box=_white_box(config, impl),
+                           strict_live_iteration=config.strict_live_iteration, contract=config.contract, **sizes)
+
+
 def run_seed(seed: int, config: CampaignConfig) -> Outcome:
     """Run seed ``seed`` of a campaign; never raises for anything the
     implementation does (a harness failure, an exception escaping the harness,
     a walk over the time limit all become outcomes)."""
     started = time.perf_counter()
-    impl = _implementation(config.impl, config.in_process, config.machine)
-    if config.machine != "map":
-        return attrs.evolve(_run_machine_walk(seed, config, impl), seconds=time.perf_counter() - started)
+    kind = machine_kind(config.machine)
+    impl = _implementation(config.impl, config.in_process, kind.name)
     if config.executor == "hypothesis":
-        outcome = _run_hypothesis(seed, config, impl)
+        outcome = _run_hypothesis(seed, config, kind, impl)
     else:
-        outcome = _run_walk(seed, config, impl, started)
+        outcome = _run_walk(seed, config, kind, impl, started)
     return attrs.evolve(outcome, seconds=time.perf_counter() - started)
 
 
-def _run_machine_walk(seed: int, config: CampaignConfig, impl) -> Outcome:
-    """A seed of another machine than the map's: one walk of its walker (``MachineKind.walker``)
-    through its harness, a failure shrunk and stored as a counterexample of that machine."""
-    kind = machine_kind(config.machine)
-    if kind.walker is None or config.executor != "raw":
-        raise UsageError(f"campaigns of the {kind.name} machine run its seeded walks (--executor raw)")
-    machine_config = kind.config_for(impl, white_box=False if config.white_box is False else None)
-    make_impl, options = kind.replay_setup(impl.factory, machine_config)
-    base = dict(seed=seed, impl_spec=config.impl)
-    try:
-        if getattr(impl, "warm_up", None) is not None:
-            try:  # once per process, outside the step time limit (a JVM starting in a loaded worker)
-                impl.warm_up()
-            except Exception as exc:
-                raise CheckFailure(construction_failure(exc)) from None
-        instance = build(make_impl)
-        harness = kind.harness_class(instance, **options)
-    except CheckFailure as exc:  # building it crashed: an empty program fails
-        return _machine_outcome(seed, config, kind, machine_config, [], exc.failure, make_impl, options, {})
-    program: list = []
-    deadline = time.perf_counter() + config.seed_time_limit
-    try:
-        try:
-            for step in kind.walker_for(machine_config)(seed, config.steps, instance):
-                program.append(step)
-                harness.apply(step)
-                if not len(program) & 63 and time.perf_counter() > deadline:
-                    return Outcome(kind=TIMEOUT, code=TIME_LIMIT, **base, message=f"walk still running after "
-                                   f"{config.seed_time_limit:g} s ({len(program)} steps)",
-                                   **_machine_counts(harness, program))
-            final_check = getattr(harness, "final_check", None)
-            if final_check is not None:
-                final_check()
-        finally:
-            close = getattr(harness, "close", None)  # the async harness stops its controller's threads
-            if close is not None:
-                close()
-    except CheckFailure as exc:
-        counts = _machine_counts(harness, program)
-        try:
-            return _machine_outcome(seed, config, kind, machine_config, program, exc.failure, make_impl, options,
-                                    counts)
-        except Exception as error:  # shrinking or storing failed: cowcheck's error
-            return internal_outcome(seed, config, error, **counts)
-    except Exception as exc:  # cowcheck's own error (InternalError from the harness, or the walker)
-        return internal_outcome(seed, config, exc, **_machine_counts(harness, program))
-    return Outcome(kind=PASS, **base, **_machine_counts(harness, program))
-
-
-def _machine_counts(harness, program: list) -> dict:
-    return dict(ops=len(program), coverage=_sorted_counts(Counter(getattr(harness, "coverage", None) or {})),
-                findings=_sorted_counts(Counter(getattr(harness, "findings", None) or {})),
-                op_mix=_sorted_counts(Counter(s.op for s in program)), space={})
-
-
-def _machine_outcome(seed, config, kind, machine_config, program, failure, make_impl, options, counts) -> Outcome:
-    """A failing walk of another machine: shrunk (unless its signature is known) and stored."""
-    program = program[: failure.step_index + 1]
-    original = len(program)
-    counts = counts or dict(ops=0, coverage={}, findings={}, op_mix={}, space={})
-    if signature(config.impl, failure.kind, failure.code) in config.known and not is_hang(failure):
-        return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
-                       failing_op=program[-1].op if program else "", original_steps=original,
-                       impl_spec=config.impl, **counts)
-    budget = config.seed_time_limit
-    if config.deadline is not None:
-        budget = min(budget, max(_SHRINK_AT_LEAST, config.deadline - time.time()))
-    shrunk = shrink_failure(program, failure, make_impl, harness_class=kind.harness_class, shrink=config.shrink,
-                            deadline=time.monotonic() + budget, **options)
-    program, failure = shrunk.program, shrunk.failure
-    found_by = {"tool": "cowcheck campaign", "generator": "walk", "seed": seed, "executor": config.executor,
-                "steps": counts["ops"]}
-    reproduced = (shrunk.reproduced, shrunk.replays)
-    cx = Counterexample.build(program, failure, impl=config.impl, capacity=0, found_by=found_by,
-                              expected=kind.expected_results(program), machine=kind.name,
-                              white_box=bool(options.get("white_box", True)), settings=kind.settings(machine_config),
-                              reproduced=reproduced)
-    return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
-                   failing_op=program[failure.step_index].op if program else "", original_steps=original,
-                   counterexample=cx.to_json(), impl_spec=config.impl,
-                   nondeterministic=nondeterminism_note(reproduced).partition(": ")[2], **counts)
-
-
-def _options(config: CampaignConfig, impl) -> dict:
-    return {"white_box": _white_box(config, impl), "strict_live_iteration": config.strict_live_iteration,
-            "contract": config.contract}
-
-
-def _walk_harness(config: CampaignConfig, impl, options: dict):
-    """The batched harness of ``impl`` for this config, or None (run call by call)."""
-    if not config.batched or not callable(getattr(impl, "walk_harness", None)):
-        return None
-    return impl.walk_harness(config.capacity, **options)
-
-
-def _run_walk(seed: int, config: CampaignConfig, impl, started: float) -> Outcome:
+def _run_walk(seed: int, config: CampaignConfig, kind: MachineKind, impl, started: float) -> Outcome:
+    if kind.walker is None:
+        raise UsageError(f"the {kind.name} machine has no seeded walks: use --executor hypothesis")
     while True:
-        outcome = _walk_once(seed, config, impl, started)
+        outcome = _walk_once(seed, config, kind, impl, started)
         if outcome is not None:
             return outcome
         # A call suspected of hanging at the run's pace returned under the full limit: only slow.
         # The walk again, at the new pace (the same seed, the same walk).
 
 
-def _walk_once(seed: int, config: CampaignConfig, impl, started: float) -> Outcome | None:
-    options = _options(config, impl)
+def _walk_once(seed: int, config: CampaignConfig, kind: MachineKind, impl, started: float) -> Outcome | None:
+    """One seeded walk of the machine's walker through its harness: the implementation's batched
+    walks if it has them, the harness checking the structural invariants at every n-th step if
+    ``invariants_every`` asks for it (and the machine has one), else the machine's own harness."""
+    subject = Subject.of(kind, config.impl, impl.factory, machine_config(config, kind, impl))
+    batched = impl.batched_walks(kind, subject.config) if config.batched else None
+    make, harness_class = batched or (subject.make, kind.harness_class)
+    every = config.invariants_every
+    sampled = batched is None and every > 1 and subject.options.get("white_box") and kind.sampled_harness
     base = dict(seed=seed, impl_spec=config.impl)
     try:
-        harness = _walk_harness(config, impl, options)
-        instance = build(lambda: impl.new(capacity=config.capacity)) if harness is None else harness.impl
+        if impl.warm_up is not None:  # once per process, outside the step time limit (a JVM starting in a loaded worker)
+            try:
+                impl.warm_up()
+            except Exception as exc:
+                raise CheckFailure(construction_failure(exc)) from None
+        instance = build(make)
+        harness = (kind.sampled_harness(instance, every=every, **subject.options) if sampled
+                   else harness_class(instance, **subject.options))
     except CheckFailure as exc:  # building it crashed (SystemExit, its process ended...): an empty program fails
-        return _with_counterexample(seed, config, [], exc.failure, functools.partial(impl.new, capacity=config.capacity),
-                                    options, "walk", 0, dict(ops=0, coverage={}, findings={}, op_mix={}, space={}),
-                                    (1, 1))
-    every = config.invariants_every
-    if harness is None:
-        harness = (SampledHarness(instance, every=every, capacity=config.capacity, **options)
-                   if every > 1 and options["white_box"] else Harness(instance, capacity=config.capacity, **options))
-    options["white_box"] = harness.white_box
+        return _failed(seed, config, subject, [], exc.failure, None, _EMPTY)
+    if "white_box" in subject.options:  # as the harness decided it (a user's map: if its view conforms)
+        subject = attrs.evolve(subject, options=dict(subject.options, white_box=harness.white_box))
     deadline = started + config.seed_time_limit
-    visitor = callable(getattr(instance, "incremental_visitor", None))
-    program = walk_program(seed, config.steps, visitor, sizes=config.sizes, space=config.space)
-    expect = getattr(harness, "expect", None)
-    if expect is not None:  # a batched harness runs the program ahead, a segment per call
+    program = kind.walker_for(subject.config)(seed, config.steps, instance)
+    if harness.runs_ahead:  # it runs the program ahead, a segment per call
         program = list(program)
-        expect(program)
+        harness.expect(program)
     try:
-        for i, step in enumerate(program):
-            harness.apply(step)
-            if not i & 63 and time.perf_counter() > deadline:
-                return Outcome(kind=TIMEOUT, code=TIME_LIMIT, **base,
-                               message=f"walk still running after {config.seed_time_limit:g} s "
-                                       f"({len(harness.steps)} steps)", **_counts(harness))
-        final_check = getattr(harness, "final_check", None)
-        if final_check is not None:
-            final_check()
+        try:
+            for i, step in enumerate(program):
+                harness.apply(step)
+                if not i & 63 and time.perf_counter() > deadline:
+                    return Outcome(kind=TIMEOUT, code=TIME_LIMIT, **base,
+                                   message=f"walk still running after {config.seed_time_limit:g} s "
+                                           f"({len(harness.steps)} steps)", **_counts(harness))
+            harness.final_check()
+        finally:
+            harness.close()  # (the async harness stops its controller's threads)
     except CheckFailure as exc:
         failure = exc.failure
     except Exception as exc:  # cowcheck's own error (InternalError from the harness, or the walk itself)
         return internal_outcome(seed, config, exc, **_counts(harness))
     else:
         return Outcome(kind=PASS, **base, **_counts(harness))
+    counts = _counts(harness)
     try:
-        return _failed(seed, config, impl, harness, failure, options)
+        return _failed(seed, config, subject, list(harness.steps), failure, (make, type(harness)), counts)
     except Exception as exc:  # shrinking or storing failed: cowcheck's error, not the implementation's
-        return internal_outcome(seed, config, exc, **_counts(harness))
+        return internal_outcome(seed, config, exc, **counts)
 
 
 def internal_outcome(seed: int, config: CampaignConfig, exc: BaseException, **counts) -> Outcome:
@@ -420,89 +344,56 @@ def internal_outcome(seed: int, config: CampaignConfig, exc: BaseException, **co
                    message=f"internal error in cowcheck: {summary}", details=details, **counts)
 
 
-def operations(steps) -> int:
-    """Operations the steps apply: one per step, ``count`` per bulk step (``put_range`` of 1,000: 1,000)."""
-    return sum(step.args[2] if _BULK.get(step.op) else 1 for step in steps)
+_EMPTY = dict(ops=0, coverage={}, findings={}, op_mix={}, space={})
 
 
-_BULK = {op.name: op.bulk for op in MAP_OPS}
-
-
-def _counts(harness: Harness) -> dict:
-    space = getattr(harness, "space", None)
-    return dict(ops=operations(harness.steps), coverage=_sorted_counts(harness.coverage),
-                findings=_sorted_counts(harness.findings), op_mix=_sorted_counts(Counter(s.op for s in harness.steps)),
+def _counts(harness) -> dict:
+    steps, space = harness.steps, harness.space
+    return dict(ops=sum(map(harness.operations_in, steps)), coverage=_sorted_counts(harness.coverage),
+                findings=_sorted_counts(harness.findings), op_mix=_sorted_counts(Counter(s.op for s in steps)),
                 space=space.folded().to_json() if space is not None else {})
 
 
-def _failed(seed: int, config: CampaignConfig, impl, harness: Harness, failure: Failure,
-            options: dict) -> Outcome | None:
-    """The outcome of a failing walk, its program shrunk and its reliability measured; None if
-    the failure was a call suspected of hanging that returned under the full limit."""
-    program = list(harness.steps)
-    make = functools.partial(impl.new, capacity=config.capacity)
-    shrink_make, shrink_class = make, Harness
-    batched = getattr(harness, "expect", None) is not None
-    # A walk run ahead in a user's map's process reports only failures it confirmed live (call by call)
-    live = getattr(type(harness), "confirmed_on_replay", False)
-    hang = is_hang(failure)  # replayed under the full limit by shrink_failure, once (each costs the limit)
-    if (isinstance(harness, SampledHarness) or batched) and not hang:
-        # Checked after every step, call by call, the program may fail earlier or with another
-        # code: that failure is the one `cowcheck replay` shows. A batched walk's must be the same.
-        if batched and live:
-            confirmed = None
-            shrink_make, shrink_class = impl.walk_factory(config.capacity)
-        elif batched:
-            confirmed = confirm_replay(program, failure, make, harness_class=Harness, what="the walk", **options)
-            shrink_make, shrink_class = impl.walk_factory(config.capacity)
-        else:
-            confirmed = replay(program, make, harness_class=Harness, **options)
-        failure = confirmed or failure
-        program = program[: failure.step_index + 1]
-    original = len(program[: failure.step_index + 1])
-    if signature(config.impl, failure.kind, failure.code) in config.known and not hang:
-        # Found and shrunk before: counted (occurrences), its seed kept; shrinking it again would
-        # cost a minute of a campaign that keeps re-finding its first bug.
-        return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
-                       failing_op=program[failure.step_index].op if program else "", original_steps=original,
-                       impl_spec=config.impl, **_counts(harness))
+def _shrink_budget(config: CampaignConfig) -> float:
+    """Seconds a failure may be shrunk: as long as a walk may take, and no later than the campaign's
+    end (at least a few seconds)."""
     budget = config.seed_time_limit
     if config.deadline is not None:
         budget = min(budget, max(_SHRINK_AT_LEAST, config.deadline - time.time()))
-    shrunk = shrink_failure(program, failure, shrink_make, harness_class=shrink_class, shrink=config.shrink,
-                            deadline=time.monotonic() + budget, **options)
-    if not shrunk.confirmed:
-        return None
-    program, failure = shrunk.program, shrunk.failure
-    if batched and config.shrink and not hang and not live:  # the stored failure is the call-by-call bridge's, as replay shows
-        failure = confirm_replay(program, failure, make, harness_class=Harness, what="the shrunk program", **options)
-    return _with_counterexample(seed, config, program, failure, make, options, "walk", original, _counts(harness),
-                                (shrunk.reproduced, shrunk.replays))
+    return budget
 
 
-def _with_counterexample(seed, config, program, failure, make, options, generator, original, counts,
-                         reproduced: tuple) -> Outcome:
-    found_by = {"tool": "cowcheck campaign", "generator": generator, "seed": seed, "executor": config.executor,
+def _failed(seed: int, config: CampaignConfig, subject: Subject, program: list, failure: Failure, through,
+            counts: dict) -> Outcome | None:
+    """The outcome of a failing walk (:func:`~properties.core.settle.settle`: confirmed, shrunk unless
+    its signature is known, its reliability measured); None if the failure was a call suspected of
+    hanging that returned under the full limit."""
+    found_by = {"tool": "cowcheck campaign", "generator": "walk", "seed": seed, "executor": config.executor,
                 "steps": counts["ops"]}
-    cx = Counterexample.build(program, failure, impl=config.impl, capacity=config.capacity, found_by=found_by,
-                              expected=expected_results(program), white_box=options["white_box"],
-                              strict_live_iteration=options["strict_live_iteration"],
-                              settings=MAP.settings(MachineConfig(contract=config.contract)), reproduced=reproduced)
+    settled = settle(program, failure, subject, found_by=found_by, through=through, known=config.known,
+                     deadline=time.monotonic() + _shrink_budget(config), shrink=config.shrink)
+    return None if settled is None else _outcome(seed, config, settled, counts)
+
+
+def _outcome(seed: int, config: CampaignConfig, settled: Settled, counts: dict) -> Outcome:
+    """The outcome of a settled failure, carrying its counterexample as the file's text."""
+    failure, program, cx = settled.failure, settled.program, settled.counterexample
     return Outcome(seed=seed, kind=failure.kind, code=failure.code, message=failure.message,
-                   failing_op=program[failure.step_index].op if program else "", original_steps=original,
-                   counterexample=cx.to_json(), impl_spec=config.impl,
-                   nondeterministic=nondeterminism_note(reproduced).partition(": ")[2], **counts)
+                   failing_op=program[failure.step_index].op if program else "",
+                   original_steps=settled.original_length, impl_spec=config.impl,
+                   counterexample=cx.text() if cx is not None else None,
+                   shrunk_steps=len(program) if cx is not None else None,
+                   nondeterministic=(nondeterminism_note((settled.reproduced, settled.replays)).partition(": ")[2]
+                                     if cx is not None else ""), **counts)
 
 
-def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
+def _run_hypothesis(seed: int, config: CampaignConfig, kind: MachineKind, impl) -> Outcome:
     stabilise_generation()
-    options = _options(config, impl)
+    subject = Subject.of(kind, config.impl, impl.factory, machine_config(config, kind, impl, walks=False))
     op_mix: Counter = Counter()
     record = RunRecord()
-    machine_config = MachineConfig(capacity=config.capacity, **options)
     profile = settings(**dict(PROFILES["ci"], max_examples=config.examples, stateful_step_count=config.steps,
                               derandomize=False))
-    make = functools.partial(impl.new, capacity=config.capacity)
     previous: list = []
 
     def on_example(rec: RunRecord) -> None:
@@ -512,9 +403,10 @@ def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
 
     record.on_example = on_example
     try:
-        result = hunt(lambda rec: make_map_machine(impl.factory, machine_config, rec, impl_spec=impl.spec), make,
-                      base_seed=seed, profile=profile, examples=config.examples, record=record,
-                      harness_options=options, replay_harness=MAP.harness_class)
+        result = hunt(lambda rec: kind.builder(impl.factory, subject.config, rec), subject, base_seed=seed,
+                      profile=profile, examples=config.examples, record=record, known=config.known,
+                      shrink_seconds=_shrink_budget(config) if config.deadline is not None else None,
+                      found_by={"tool": "cowcheck campaign", "seed": seed, "executor": config.executor})
     except InternalError as exc:
         return internal_outcome(seed, config, exc, ops=record.steps)
     coverage = Counter(record.coverage)
@@ -526,5 +418,4 @@ def _run_hypothesis(seed: int, config: CampaignConfig, impl) -> Outcome:
                   op_mix=_sorted_counts(op_mix))
     if result.failure is None:
         return Outcome(seed=seed, kind=PASS, impl_spec=config.impl, **counts)
-    return _with_counterexample(seed, config, result.program, result.failure, make, options, "hypothesis",
-                                result.original_length, counts, (result.reproduced, result.replays))
+    return _outcome(seed, config, result.settled, counts)

@@ -127,18 +127,17 @@ class RangeResult:
 
     def failure_rows(self, config: CampaignConfig) -> list[dict]:
         """The ``failures`` table rows of this range (spark_fuzz.store.FAILURES_SCHEMA):
-        the implementation's failures, and cowcheck's own errors (kind INTERNAL)."""
+        the implementation's failures, and cowcheck's own errors (kind INTERNAL). A row
+        carries its seed's counterexample as the file's text (``counterexample_json``),
+        as the seed's worker rendered it."""
         rows = []
         for o in self.outcomes:
             if o.kind == PASS:
                 continue
-            cx = o.counterexample
             rows.append({"signature": o.signature, "kind": o.kind, "code": o.code, "seed": o.seed,
                          "range_start": self.start, "range_stop": self.stop, "message": o.message,
                          "failing_op": o.failing_op, "ops": o.ops, "original_steps": o.original_steps,
-                         "shrunk_steps": len(cx["steps"]) if cx else None,
-                         "steps_json": json.dumps(cx["steps"]) if cx else None,
-                         "counterexample_json": json.dumps(cx) if cx else None,
+                         "shrunk_steps": o.shrunk_steps, "counterexample_json": o.counterexample,
                          "impl": config.impl, "executor": config.executor, "details": o.details or None,
                          "nondeterministic": o.nondeterministic or None})
         return rows

@@ -4,11 +4,11 @@ Everything here is a function of the ``runs`` and ``failures`` rows (the
 Parquet tables of spark_fuzz.store, as dicts), so a report can be rebuilt
 from a campaign directory at any time and tested without a cluster::
 
-    from spark_fuzz.driver import distinct_failures_locally
+    from spark_fuzz.driver import distinct_failures
     from spark_fuzz.store import CampaignStore
     store = CampaignStore("DIR")
     failures = store.failures()
-    write_report(store.root, store.runs(), failures, distinct_failures_locally(failures), config, {})
+    write_report(store.root, store.runs(), failures, distinct_failures(failures), config, {})
 
 Plots are drawn with matplotlib's Agg canvas (no pyplot, no global backend
 switch) into ``plots/``: report.md links them, report.html carries them inline
@@ -34,6 +34,7 @@ from properties.core.counterexample import replay_command as cx_replay_command
 from properties.core.impls import is_builtin
 from properties.core.machine import MACHINES, machine_kind
 from properties.core.files import write_atomically
+from properties.machines import DEFAULT_MACHINE
 from properties.map.space import SpaceCoverage
 from spark_fuzz.store import space_of_row
 
@@ -170,11 +171,12 @@ def throughput_segments(runs: list[dict]) -> list[tuple[str, float, float, float
     return out
 
 
-def replay_command(out_dir, row: dict) -> str:
-    """How to look at a distinct failure: replay its counterexample, or re-run its seed."""
+def replay_command(out_dir, row: dict, machine: str = DEFAULT_MACHINE) -> str:
+    """How to look at a distinct failure: replay its counterexample, or re-run its seed (of ``machine``)."""
     if row.get("counterexample_json"):
         return cx_replay_command(Path(out_dir) / "counterexamples" / (row["signature"] + ".json"), row["impl"])
-    return (f"cowcheck campaign --impl {row['impl']} --executor {row['executor']} "
+    named = "" if machine == DEFAULT_MACHINE else f" --machine {machine}"
+    return (f"cowcheck campaign{named} --impl {row['impl']} --executor {row['executor']} "
             f"--seeds {row['seed']}:{row['seed'] + 1} --out {Path(out_dir) / ('seed-' + str(row['seed']))}")
 
 
@@ -262,7 +264,7 @@ def _scenarios(machine: str, white_box: bool) -> dict:
     return {name: kind.scenarios[name] for name in kind.black_box_scenarios}
 
 
-def plot_coverage(runs: list[dict], path: Path, white_box: bool = True, machine: str = "map") -> None:
+def plot_coverage(runs: list[dict], path: Path, white_box: bool = True, machine: str = DEFAULT_MACHINE) -> None:
     coverage = totals(runs, "coverage")
     names = _scenarios(machine, white_box)
     _bars([(name, coverage.get(name, 0)) for name in names], path,
@@ -272,7 +274,7 @@ def plot_coverage(runs: list[dict], path: Path, white_box: bool = True, machine:
 # ---------------------------------------------------------------- reports
 
 
-def _coverage_rows(runs: list[dict], white_box: bool, machine: str = "map") -> list[tuple[str, str, int]]:
+def _coverage_rows(runs: list[dict], white_box: bool, machine: str) -> list[tuple[str, str, int]]:
     coverage = totals(runs, "coverage")
     names = _scenarios(machine, white_box)
     return [(name, description, coverage.get(name, 0)) for name, description in names.items()]
@@ -285,9 +287,9 @@ def failure_kind(row: dict) -> str:
     return f"{row['kind']} {row['code']}" + (f" (nondeterministic: {mark})" if mark else "")
 
 
-def _failure_table(out_dir, distinct: list[dict]) -> list[list[str]]:
+def _failure_table(out_dir, distinct: list[dict], machine: str) -> list[list[str]]:
     return [[row["signature"], failure_kind(row), str(row["seed"]), str(row.get("occurrences", 1)),
-             "" if row["shrunk_steps"] is None else str(row["shrunk_steps"]), replay_command(out_dir, row)]
+             "" if row["shrunk_steps"] is None else str(row["shrunk_steps"]), replay_command(out_dir, row, machine)]
             for row in distinct]
 
 
@@ -327,18 +329,19 @@ def _findings(runs: list[dict]) -> list[tuple[str, int, str]]:
     return [(name, count, explained.get(name, "")) for name, count in sorted(totals(runs, "findings").items())]
 
 
-def what_next(out_dir, distinct: list[dict], runs: list[dict], space_lines: list[str], white_box: bool) -> list[str]:
+def what_next(out_dir, distinct: list[dict], runs: list[dict], space_lines: list[str], white_box: bool,
+              machine: str = DEFAULT_MACHINE) -> list[str]:
     """What to do with this report, in the order a user would."""
     if distinct:
         first = distinct[0]
         steps = []
         if first.get("counterexample_json"):
             path = Path(out_dir) / _json_link(first)
-            steps.append(f"Replay the first failure step by step: {replay_command(out_dir, first)}")
+            steps.append(f"Replay the first failure step by step: {replay_command(out_dir, first, machine)}")
             steps.append(f"Keep it as a regression test: cowcheck replay {path} --to-pytest test_regression.py"
                          + ("" if is_builtin(first["impl"]) else f" --impl {first['impl']}"))
         else:
-            steps.append(f"Run its seed again: {replay_command(out_dir, first)}")
+            steps.append(f"Run its seed again: {replay_command(out_dir, first, machine)}")
         steps.append(f"Read the rule it broke ({first['code']}): {pointer(first['code']).removeprefix('see: ')}")
         if len(distinct) > 1:
             steps.append(f"{len(distinct) - 1} more distinct failure{'s' if len(distinct) > 2 else ''} above: "
@@ -379,13 +382,14 @@ def _summary_rows(s: Summary, meta: dict) -> list[tuple[str, str]]:
 def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: list[dict], impl: str,
                     executor: str, meta: dict) -> str:
     s = summarise(runs, failures, distinct, impl, executor)
-    white_box = meta.get("white_box", True)
+    white_box, machine = meta.get("white_box", True), meta.get("machine", DEFAULT_MACHINE)
     lines = [f"# cowcheck campaign: {impl}", "", "| | |", "|---|---|"]
     lines += [f"| {k} | {v} |" for k, v in _summary_rows(s, meta)]
     lines += ["", f"\\* {HEADLINE}: {HEADLINE_DEFINITION}.", "", "## Distinct failures", ""]
     if distinct:
         lines += ["| signature | kind | first seed | seeds | steps | replay |", "|---|---|---|---|---|---|"]
-        lines += ["| " + " | ".join(cells[:5]) + f" | `{cells[5]}` |" for cells in _failure_table(out_dir, distinct)]
+        lines += ["| " + " | ".join(cells[:5]) + f" | `{cells[5]}` |"
+                  for cells in _failure_table(out_dir, distinct, machine)]
         lines += [""] + [f"- {line}" for line in _code_lines(distinct)]
         for row in distinct:
             lines += ["", f"### {row['signature']}", "", f"{failure_kind(row)}, first at seed {row['seed']} "
@@ -396,11 +400,11 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
                 lines += ["", f"Shrunk program ({row['shrunk_steps']} steps; pasted into a file, it fails on its "
                           f"own assertion):", "", "```python"] + program + ["```"]
             link = _json_link(row)
-            lines += ["", f"Counterexample: [{link}]({link}); replay: `{replay_command(out_dir, row)}`"
-                      if link else f"Replay: `{replay_command(out_dir, row)}`"]
+            lines += ["", f"Counterexample: [{link}]({link}); replay: `{replay_command(out_dir, row, machine)}`"
+                      if link else f"Replay: `{replay_command(out_dir, row, machine)}`"]
     else:
         lines.append("None: every seed passed.")
-    rows = _coverage_rows(runs, white_box, meta.get("machine", "map"))
+    rows = _coverage_rows(runs, white_box, machine)
     reached = sum(1 for _, _, hits in rows if hits)
     lines += ["", f"## Scenario coverage (docs/contract.md §13): {reached}/{len(rows)} reached", "",
               "| scenario | hits |", "|---|---|"]
@@ -414,7 +418,7 @@ def render_markdown(out_dir, runs: list[dict], failures: list[dict], distinct: l
         lines += ["", "## Findings (reported, not failures)", ""]
         lines += [f"- {name} ({count:,}): {meaning}" for name, count, meaning in findings]
     lines += ["", "## What next", ""]
-    lines += [f"{i}. {step}" for i, step in enumerate(what_next(out_dir, distinct, runs, space, white_box), 1)]
+    lines += [f"{i}. {step}" for i, step in enumerate(what_next(out_dir, distinct, runs, space, white_box, machine), 1)]
     lines += ["", "## Plots", ""]
     lines += [f"![{title}]({file})" for file, title in PLOTS.values()]
     return "\n".join(lines) + "\n"
@@ -439,7 +443,7 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
                 meta: dict) -> str:
     e = html.escape
     s = summarise(runs, failures, distinct, impl, executor)
-    white_box = meta.get("white_box", True)
+    white_box, machine = meta.get("white_box", True), meta.get("machine", DEFAULT_MACHINE)
     parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
              f"<title>cowcheck campaign: {e(impl)}</title>", _STYLE, "</head><body>",
              f"<h1>cowcheck campaign: {e(impl)}</h1>", "<table>"]
@@ -449,7 +453,7 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
     if distinct:
         parts.append("<table><tr><th>signature</th><th>kind</th><th>first seed</th><th>seeds</th><th>steps</th>"
                      "<th>replay</th></tr>")
-        for cells in _failure_table(out_dir, distinct):
+        for cells in _failure_table(out_dir, distinct, machine):
             parts.append("<tr>" + "".join(f"<td>{e(c)}</td>" for c in cells[:5])
                          + f"<td><code>{e(cells[5])}</code></td></tr>")
         parts.append("</table>")
@@ -465,11 +469,11 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
                           f"assertion):</p>", f"<pre><code>{e(chr(10).join(program))}</code></pre>"]
             link = _json_link(row)
             parts.append(f"<p>Counterexample: <a href='{e(link)}'>{e(link)}</a>; replay: "
-                         f"<code>{e(replay_command(out_dir, row))}</code></p>" if link else
-                         f"<p>Replay: <code>{e(replay_command(out_dir, row))}</code></p>")
+                         f"<code>{e(replay_command(out_dir, row, machine))}</code></p>" if link else
+                         f"<p>Replay: <code>{e(replay_command(out_dir, row, machine))}</code></p>")
     else:
         parts.append("<p>None: every seed passed.</p>")
-    rows = _coverage_rows(runs, white_box, meta.get("machine", "map"))
+    rows = _coverage_rows(runs, white_box, machine)
     reached = sum(1 for _, _, hits in rows if hits)
     parts += [f"<h2>Scenario coverage (docs/contract.md §13): {reached}/{len(rows)} reached</h2>",
               "<table><tr><th>scenario</th><th>hits</th></tr>"]
@@ -488,7 +492,7 @@ def render_html(out_dir, runs: list[dict], failures: list[dict], distinct: list[
         parts += [f"<li>{e(name)} ({count:,}): {e(meaning)}</li>" for name, count, meaning in findings]
         parts.append("</ul>")
     parts += ["<h2>What next</h2>", "<ol>"]
-    parts += [f"<li>{e(step)}</li>" for step in what_next(out_dir, distinct, runs, space, white_box)]
+    parts += [f"<li>{e(step)}</li>" for step in what_next(out_dir, distinct, runs, space, white_box, machine)]
     parts += ["</ol>", "<h2>Plots</h2>"]
     parts += [f"<h3>{e(title)}</h3><img src='{_inline(Path(out_dir), file)}' alt='{e(title)}'>"
               for file, title in PLOTS.values()]
@@ -504,7 +508,7 @@ def write_report(out_dir, runs: list[dict], failures: list[dict], distinct: list
     plot_saturation(runs, failures, root / PLOTS["saturation"][0])
     plot_throughput(runs, root / PLOTS["throughput"][0])
     plot_op_mix(runs, root / PLOTS["op_mix"][0])
-    machine = getattr(config, "machine", "map")
+    machine = config.machine
     plot_coverage(runs, root / PLOTS["coverage"][0], white_box, machine)
     args = (root, runs, failures, distinct, config.impl, config.executor, dict(meta, machine=machine))
     write_atomically(root / "report.md", render_markdown(*args))

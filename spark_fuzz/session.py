@@ -1,8 +1,8 @@
 """A Spark context for campaigns: quiet and quick to start on a laptop, unchanged on a cluster.
 
-Campaigns use the RDD API only (parallelize, foreach, an accumulator,
-reduceByKey), so they need a ``SparkContext``, not a ``SparkSession``: the SQL
-layer would add seconds of start-up and nothing the campaign uses. Parquet is
+Campaigns use the RDD API only (parallelize, foreach, an accumulator), so
+they need a ``SparkContext``, not a ``SparkSession``: the SQL layer would add
+seconds of start-up and nothing the campaign uses. Parquet is
 written by the driver with pyarrow (spark_fuzz.store), so ``DIR`` is always
 on the driver's file system.
 

@@ -5,7 +5,8 @@ Layout of ``DIR``::
     campaign.json        the manifest: format, the CampaignConfig, the seed plan
     runs/part-*.parquet  one row per finished seed range (RUNS_SCHEMA)
     failures/part-*.parquet  one row per failing seed (FAILURES_SCHEMA)
-    counterexamples/     one JSON file per distinct signature (`cowcheck replay FILE`)
+    counterexamples/     one JSON file per distinct signature (`cowcheck replay FILE`), the text its
+                         failure row carries
     report.md, report.html, plots/*.png
 
 Every file appears whole or not at all: each is written to a hidden temporary
@@ -38,7 +39,6 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from properties.core.counterexample import Counterexample, save
 from properties.core.files import MIB, UserFileError, read_json, read_user_file, write_atomically
 
 try:
@@ -53,7 +53,10 @@ MANIFEST_FORMAT = "cowcheck-campaign"
 LOCK_NAME = ".campaign.lock"
 MAX_MANIFEST_BYTES = MIB
 MAX_PART_BYTES = 256 * MIB  # a part holds a few seconds of results
-MANIFEST_VERSION = 3  # 2: internal counts and error details (cowcheck's own errors); 3: state-space columns
+# 2: internal counts and error details (cowcheck's own errors); 3: state-space columns; 4: failures without
+# steps_json, counterexample_json holding the counterexample file's text (a campaign of 3 resumes as 4).
+MANIFEST_VERSION = 4
+_RESUMABLE = (3, MANIFEST_VERSION)
 
 _COUNTS = pa.map_(pa.string(), pa.int64())
 RUNS_SCHEMA = pa.schema([
@@ -76,7 +79,7 @@ FAILURES_SCHEMA = pa.schema([
     ("signature", pa.string()), ("kind", pa.string()), ("code", pa.string()), ("seed", pa.int64()),
     ("range_start", pa.int64()), ("range_stop", pa.int64()), ("message", pa.string()),
     ("failing_op", pa.string()), ("ops", pa.int64()), ("original_steps", pa.int64()),
-    ("shrunk_steps", pa.int64()), ("steps_json", pa.string()), ("counterexample_json", pa.string()),
+    ("shrunk_steps", pa.int64()), ("counterexample_json", pa.string()),  # the file's text (null: none stored)
     ("impl", pa.string()), ("executor", pa.string()), ("details", pa.string()),
     ("nondeterministic", pa.string()),  # "reproduced k of n replays" (null: every replay; older parts: null)
 ])
@@ -112,7 +115,9 @@ class CampaignStoreError(ValueError):
 
 
 class CampaignStore:
-    """The campaign directory ``root``.
+    """The campaign directory ``root``. ``defaults``: the value a setting has in a manifest
+    written before the setting existed (``CampaignConfig``'s defaults), so such a campaign
+    resumes with its settings as they were.
 
     >>> import tempfile
     >>> store = CampaignStore(tempfile.mkdtemp())
@@ -120,8 +125,9 @@ class CampaignStore:
     ([], [])
     """
 
-    def __init__(self, root) -> None:
+    def __init__(self, root, defaults: dict | None = None) -> None:
         self.root = Path(root)
+        self.defaults = dict(defaults or {})
         self.runs_dir = self.root / "runs"
         self.failures_dir = self.root / "failures"
         self.counterexamples_dir = self.root / "counterexamples"
@@ -140,7 +146,7 @@ class CampaignStore:
             raise CampaignStoreError(self.manifest_path, f"unreadable campaign manifest ({exc.problem})") from None
         if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
             raise CampaignStoreError(self.manifest_path, "not a cowcheck campaign manifest")
-        if data.get("format_version") != MANIFEST_VERSION:
+        if data.get("format_version") not in _RESUMABLE:
             raise CampaignStoreError(self.manifest_path, f"unknown manifest version {data.get('format_version')!r}")
         return data
 
@@ -182,17 +188,19 @@ class CampaignStore:
         elif not resume:
             raise CampaignStoreError(self.root, "already holds a campaign; add --resume to continue it, "
                                                 "or choose another --out")
-        elif existing["config"] != config:
-            changed = sorted(k for k in set(config) | set(existing["config"])
-                             if config.get(k) != existing["config"].get(k))
-            detail = ", ".join(f"{k}: {existing['config'].get(k)!r} -> {config.get(k)!r}" for k in changed)
+        elif dict(self.defaults, **existing["config"]) != dict(self.defaults, **config):
+            before, now = dict(self.defaults, **existing["config"]), dict(self.defaults, **config)
+            changed = sorted(k for k in set(now) | set(before) if now.get(k) != before.get(k))
+            detail = ", ".join(f"{k}: {before.get(k)!r} -> {now.get(k)!r}" for k in changed)
             raise CampaignStoreError(self.root, f"--resume with other settings than the campaign was started "
                                                 f"with ({detail})")
 
     def begin(self, config: dict, resume: bool) -> None:
         """Create the campaign, or check that ``--resume`` continues the same one; takes the lock."""
         self.acquire(config, resume)
-        if self.manifest() is None:
+        existing = self.manifest()
+        if existing is None or existing["format_version"] != MANIFEST_VERSION or existing["config"] != config:
+            # new, or resumed from version 3 (or with settings added since: their defaults written out)
             write_atomically(self.manifest_path, json.dumps(
                 {"format": MANIFEST_FORMAT, "format_version": MANIFEST_VERSION, "config": config}, indent=2) + "\n")
         for directory in (self.runs_dir, self.failures_dir, self.counterexamples_dir):
@@ -246,14 +254,10 @@ class CampaignStore:
 
     # ----------------------------------------------------- counterexamples
 
-    def save_counterexample(self, data: dict) -> tuple[Path, bool]:
-        """Store counterexample JSON data under its signature (a shorter program wins)."""
-        return save(Counterexample.from_json(data), self.counterexamples_dir)
-
-    def put_counterexample(self, data: dict) -> Path:
-        """Store exactly this counterexample under its signature (the campaign's chosen one)."""
-        path = self.counterexamples_dir / f"{data['signature']}.json"
-        text = json.dumps(data, indent=2) + "\n"
+    def put_counterexample(self, signature: str, text: str) -> Path:
+        """Store the campaign's chosen counterexample of ``signature``, its file's ``text`` as the
+        seed's worker rendered it, unless the file holds it already."""
+        path = self.counterexamples_dir / f"{signature}.json"
         try:
             same = read_user_file(path, what="a counterexample", limit=4 * len(text) + 1) == text.encode("utf-8")
         except UserFileError:
@@ -284,9 +288,21 @@ def _read_part(path: Path, schema: pa.Schema) -> pa.Table:
     """One Parquet part, read as a user's file; CampaignStoreError if it is not one of ours."""
     try:
         data = read_user_file(path, what="a Parquet part of a campaign", limit=MAX_PART_BYTES)
-        return pq.read_table(pa.BufferReader(data), schema=schema)
+        table = pq.read_table(pa.BufferReader(data), schema=schema)
+        if schema is FAILURES_SCHEMA and "steps_json" in pq.read_schema(pa.BufferReader(data)).names:
+            table = _as_version_4(table)
+        return table
     except UserFileError as exc:
         raise CampaignStoreError(path, exc.problem) from None
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise CampaignStoreError(path, f"not a Parquet part of this campaign ({type(exc).__name__}: "
                                        f"{str(exc)[:200]})") from None
+
+
+def _as_version_4(table: pa.Table) -> pa.Table:
+    """A failures part of a version 3 campaign (its counterexamples as compact JSON) with each
+    counterexample as its file's text, as version 4 carries it (the text the file was written with)."""
+    column = table.schema.get_field_index("counterexample_json")
+    texts = [None if data is None else json.dumps(json.loads(data), indent=2) + "\n"
+             for data in table.column(column).to_pylist()]
+    return table.set_column(column, "counterexample_json", pa.array(texts, pa.string()))

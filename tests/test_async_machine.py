@@ -12,9 +12,10 @@ from properties.async_exec.machine import make_async_machine
 from properties.async_exec.ops import ASYNC_OPS
 from properties.core.failures import CheckFailure
 from properties.core.hunt import hunt
-from properties.core.machine import RunRecord
+from properties.core.machine import RunRecord, machine_kind
 from properties.core.mutants import catalogue
 from properties.core.program import Step, step_to_json
+from properties.core.settle import Subject
 from properties.core.shrink import replay, shrink
 from reference.async_execution import AsyncExecutionController
 
@@ -136,9 +137,9 @@ def test_key_order_puts_a_timer_where_it_entered_its_keys_queue():
 def test_hunt_finds_and_shrinks_an_async_mutant_like_a_map_one():
     mutant = catalogue()["async-occupy-overwrites"]
     config = AsyncMachineConfig()
-    result = hunt(lambda rec: make_async_machine(mutant.factory, config, rec), lambda: mutant.factory,
-                  base_seed=SEED, profile=settings.get_profile("ci"), replay_harness=AsyncHarness,
-                  harness_options={"config": config})
+    result = hunt(lambda rec: make_async_machine(mutant.factory, config, rec),
+                  Subject.of(machine_kind("async"), "mutant:async-occupy-overwrites", mutant.factory, config),
+                  base_seed=SEED, profile=settings.get_profile("ci"))
     assert result.failure is not None and result.failure.code in mutant.expected.split(" / ")
     assert 0 < len(result.program) <= result.original_length
 

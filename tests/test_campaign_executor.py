@@ -16,6 +16,7 @@ from fault_seeds import SIZES, lone_trigger, window
 
 from properties.cli import main
 from properties.core.counterexample import Counterexample, save
+from properties.core.mutants import catalogue
 from properties.map.scenarios import MAP_SCENARIOS
 from properties.map.walks import WALK_OPS, walk_program
 from spark_fuzz import CampaignConfig, Outcome, run_range, run_seed
@@ -69,7 +70,7 @@ def test_reference_passes_every_seed_and_reaches_every_map_scenario():
 
 def test_a_seeded_bug_is_found_shrunk_and_returned_as_a_counterexample():
     outcome = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy"))
-    cx = Counterexample.from_json(outcome.counterexample)
+    cx = Counterexample.from_json(json.loads(outcome.counterexample))
     assert (outcome.kind, outcome.code) == ("INVARIANT", "I9")
     assert cx.signature == outcome.signature == "mutant-skip-prefix-copy--INVARIANT-I9"
     assert len(cx.steps) < outcome.original_steps
@@ -88,9 +89,11 @@ def test_a_failure_whose_signature_is_known_already_is_counted_not_shrunk_again(
     assert "known" not in config.to_json()  # the manifest holds settings, not findings
 
 
-def test_the_returned_counterexample_replays_with_cowcheck_replay(tmp_path):
+def test_the_returned_counterexample_is_its_files_text_and_replays_with_cowcheck_replay(tmp_path):
     outcome = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy"))
-    path, _ = save(Counterexample.from_json(outcome.counterexample), tmp_path)
+    path, _ = save(Counterexample.from_json(json.loads(outcome.counterexample)), tmp_path)
+    assert path.read_text() == outcome.counterexample  # one rendering, carried as it is to the file
+    assert outcome.shrunk_steps == len(json.loads(outcome.counterexample)["steps"])
     out = io.StringIO()
     assert main(["replay", str(path)], out, io.StringIO()) == 1
     assert "reproduces" in out.getvalue()
@@ -99,14 +102,15 @@ def test_the_returned_counterexample_replays_with_cowcheck_replay(tmp_path):
 def test_sampled_invariants_store_the_failure_full_checks_would_store():
     full = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy", invariants_every=1))
     sampled = run_seed(full.seed, CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy", invariants_every=25))
-    assert sampled.counterexample["checks"] == {"white_box": True, "strict_live_iteration": False}
-    assert (sampled.signature, sampled.counterexample["steps"]) == (full.signature, full.counterexample["steps"])
+    sampled_cx, full_cx = json.loads(sampled.counterexample), json.loads(full.counterexample)
+    assert sampled_cx["checks"] == {"white_box": True, "strict_live_iteration": False}
+    assert (sampled.signature, sampled_cx["steps"]) == (full.signature, full_cx["steps"])
 
 
 def test_black_box_config_checks_the_model_properties_only():
     outcome = _first_failure(CampaignConfig(sizes="medium", impl="mutant:skip-prefix-copy", white_box=False))
     assert outcome.kind == "DIVERGENCE"
-    assert outcome.counterexample["checks"]["white_box"] is False
+    assert json.loads(outcome.counterexample)["checks"]["white_box"] is False
     assert outcome.coverage.keys() <= {"release-oldest-of-2", "release-newest-of-2", "release-oldest-of-3",
                                        "release-middle-of-3", "release-newest-of-3",
                                        "mutate-returned-under-snapshot", "transform-under-snapshot"}
@@ -115,10 +119,20 @@ def test_black_box_config_checks_the_model_properties_only():
 def test_the_hypothesis_executor_runs_the_map_machine_from_the_seed():
     config = CampaignConfig(impl="mutant:skip-prefix-copy", executor="hypothesis", steps=60, examples=20)
     outcome = _first_failure(config, range(10))
-    assert outcome.counterexample["found_by"]["generator"] == "hypothesis"
+    assert json.loads(outcome.counterexample)["found_by"]["generator"] == "hypothesis"
     assert run_seed(outcome.seed, config) == outcome
     passed = run_seed(0, attrs.evolve(config, impl="reference", examples=3))
     assert (passed.kind, passed.ops > 0, sum(passed.op_mix.values())) == ("PASS", True, passed.ops)
+
+
+def test_the_hypothesis_executor_runs_any_machines_state_machine():
+    config = CampaignConfig(impl="mutant:checkpoint-wrong-offsets", machine="checkpoint", executor="hypothesis",
+                            steps=40, examples=10, capacity=0)
+    outcome = run_seed(0, config)
+    cx = json.loads(outcome.counterexample)
+    assert (outcome.kind, cx["machine"], cx["found_by"]["generator"]) == ("DIVERGENCE", "checkpoint", "hypothesis")
+    assert outcome.code in catalogue()["checkpoint-wrong-offsets"].expected_codes
+    assert run_seed(0, config) == outcome
 
 
 def test_outcomes_round_trip_through_json():
@@ -193,7 +207,7 @@ def test_an_introspection_that_raises_is_a_crash_of_its_step_with_a_replayable_c
                        isolate=False)
     assert [(o.seed, o.kind, o.code) for o in result.outcomes] == [(start, "PASS", ""), (seed, "CRASH", "P7")]
     assert "RuntimeError: white-box view lost" in result.outcomes[1].message
-    assert result.outcomes[1].counterexample["failure"]["code"] == "P7"
+    assert json.loads(result.outcomes[1].counterexample)["failure"]["code"] == "P7"
 
 
 def test_an_exception_escaping_run_seed_is_cowchecks_internal_outcome_not_a_failure():

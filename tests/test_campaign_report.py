@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from properties.core.contract import pointer
-from spark_fuzz.driver import distinct_failures_locally, missing_ranges, plan_ranges, prefer
+from spark_fuzz.driver import distinct_failures, missing_ranges, plan_ranges, prefer
 from spark_fuzz.executor import CampaignConfig
 from spark_fuzz.ranges import run_range
 from spark_fuzz.report import (HEADLINE, HEADLINE_DEFINITION, PLOTS, busy_seconds, headline, program_of, render_html,
@@ -76,7 +76,7 @@ def test_prefer_keeps_the_shorter_program_then_the_lower_seed_and_adds_up_occurr
 
 def test_distinct_failures_are_one_row_per_signature_with_occurrences():
     rows = [_failure(4), _failure(2, steps=7), _failure(8, signature="impl--CRASH-worker-exit", cx=False)]
-    distinct = distinct_failures_locally(rows)
+    distinct = distinct_failures(rows)
     assert [(r["signature"], r["seed"], r["occurrences"]) for r in distinct] == \
         [("impl--CRASH-worker-exit", 8, 1), ("impl--INVARIANT-I9", 4, 2)]
 
@@ -123,14 +123,46 @@ def test_a_campaign_directory_is_neither_overwritten_nor_resumed_with_other_sett
     store.begin(CONFIG.to_json(), resume=True)
 
 
-def test_counterexamples_are_stored_under_their_signature(tmp_path, found):
+def test_counterexamples_are_stored_under_their_signature_as_the_text_their_row_carries(tmp_path, found):
     _, failures = found
     store = CampaignStore(tmp_path / "c")
     store.begin(CONFIG.to_json(), resume=False)
-    data = json.loads(failures[0]["counterexample_json"])
-    path, written = store.save_counterexample(data)
-    assert (path.name, written) == (f"{failures[0]['signature']}.json", True)
-    assert store.put_counterexample(data) == path
+    row = next(r for r in failures if r["counterexample_json"])
+    path = store.put_counterexample(row["signature"], row["counterexample_json"])
+    assert (path.name, path.read_text()) == (f"{row['signature']}.json", row["counterexample_json"])
+    written = path.stat().st_mtime_ns, path.stat().st_ino
+    assert store.put_counterexample(row["signature"], row["counterexample_json"]) == path
+    assert (path.stat().st_mtime_ns, path.stat().st_ino) == written  # the same text: not written again
+
+
+def test_a_version_3_campaign_resumes_its_rows_read_as_version_4_ones(tmp_path, found):
+    """Version 3 parts carry steps_json and compact counterexample JSON: read, the counterexample
+    is the text its file was written with; resumed, the manifest says version 4. A manifest written
+    before a setting existed (machine) resumes with that setting's default."""
+    import pyarrow as pa
+
+    from spark_fuzz.store import FAILURES_SCHEMA
+
+    runs, failures = found
+    store = CampaignStore(tmp_path / "c")
+    store.begin(CONFIG.to_json(), resume=False)
+    old_schema = pa.schema(list(FAILURES_SCHEMA) + [pa.field("steps_json", pa.string())])
+    old_rows = [dict(r, counterexample_json=json.dumps(json.loads(r["counterexample_json"]))
+                     if r["counterexample_json"] else None,
+                     steps_json=json.dumps(json.loads(r["counterexample_json"])["steps"])
+                     if r["counterexample_json"] else None) for r in failures]
+    store._write_part(store.failures_dir, "part-old.parquet", old_rows, old_schema)
+    store.append(runs, [])
+    manifest = json.loads(store.manifest_path.read_text())
+    older = {k: v for k, v in manifest["config"].items() if k != "machine"}
+    store.manifest_path.write_text(json.dumps(dict(manifest, format_version=3, config=older)))
+    store.close()
+    with pytest.raises(CampaignStoreError, match="machine: None -> 'map'"):
+        CampaignStore(tmp_path / "c").begin(CONFIG.to_json(), resume=True)  # (without the defaults)
+    resumed = CampaignStore(tmp_path / "c", defaults=CampaignConfig().to_json())
+    resumed.begin(CONFIG.to_json(), resume=True)
+    assert resumed.failures() == failures
+    assert json.loads(resumed.manifest_path.read_text()) == dict(manifest, format_version=4)
 
 
 # ------------------------------------------------------------------- report
@@ -164,11 +196,13 @@ def test_replay_command_is_cowcheck_replay_or_a_one_seed_campaign():
     assert replay_command("out", _failure(3)) == "cowcheck replay out/counterexamples/impl--INVARIANT-I9.json --trace"
     assert replay_command("out", _failure(3, cx=False)) == \
         "cowcheck campaign --impl mutant:x --executor raw --seeds 3:4 --out out/seed-3"
+    assert replay_command("out", _failure(3, cx=False), "async") == \
+        "cowcheck campaign --machine async --impl mutant:x --executor raw --seeds 3:4 --out out/seed-3"
 
 
 def test_the_markdown_report_has_the_summary_failures_coverage_and_plots(found):
     runs, failures = found
-    distinct = distinct_failures_locally(failures)
+    distinct = distinct_failures(failures)
     text = render_markdown("DIR", runs, failures, distinct, CONFIG.impl, "raw", {"master": "local[2]"})
     assert "| seeds | 6 in 1 ranges |" in text
     assert f"`cowcheck replay DIR/counterexamples/{distinct[0]['signature']}.json --trace`" in text
@@ -193,7 +227,7 @@ def test_an_empty_campaign_reports_no_failures():
 
 def test_write_report_renders_both_reports_and_the_plots(tmp_path, found):
     runs, failures = found
-    md, html = write_report(tmp_path, runs, failures, distinct_failures_locally(failures), CONFIG,
+    md, html = write_report(tmp_path, runs, failures, distinct_failures(failures), CONFIG,
                             {"master": "local[2]", "partitions": 4})
     assert md.read_text().startswith("# cowcheck campaign: mutant:skip-prefix-copy")
     assert "</html>" in html.read_text()
@@ -219,13 +253,35 @@ def test_the_driver_keeps_internal_rows_out_of_the_failures_and_writes_their_tra
                     counterexample_json=None, message="internal error in cowcheck: KeyError: 'x'",
                     details="Traceback (most recent call last): ...")
     campaign.receive([(_run(0, 5, passed=4, internal=1), [internal])])
-    assert (campaign.failures, campaign.internal, campaign.signatures) == (0, 1, set())
+    assert (campaign.failures, campaign.internal, campaign.best) == (0, 1, {})
     assert (tmp_path / "internal-errors" / "seed-3.txt").read_text().startswith("internal error in cowcheck")
+
+
+def test_the_driver_writes_a_signatures_file_when_a_better_row_arrives_and_ends_with_the_choice_of_all(tmp_path):
+    from spark_fuzz.driver import ProgressLine, _Campaign
+    from spark_fuzz.store import CampaignStore
+
+    store = CampaignStore(tmp_path)
+    store.begin(CONFIG.to_json(), False)
+    campaign = _Campaign(None, CONFIG, store, True, ProgressLine(None), None)
+    written = []
+    put = store.put_counterexample
+    store.put_counterexample = lambda signature, text: written.append(text) or put(signature, text)
+
+    def row(seed, steps, cx=True):
+        return dict(_failure(seed, steps=steps, cx=cx), counterexample_json=f"seed {seed}\n" if cx else None)
+
+    arriving = [row(7, 6), row(9, 6), row(5, 4), row(8, 4), row(2, 9), row(1, 0, cx=False)]
+    campaign.receive([(_run(0, 10), arriving)])
+    assert written == ["seed 7\n", "seed 5\n"]  # better rows only; a tie goes to the lower seed
+    assert (tmp_path / "counterexamples" / "impl--INVARIANT-I9.json").read_text() == "seed 5\n"
+    (chosen,) = distinct_failures(arriving)
+    assert (chosen["seed"], chosen["occurrences"]) == (5, 6) and campaign.best["impl--INVARIANT-I9"][1] == 6
 
 
 def test_each_distinct_failure_shows_its_message_program_and_json_in_both_reports(tmp_path, found):
     runs, failures = found
-    distinct = distinct_failures_locally(failures)
+    distinct = distinct_failures(failures)
     md, page = write_report(tmp_path, runs, failures, distinct, CONFIG, {"master": "local[2]", "partitions": 4})
     md, page = md.read_text(), page.read_text()
     for row in distinct:
@@ -241,7 +297,7 @@ def test_each_distinct_failure_shows_its_message_program_and_json_in_both_report
 
 def test_a_printed_program_from_the_report_fails_on_its_own_when_pasted(tmp_path, found):
     runs, failures = found
-    row = distinct_failures_locally(failures)[0]
+    row = distinct_failures(failures)[0]
     script = tmp_path / "pasted.py"
     script.write_text("\n".join(program_of(row)) + "\n")
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
@@ -251,7 +307,7 @@ def test_a_printed_program_from_the_report_fails_on_its_own_when_pasted(tmp_path
 
 def test_the_html_report_is_one_file_with_its_plots_inline(tmp_path, found):
     runs, failures = found
-    _, page = write_report(tmp_path, runs, failures, distinct_failures_locally(failures), CONFIG, {})
+    _, page = write_report(tmp_path, runs, failures, distinct_failures(failures), CONFIG, {})
     text = page.read_text()
     assert "src='plots/" not in text
     assert text.count("<img src='data:image/png;base64,") == len(PLOTS)
@@ -259,7 +315,7 @@ def test_the_html_report_is_one_file_with_its_plots_inline(tmp_path, found):
 
 def test_one_throughput_figure_defined_once_is_what_both_reports_show(found):
     runs, failures = found
-    distinct = distinct_failures_locally(failures)
+    distinct = distinct_failures(failures)
     figure = headline(runs).split()[0]
     md = render_markdown("DIR", runs, failures, distinct, CONFIG.impl, "raw", {})
     page = render_html("DIR", runs, failures, distinct, CONFIG.impl, "raw", {})

@@ -24,6 +24,7 @@ from spark_fuzz.driver import run_campaign
 from spark_fuzz.executor import CampaignConfig
 from spark_fuzz.store import CampaignStore
 
+ROOT = Path(__file__).resolve().parent.parent
 MUTANT = CampaignConfig(impl="mutant:skip-prefix-copy", steps=150, sizes="small")
 SEEDS = (0, 24)
 
@@ -291,6 +292,27 @@ def test_every_machine_runs_in_campaigns_passing_its_reference_and_storing_its_m
         assert main(["replay", str(path)], replayed, io.StringIO()) == 1, replayed.getvalue()
     report = (tmp_path / "mutant" / "report.md").read_text()
     assert "## Distinct failures" in report and "```python" in report
+
+
+@pytest.mark.parametrize("machine, impl, verdict", [("table", "flink@1.13.6", 1), ("async", "flink@2.0.0", 0)])
+def test_a_campaign_of_another_machine_on_a_flink_release_runs_under_spark_submit(tmp_path, machine, impl, verdict):
+    """As on a cluster: spark-submit runs the campaign's entry point (its master and settings stand);
+    each worker starts its own JVM of that release. Flink 1.13.6's table breaks T2 (FLINK-26853)."""
+    run = subprocess.run(["spark-submit", "--master", "local[2]", str(ROOT / "spark_fuzz" / "__main__.py"),
+                          "--machine", machine, "--impl", impl, "--seeds", "0:4", "--out", str(tmp_path / "c")],
+                         capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                         timeout=1200)
+    assert run.returncode == verdict, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"{machine} machine" in run.stdout and f"Apache Flink {impl.partition('@')[2]}" in run.stdout
+    runs = CampaignStore(tmp_path / "c").runs()
+    assert sum(r["seeds"] for r in runs) == 4 and all(r["ops"] for r in runs) and not any(r["internal"] for r in runs)
+    stored = sorted((tmp_path / "c" / "counterexamples").glob("*.json"))
+    assert bool(stored) == bool(verdict)
+    for path in stored:  # each replays on that release (a JVM of its own), to the failure it was stored for
+        assert json.loads(path.read_text())["failure"]["code"] == "T2"
+        replayed = subprocess.run([sys.executable, "-m", "properties.cli", "replay", str(path)], capture_output=True,
+                                  text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=600)
+        assert replayed.returncode == 1 and "reproduces" in replayed.stdout, replayed.stdout + replayed.stderr
 
 
 def test_map_options_given_to_another_machines_campaign_are_bad_usage(tmp_path):

@@ -19,6 +19,7 @@ from properties.core.hunt import hunt
 from properties.core.machine import RunRecord, machine_kind
 from properties.core.mutants import catalogue
 from properties.core.program import Step, step_to_json
+from properties.core.settle import Subject
 from properties.core.shrink import replay, signature_of
 
 CHECKPOINT_MUTANTS = {name: m for name, m in catalogue().items() if m.machine == "checkpoint"}
@@ -38,8 +39,9 @@ def test_reference_passes_20k_ci_steps_and_reaches_every_checkpoint_scenario():
 
 
 def _hunt(mutant, config=CheckpointMachineConfig()):
-    return hunt(lambda rec: make_checkpoint_machine(mutant.factory, config, rec), mutant.factory, base_seed=0,
-                profile=settings.get_profile("ci"), examples=300, replay_harness=CheckpointHarness)
+    return hunt(lambda rec: make_checkpoint_machine(mutant.factory, config, rec),
+                Subject.of(machine_kind("checkpoint"), f"mutant:{mutant.name}", mutant.factory, config), base_seed=0,
+                profile=settings.get_profile("ci"), examples=300)
 
 
 @pytest.mark.parametrize("name", sorted(CHECKPOINT_MUTANTS))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import json
 
 import attrs
 import pytest
@@ -439,7 +440,7 @@ def test_a_correct_map_passes_every_map_example():
 def test_construction_a_campaign_seed_whose_build_raises_stores_an_empty_program():
     outcome = run_seed(3, CampaignConfig(impl=f"{__name__}:refuses_to_build"))
     assert (outcome.kind, outcome.code) == (CRASH, "construction")
-    assert outcome.counterexample is not None and outcome.counterexample["steps"] == []
+    assert outcome.counterexample is not None and json.loads(outcome.counterexample)["steps"] == []
 
 
 def test_worker_exit_a_seed_that_ends_its_process():

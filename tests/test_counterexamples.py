@@ -27,7 +27,8 @@ PROGRAM = [Step("put_and_get_old", (3, 3, [])), Step("transform", (0, 0, 0)), St
 def _stored(tmp_path, steps=PROGRAM, impl="mutant:skip-prefix-copy"):
     make = lambda: resolve(impl).new(capacity=4)
     failure = replay(steps, make, harness_class=Harness)
-    cx = Counterexample.build(steps, failure, impl=impl, capacity=4, found_by={"tool": "test", "seed": 0},
+    cx = Counterexample.build(steps, failure, impl=impl, machine="map", capacity=4,
+                              found_by={"tool": "test", "seed": 0},
                               expected=expected_results(steps))
     return save(cx, tmp_path)[0]
 
@@ -56,8 +57,8 @@ def test_same_bug_found_twice_is_stored_once_and_the_shorter_program_wins(tmp_pa
     assert path == longer_path
     assert len(load(path).steps) == len(PROGRAM)
     make = lambda: resolve("mutant:skip-prefix-copy").new(capacity=4)
-    cx = Counterexample.build(longer, replay(longer, make, harness_class=Harness), impl="mutant:skip-prefix-copy", capacity=4,
-                              found_by={})
+    cx = Counterexample.build(longer, replay(longer, make, harness_class=Harness), impl="mutant:skip-prefix-copy",
+                              machine="map", capacity=4, found_by={})
     assert save(cx, tmp_path) == (path, False)
     assert list(tmp_path.iterdir()) == [path]
 
@@ -160,7 +161,7 @@ def test_load_rejects_a_failing_step_outside_the_program(tmp_path):
 
 def test_failure_values_survive_the_round_trip(tmp_path):
     cx = Counterexample.build([Step("get", (1, 0))], Failure("DIVERGENCE", "P1", "m", 0, [1], [2]),
-                              impl="reference", capacity=4, found_by={})
+                              impl="reference", machine="map", capacity=4, found_by={})
     path, _ = save(cx, tmp_path)
     assert (load(path).failure.expected, load(path).failure.actual) == ([1], [2])
 

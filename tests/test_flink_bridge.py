@@ -73,6 +73,30 @@ def test_jvm_reports_how_it_started():
     assert info.start_seconds > 0
 
 
+def test_starting_the_jvm_is_not_the_implementations_time_under_a_step_time_limit():
+    """A limit far below the JVM's start-up does not cut the start-up short (that left a JVM half
+    started, and every later map of the process failed to build: 'a JVM is already running'): the
+    first build may still run past it warming up Flink's classes, the next one builds."""
+    result = _python("""
+        from properties.core.boundary import build
+        from properties.core.failures import CheckFailure
+        from properties.core.limits import StepTimeLimit
+        from properties.flink import FlinkStateMap
+        from properties.flink.jvm import started
+
+        with StepTimeLimit(0.2):
+            try:
+                build(FlinkStateMap)
+            except CheckFailure as exc:
+                print(exc.failure.kind, exc.failure.code, end=" ")
+        m = build(FlinkStateMap)
+        m.put(1, 0, [7])
+        print(m.get(1, 0), started().start_seconds > 0.2)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-2:] == ["[7]", "True"], result.stdout
+
+
 # -------------------------------------------------------- forks and executors
 
 

@@ -77,7 +77,7 @@ def tree(directory: Path) -> dict:
 def clean_map_file(directory: Path, steps=PROGRAM) -> Path:
     make = lambda: resolve("mutant:skip-prefix-copy").new(capacity=4)
     failure = replay(steps, make, harness_class=Harness)
-    cx = Counterexample.build(steps, failure, impl="mutant:skip-prefix-copy", capacity=4,
+    cx = Counterexample.build(steps, failure, impl="mutant:skip-prefix-copy", machine="map", capacity=4,
                               found_by={"tool": "test"}, expected=expected_results(steps))
     return save(cx, directory)[0]
 

@@ -204,8 +204,8 @@ def test_reliability_aware_shrinking_stops_replaying_a_candidate_once_the_answer
 
 def _cx(reproduced=None, steps=PROGRAM):
     failure = Failure("DIVERGENCE", "P2", "snapshot s0 differs", len(steps) - 1)
-    return Counterexample.build(list(steps), failure, impl="mutant:snapshot-loses-entry-at-random", capacity=4,
-                                found_by={"tool": "test"}, reproduced=reproduced)
+    return Counterexample.build(list(steps), failure, impl="mutant:snapshot-loses-entry-at-random", machine="map",
+                                capacity=4, found_by={"tool": "test"}, reproduced=reproduced)
 
 
 def test_the_mark_round_trips_and_a_file_without_it_loads_as_deterministic(tmp_path):
@@ -282,7 +282,7 @@ def test_the_campaign_executor_marks_the_outcome_its_rows_and_its_report(tmp_pat
     outcome = next(o for o in (run_seed(seed, config) for seed in range(30)) if o.failed)
     assert (outcome.kind, outcome.code) == ("DIVERGENCE", "P2")
     assert outcome.nondeterministic.startswith("reproduced ") and outcome.nondeterministic.endswith(" of 10 replays")
-    assert outcome.counterexample["nondeterministic"]["replays"] == 10
+    assert json.loads(outcome.counterexample)["nondeterministic"]["replays"] == 10
     result = RangeResult(outcome.seed, outcome.seed + 1, (outcome,), 0.0, 1.0)
     (row,) = result.failure_rows(config)
     assert row["nondeterministic"] == outcome.nondeterministic
@@ -297,8 +297,9 @@ def test_walk_test_raises_the_failure_with_its_count():
 
     with pytest.raises(CheckFailure) as caught:
         walk_test(every_third_map, impl_spec="test_nondeterminism:every_third_map")()
-    result = caught.value.cowcheck_found["result"]
-    assert result.nondeterministic and 3 <= result.reproduced <= 4 and result.replays == 10
+    settled = caught.value.cowcheck_settled
+    assert settled.nondeterministic and 3 <= settled.reproduced <= 4 and settled.replays == 10
+    assert settled.counterexample.reproduced == (settled.reproduced, 10)
 
 
 _PYTEST_FILE = '''

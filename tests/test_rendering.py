@@ -15,6 +15,7 @@ from hypothesis import settings
 import properties.map  # noqa: F401  (registers the map machine and its mutants)
 from properties.core.hunt import hunt
 from properties.core.machine import machine_kind
+from properties.core.settle import Subject
 from properties.core.mutants import catalogue
 from properties.map.rendering import MARKER
 
@@ -27,10 +28,9 @@ NEEDS_INTROSPECTION = {"remove-counts-primary-table", "visitor-skips-after-empty
 def _found(name: str, white_box: bool, contract: str = "flink"):
     mutant = catalogue()[name]
     config = MAP.config(white_box=white_box, contract=contract)
-    make, options = MAP.replay_setup(mutant.factory, config)
-    result = hunt(lambda rec: MAP.builder(mutant.factory, config, rec), make, base_seed=0,
-                  profile=settings.get_profile("ci"), examples=50, harness_options=options,
-                  replay_harness=MAP.harness_class, walker=MAP.walker, walks=32, replays=1)
+    result = hunt(lambda rec: MAP.builder(mutant.factory, config, rec),
+                  Subject.of(MAP, f"mutant:{name}", mutant.factory, config), base_seed=0,
+                  profile=settings.get_profile("ci"), examples=50, walker=MAP.walker, walks=32, replays=1)
     return result, config
 
 

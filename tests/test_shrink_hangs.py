@@ -175,15 +175,16 @@ def test_hunt_runs_the_walk_a_slow_call_stopped_again_and_the_map_passes():
 
     from properties.core.hunt import hunt
     from properties.core.machine import RunRecord, machine_kind
+    from properties.core.settle import Subject
 
     kind = machine_kind("map")
     config = kind.config(capacity=4, white_box=False)
-    make, options = kind.replay_setup(SlowOnceInTheProcess, config)
+    subject = Subject.of(kind, "test_shrink_hangs:SlowOnceInTheProcess", SlowOnceInTheProcess, config)
     SLOW_ONCE[0] = True
     with StepTimeLimit(3.0, paced=True):
-        result = hunt(lambda record: kind.builder(SlowOnceInTheProcess, config, record), make, base_seed=1,
-                      profile=settings.get_profile("ci"), examples=2, record=RunRecord(), harness_options=options,
-                      replay_harness=kind.harness_class, walker=kind.walker, walks=8)
+        result = hunt(lambda record: kind.builder(SlowOnceInTheProcess, config, record), subject, base_seed=1,
+                      profile=settings.get_profile("ci"), examples=2, record=RunRecord(), walker=kind.walker,
+                      walks=8)
     assert result.failure is None and result.slow_calls == 1 and not SLOW_ONCE[0]
 
 

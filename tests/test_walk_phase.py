@@ -101,9 +101,9 @@ def test_walk_test_passes_on_the_reference_and_raises_the_shrunk_failure_of_a_mu
     walk_test(CopyOnWriteStateMap, walks=8)()
     with pytest.raises(CheckFailure) as caught:
         walk_test(catalogue()["skip-prefix-copy"].factory, impl_spec="mutant:skip-prefix-copy")()
-    found = caught.value.cowcheck_found
-    assert caught.value.failure.code == "I9" and found["result"].phase == "walks"
-    assert len(found["result"].program) <= 8 and found["impl_spec"] == "mutant:skip-prefix-copy"
+    settled = caught.value.cowcheck_settled
+    assert caught.value.failure.code == "I9" and settled.counterexample.found_by["generator"] == "walk"
+    assert len(settled.program) <= 8 and settled.counterexample.implementation == "mutant:skip-prefix-copy"
 
 
 def test_under_pytest_a_failing_walk_test_is_stored_and_shown_with_its_replay_command(tmp_path):

@@ -126,7 +126,7 @@ def test_the_campaign_executor_gives_the_zoo_verdict(name):
     assert (verdict.kind, verdict.code) in kinds, [(o.kind, o.code, o.message[:120]) for o in result.outcomes]
     assert not result.internal
     failed = next(o for o in result.outcomes if (o.kind, o.code) == (verdict.kind, verdict.code))
-    assert failed.counterexample is not None and failed.counterexample["failure"]["code"] == verdict.code
+    assert failed.counterexample is not None and json.loads(failed.counterexample)["failure"]["code"] == verdict.code
     if verdict.nondeterministic:  # the shrunk seed's row carries the mark, as its counterexample does;
         # later seeds of the range with the same failure are counted, not shrunk again (no counterexample)
         rows = [r for r in result.failure_rows(config) if r["code"] == verdict.code]

@@ -15,18 +15,20 @@ from properties.cli.common import (Progress, capacity_arg, check_output_director
                                    one_line, seed_arg, store_found)
 from properties.core import bounds
 from properties.core.contract import pointer
-from properties.core.counterexample import CounterexampleError, load, replay_command
+from properties.core.counterexample import Counterexample, CounterexampleError, load, replay_command, save
 from properties.core.errors import UsageError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
-from properties.core.hunt import HuntResult, hunt, store
+from properties.core.hunt import HuntResult, hunt
 from properties.core.impls import resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit, active_limit, unpaced
 from properties.core.machine import MACHINES, RunRecord, machine_kind
 from properties.core.profiles import stabilise_generation
 from properties.core.replay import replay_setup, replay_traced
 from properties.core.report import format_failure, format_summary
+from properties.core.settle import Subject, counterexample_of
 from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
+from properties.machines import DEFAULT_MACHINE
 from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 
@@ -41,10 +43,10 @@ def register(sub) -> None:
                        description="Run the Hypothesis state machines against an implementation and report "
                                    "coverage and failures. Exit 0: nothing found, 1: failure found (stored, "
                                    "shrunk, replayable), 2: bad usage, 3: internal error of cowcheck.")
-    p.add_argument("--machine", default="map", choices=sorted(MACHINES),
+    p.add_argument("--machine", default=DEFAULT_MACHINE, choices=sorted(MACHINES),
                    help="which state machine: " + "; ".join(f"{kind.name}: {kind.summary}" for kind in
                                                            sorted(MACHINES.values(), key=lambda k: k.name))
-                        + " (default map)")
+                        + f" (default {DEFAULT_MACHINE})")
     p.add_argument("--impl", default="reference",
                    help="reference | model | mutant:NAME | flink | MODULE:FACTORY (default: reference)")
     p.add_argument("--in-process", action="store_true",
@@ -160,15 +162,15 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
 
     progress = Progress(stderr, total, deadline)
     record = RunRecord(on_example=lambda r: progress.update(r.examples, r.steps))
-    make_impl, options = kind.replay_setup(impl.factory, config)
-    _RUN.update(record=record, impl=impl, config=config, options=options, kind=kind, seed=base_seed, stderr=stderr)
+    subject = Subject.of(kind, impl.spec, impl.factory, config)
+    _RUN.update(record=record, subject=subject, seed=base_seed, stderr=stderr)
     walks = default_walks(args.walks, args.examples) if kind.walker is not None else 0
     try:
-        result = hunt(lambda rec: kind.builder(impl.factory, config, rec), make_impl, base_seed=base_seed,
+        result = hunt(lambda rec: kind.builder(impl.factory, config, rec), subject, base_seed=base_seed,
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
-                      harness_options=options, replay_harness=kind.harness_class,
                       shrink_seconds=args.shrink_seconds, walker=kind.walker_for(config), walks=walks,
-                      walk_with=_batched_walks(impl, kind, config), replays=args.replays)
+                      walk_with=impl.batched_walks(kind, config), replays=args.replays,
+                      found_by={"tool": "cowcheck check", "seed": base_seed, "profile": args.profile})
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
@@ -181,15 +183,8 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(f"slow calls: {result.slow_calls} ran past the run's pace and returned within the step time "
                      f"limit (not hangs; the work they stopped ran again; pace now {limit.pace:g} s)\n")
     walked = result.walks
-    if result.phase == "walks":
-        found_by = {"tool": "cowcheck check", "generator": "walk", "seed": base_seed, "walk": walked.walks,
-                    "walk_seed": walked.finding.seed, "steps": walked.steps}
-    elif result.failure is not None:
-        found_examples, found_steps = result.found_at or (result.examples, result.steps)
-        found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": base_seed,
-                    "profile": args.profile, "examples": found_examples, "steps": found_steps}
     if result.failure is not None:  # stored before anything is printed: the failure survives its report
-        saved = _save(args, stderr, result, kind, impl, config, options, found_by)
+        saved = _save(args, stderr, result.counterexample)
     if walks:
         outcome = (f"failure in walk {walked.walks} (seed {walked.finding.seed})" if result.phase == "walks"
                    else "no failure")
@@ -201,16 +196,17 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
                      f"{result.seconds_to_shrink * 1000:.0f} ms\n")
         stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
                                     (result.reproduced, result.replays)))
-        return _report_saved(stdout, saved, impl, result, args)
+        return _report_saved(stdout, saved, impl, args, result)
     stdout.write(format_summary(record, result.seconds_to_find, kind, white_box))
     if result.failure is None:
         return 0
+    found_examples, found_steps = result.found_at
     stdout.write(f"first failure found by Hypothesis after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
     stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
                                 (result.reproduced, result.replays)))
-    return _report_saved(stdout, saved, impl, result, args)
+    return _report_saved(stdout, saved, impl, args, result)
 
 
 _STORED_MOST = 20  # stored counterexamples replayed before a check (the first ones by file name)
@@ -264,21 +260,13 @@ def _replay_stored(args, stdout: TextIO, stderr: TextIO, kind, impl) -> int | No
 def _failed_at_construction(args, stdout: TextIO, stderr: TextIO, failure: Failure, kind, impl, config) -> int:
     """The implementation could not be built at all: a failure of the empty program, stored and reported."""
     stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description})\n")
-    _, options = kind.replay_setup(impl.factory, config)
-    result = HuntResult(failure, [], 0, (0, 0), 0.0, 0.0, 0, 0, 0.0)
-    found_by = {"tool": "cowcheck check", "generator": "probe", "seed": args.seed}
-    saved = _save(args, stderr, result, kind, impl, config, dict(options, white_box=False), found_by)
+    subject = Subject.of(kind, impl.spec, impl.factory, config, white_box=False)
+    cx = counterexample_of([], failure, subject, found_by={"tool": "cowcheck check", "generator": "probe",
+                                                           "seed": args.seed})
+    saved = _save(args, stderr, cx)
     stdout.write("building the implementation failed before any step\n")
     stdout.write(format_failure(failure, [], impl.spec, kind, config))
-    return _report_saved(stdout, saved, impl, result, args)
-
-
-def _batched_walks(impl, kind, config):
-    """``(make, harness_class)`` of the implementation's batched walks (Flink's map), else None."""
-    factory = getattr(impl, "walk_factory", None)
-    if kind.name != "map" or factory is None:
-        return None
-    return factory(config.capacity)
+    return _report_saved(stdout, saved, impl, args)
 
 
 def default_walks(walks: int | None, examples: int | None) -> int:
@@ -288,17 +276,15 @@ def default_walks(walks: int | None, examples: int | None) -> int:
     return min(DEFAULT_WALKS, examples) if examples else DEFAULT_WALKS
 
 
-def _save(args, stderr: TextIO, result: HuntResult, kind, impl, config, options, found_by: dict):
+def _save(args, stderr: TextIO, cx: Counterexample):
     """``(path, written)`` of the stored counterexample (None with --no-save or if it could not be stored)."""
     if args.no_save:
         return None
-    return store_found(lambda directory: store(result, kind=kind, impl_spec=impl.spec, config=config,
-                                               found_by=found_by, directory=directory, harness_options=options),
-                       args.save_dir, stderr)
+    return store_found(lambda directory: save(cx, directory), args.save_dir, stderr)
 
 
-def _report_saved(stdout: TextIO, saved, impl, result: HuntResult, args) -> int:
-    if result.nondeterministic:
+def _report_saved(stdout: TextIO, saved, impl, args, result: HuntResult | None = None) -> int:
+    if result is not None and result.nondeterministic:
         stdout.write(f"the implementation is nondeterministic: the stored program failed in {result.reproduced} of "
                      f"{result.replays} replays (the verdict stands: it failed)\n")
     if saved is not None:
@@ -317,21 +303,17 @@ def _stuck(args, stdout: TextIO, seconds: float) -> None:
         stdout.write(f"\ncowcheck: a call into the implementation has not returned after {seconds:.0f} s and "
                      f"cannot be interrupted (native code)\n")
         return
-    steps, kind = list(harness.steps), _RUN["kind"]
+    steps, subject = list(harness.steps), _RUN["subject"]
+    kind = subject.kind
     failure = Failure(TIMEOUT, TIME_LIMIT, f"{kind.render(steps[-1])}: did not return within the step time limit "
                                            f"of {args.step_time_limit:g} s and could not be interrupted (native "
                                            f"code; {seconds:.0f} s)", len(steps) - 1, "returns", "still running")
     stdout.write(f"\nFAILURE {failure.kind} {failure.code} after {len(steps)} steps (not shrunk: the step hangs "
                  f"in native code)\n  {failure.message}\n  {pointer(failure.code)}\n")
     if not args.no_save:
-        result = HuntResult(failure, steps, len(steps), None, seconds, 0.0, record.examples, record.steps, seconds)
-        impl = _RUN["impl"]
-        found_by = {"tool": "cowcheck check", "generator": "hypothesis", "seed": _RUN["seed"],
-                    "profile": args.profile}
-        saved = store_found(lambda directory: store(result, kind=kind, impl_spec=impl.spec, config=_RUN["config"],
-                                                    found_by=found_by, directory=directory,
-                                                    harness_options=_RUN["options"]), args.save_dir,
-                            _RUN.get("stderr", sys.stderr))
+        cx = counterexample_of(steps, failure, subject, found_by={"tool": "cowcheck check", "generator": "hypothesis",
+                                                                  "seed": _RUN["seed"], "profile": args.profile})
+        saved = store_found(lambda directory: save(cx, directory), args.save_dir, _RUN.get("stderr", sys.stderr))
         if saved is not None:
-            stdout.write(f"saved: {saved[0]}\nreplay:  {replay_command(saved[0], impl.spec, args.in_process)}\n")
+            stdout.write(f"saved: {saved[0]}\nreplay:  {replay_command(saved[0], subject.spec, args.in_process)}\n")
     stdout.flush()

@@ -22,7 +22,6 @@ new counterexample beside it and the file is left as it was.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import TextIO
@@ -31,7 +30,7 @@ import attrs
 
 from properties.cli.common import PrintableOutput, check_output_directory, count_arg, seconds_arg, store_found
 from properties.core import bounds
-from properties.core.counterexample import Counterexample, CounterexampleError, load, reliability, save
+from properties.core.counterexample import CounterexampleError, load, reliability, save
 from properties.core.contract import pointer
 from properties.core.errors import UsageError
 from properties.core.files import write_atomically
@@ -39,9 +38,10 @@ from properties.core.impls import UnknownImplementationError, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.regression import test_name_for, to_pytest
 from properties.core.failures import CheckFailure
-from properties.core.replay import ReplayOutcome, implementation_for, replay_setup, replay_traced
+from properties.core.replay import ReplayOutcome, implementation_for, replay_setup, replay_subject, replay_traced
 from properties.core.report import nondeterminism_note
-from properties.core.shrink import replay, shrink_failure, signature_of
+from properties.core.settle import settle
+from properties.core.shrink import replay, signature_of
 from properties.map.harness import CONTRACTS
 
 __all__ = ["register", "replay_files", "shrink_files"]
@@ -187,49 +187,44 @@ def _shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
     for path, cx in _load_all(args.files, args.impl, not args.in_process):
         spec = implementation_for(cx, args.impl, path)
         try:
-            impl, make, options, kind = replay_setup(cx, spec, isolated=not args.in_process)
+            impl, subject = replay_subject(cx, spec, isolated=not args.in_process)
         except CheckFailure as exc:  # building it crashed: nothing to shrink
             same = spec == cx.implementation and signature_of(exc.failure) == signature_of(cx.failure)
             stdout.write(f"{path}: building {spec} fails ({exc.failure.kind} {exc.failure.code}) before any step"
                          + ("; left unchanged\n" if same and not cx.steps else "\n"))
             if same and cx.steps:
                 shorter = attrs.evolve(cx, steps=(), failing_step=0, failure=exc.failure, expected=())
-                write_atomically(Path(path), json.dumps(shorter.to_json(), indent=2) + "\n")
+                write_atomically(Path(path), shorter.text())
                 stdout.write(f"{path}: shrunk {len(cx.steps)} -> 0 steps\n")
             status = status if same else 1
             continue
         failure = None
         for _ in range(cx.reproduced[1] if cx.reproduced else 1):  # a nondeterministic file may pass once
-            failure = replay(list(cx.steps), make, harness_class=kind.harness_class, **options)
+            failure = replay(list(cx.steps), subject.make, **subject.replays())
             if failure is not None:
                 break
         if failure is None:
             stdout.write(f"{path}: no longer fails on {impl.spec}; left unchanged\n")
             status = 1
             continue
-        shrunk = shrink_failure(list(cx.steps), failure, make, harness_class=kind.harness_class, **options)
-        steps, failure = shrunk.program, shrunk.failure
+        settled = settle(list(cx.steps), failure, subject,
+                         found_by={"tool": "cowcheck shrink", "from": Path(path).name})
+        steps, failure, found = settled.program, settled.failure, settled.counterexample
         if impl.spec != cx.implementation or signature_of(failure) != signature_of(cx.failure):
             # Another failure (or another implementation's): stored apart, the file keeps its own.
-            other = Counterexample.build(steps, failure, impl=impl.spec, capacity=cx.capacity,
-                                         found_by={"tool": "cowcheck shrink", "from": Path(path).name},
-                                         expected=kind.expected_results(steps), machine=cx.machine,
-                                         white_box=cx.white_box, strict_live_iteration=cx.strict_live_iteration,
-                                         settings=cx.settings, reproduced=(shrunk.reproduced, shrunk.replays))
-            saved = store_found(lambda directory: save(other, directory), Path(path).parent, stderr)
+            saved = store_found(lambda directory: save(found, directory), Path(path).parent, stderr)
             where = f"saved as {saved[0]}" if saved else "not stored"
             stdout.write(f"{path}: on {impl.spec} it fails with {failure.kind} {failure.code} in {len(steps)} steps, "
                          f"not the stored {cx.failure.kind} {cx.failure.code} on {cx.implementation}: left "
                          f"unchanged; that failure is {where}\n")
             status = 1
             continue
-        if (shrunk.rate, -len(steps)) <= (reliability(cx), -len(cx.steps)):
+        if (reliability(found), -len(steps)) <= (reliability(cx), -len(cx.steps)):
             stdout.write(f"{path}: already minimal at {len(cx.steps)} steps; left unchanged\n")
             continue
-        shorter = attrs.evolve(cx, steps=tuple(steps), failing_step=failure.step_index, failure=failure,
-                               expected=tuple(kind.expected_results(steps)),
-                               reproduced=(shrunk.reproduced, shrunk.replays) if shrunk.nondeterministic else None)
-        write_atomically(Path(path), json.dumps(shorter.to_json(), indent=2) + "\n")
-        note = f" ({nondeterminism_note((shrunk.reproduced, shrunk.replays))})" if shrunk.nondeterministic else ""
+        shorter = attrs.evolve(cx, steps=found.steps, failing_step=found.failing_step, failure=found.failure,
+                               expected=found.expected, reproduced=found.reproduced)  # the file's own record kept
+        write_atomically(Path(path), shorter.text())
+        note = f" ({nondeterminism_note((settled.reproduced, settled.replays))})" if settled.nondeterministic else ""
         stdout.write(f"{path}: shrunk {len(cx.steps)} -> {len(steps)} steps{note}\n")
     return status

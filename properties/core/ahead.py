@@ -638,7 +638,10 @@ class AheadHarness(metaclass=_HarnessLike):
     from the records (:class:`Replay`); out of step, it goes on live. Anything else is the
     inner harness's (``coverage``, ``steps``...). Bound to a machine by :func:`ahead_harness`."""
 
+    # HarnessBase's declared members, this class's own (not the inner harness class's)
+    runs_ahead = True
     confirmed_on_replay = True  # a failure it reports was found (or confirmed) live
+    sampled = False
     harness_class: type = None
     machine: str = ""
     make = None  # builds the implementation live (the RemoteFactory with the run's arguments)
@@ -747,9 +750,7 @@ class AheadHarness(metaclass=_HarnessLike):
 
     def close(self) -> None:
         self._stop()
-        close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
+        self.inner.close()
 
     def _stop(self) -> None:
         if self.streaming:

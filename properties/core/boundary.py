@@ -44,7 +44,7 @@ from typing import Callable, NoReturn
 
 from properties.core.errors import InternalError
 from properties.core.failures import CRASH, TIME_LIMIT, TIMEOUT, CheckFailure, Failure
-from properties.core.limits import BudgetSpent, StepTimeout, current_limit, implementation_call
+from properties.core.limits import BudgetSpent, HarnessOverrun, StepTimeout, current_limit, implementation_call
 
 __all__ = ["Interrupted", "catching_interrupts", "no_user_here", "is_interruption", "is_ours", "WorkerFailure", "LateError", "OutOfStep",
            "ImplementationError", "build", "construction_failure", "is_crash_at_construction", "CONSTRUCTION",
@@ -111,7 +111,8 @@ class OutOfStep(BaseException):
 def is_ours(exc: BaseException) -> bool:
     """Whether ``exc``, raised during a call into the implementation, is not the
     implementation's failure: the suite's own control flow or the user's Ctrl-C."""
-    return isinstance(exc, (CheckFailure, InternalError, StepTimeout, BudgetSpent, OutOfStep)) or is_interruption(exc)
+    return (isinstance(exc, (CheckFailure, InternalError, StepTimeout, HarnessOverrun, BudgetSpent, OutOfStep))
+            or is_interruption(exc))
 
 
 # ---------------------------------------------------- another process
@@ -199,6 +200,6 @@ def build(make: Callable[[], object]):
     except StepTimeout as exc:
         raise CheckFailure(construction_failure(exc)) from None
     except BaseException as exc:
-        if isinstance(exc, (CheckFailure, InternalError, BudgetSpent)) or is_interruption(exc):
+        if is_ours(exc):  # (cowcheck's own: its control flow, its start-up running past its bound, Ctrl-C)
             raise
         raise CheckFailure(construction_failure(exc)) from None

@@ -10,7 +10,7 @@ wins), and written atomically.
 >>> from properties.core.failures import Failure
 >>> from properties.core.program import Step
 >>> cx = Counterexample.build([Step("put", (1, 0, []))], Failure("CRASH", "P7", "m", 0),
-...                           impl="mutant:x", capacity=4, found_by={"tool": "doctest"})
+...                           impl="mutant:x", machine="map", capacity=4, found_by={"tool": "doctest"})
 >>> cx.signature
 'mutant-x--CRASH-P7'
 """
@@ -43,6 +43,7 @@ DEFAULT_DIR = Path(".cowcheck") / "counterexamples"
 # allowed --steps about 10 MB (docs/counterexample-format.md, "Limits").
 MAX_BYTES = 16 * MIB
 KINDS = ("DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT")
+_MACHINE_OF_THE_FIRST_FILES = "map"  # a file without "machine": written when the map was the only machine
 
 
 class CounterexampleError(ValueError):
@@ -111,8 +112,8 @@ class Counterexample:
         return signature(self.implementation, self.failure.kind, self.failure.code)
 
     @classmethod
-    def build(cls, steps: list[Step], failure: Failure, *, impl: str, capacity: int, found_by: dict,
-              expected: list | None = None, machine: str = "map", white_box: bool = True,
+    def build(cls, steps: list[Step], failure: Failure, *, impl: str, machine: str, capacity: int, found_by: dict,
+              expected: list | None = None, white_box: bool = True,
               strict_live_iteration: bool = False, settings: dict | None = None,
               reproduced: tuple | None = None) -> "Counterexample":
         """``reproduced``: ``(k, n)`` replays that failed the same way; recorded only if ``k < n``."""
@@ -146,6 +147,11 @@ class Counterexample:
             "versions": self.versions,
         }
 
+    def text(self) -> str:
+        """The file's text (what :func:`save` writes): one rendering, carried as it is from a campaign's
+        worker to its file."""
+        return json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"
+
     @classmethod
     def from_json(cls, data: Any, path: str = "<data>") -> "Counterexample":
         def need(obj, key, kind, where="top level"):
@@ -172,7 +178,7 @@ class Counterexample:
         if not isinstance(copier, str):
             raise CounterexampleError(path, f"field 'copier' at implementation should be str, got "
                                             f"{type(copier).__name__}")
-        machine = data.get("machine", "map")
+        machine = data.get("machine", _MACHINE_OF_THE_FIRST_FILES)
         kind = MACHINES.get(machine) if isinstance(machine, str) else None
         if kind is None:
             raise CounterexampleError(path, f"unknown machine {machine!r} (known: {', '.join(MACHINES)})")
@@ -283,5 +289,5 @@ def save(cx: Counterexample, directory=DEFAULT_DIR) -> tuple[Path, bool]:
         break
     else:
         raise OSError(f"{directory}: 999 files named {cx.signature}.*.json hold other things")
-    write_atomically(path, json.dumps(cx.to_json(), indent=2, sort_keys=False) + "\n")
+    write_atomically(path, cx.text())
     return path, True

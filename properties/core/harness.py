@@ -57,6 +57,14 @@ class HarnessBase:
 
     operations: OperationTable | None = None
     crash_code = "P7"
+    # What the walk drivers (walk phase, campaigns, replay, shrinking) ask of every harness, declared
+    # here so that none of them probes for it:
+    runs_ahead = False  # given the steps with expect(), it runs them ahead in batches (Flink's walks,
+    # a map in a process of its own): another path to the verdicts than call by call, and a fast one to replay
+    confirmed_on_replay = False  # a failure it reports was found or confirmed by calls one at a time
+    sampled = False  # checks the structural invariants at some steps only (a failure is replayed with all)
+    space = None  # the state-space coverage it keeps (``update``, ``folded``, ``lines``), if any
+    white_box = False  # whether it checks the implementation's structure through its introspection
     # Why a state handed out must be a fresh copy, or the caller's own object (P6), in the machine's words.
     copy_reason = "a live snapshot may share it"
     own_reason = "no live snapshot is newer than the state"
@@ -135,9 +143,23 @@ class HarnessBase:
     def check_after_step(self, step: Step) -> None:
         """Properties checked after every step (none by default)."""
 
+    def expect(self, steps: list[Step]) -> None:
+        """The steps about to be applied, in order (a harness that :attr:`runs_ahead` sends them)."""
+
+    def final_check(self) -> None:
+        """The checks a run's last steps skipped, at the end of a walk that ran to its end (none by default)."""
+
+    def close(self) -> None:
+        """Release what the harness holds (threads, directories), whether the run passed or failed."""
+
     @staticmethod
     def calls_in(step: Step) -> int:
         """About how many calls into the implementation ``step`` makes (a bulk step: many)."""
+        return 1
+
+    @staticmethod
+    def operations_in(step: Step) -> int:
+        """The operations ``step`` applies, as a campaign counts checked operations (a bulk step: its count)."""
         return 1
 
     # -------------------------------------------------------------- failing

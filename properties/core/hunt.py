@@ -3,10 +3,13 @@
 First a walk phase (``properties.core.walk_phase``): a fixed number of seeded
 swarm walks through the same harness, when the machine has a walker; most
 bugs fall there within milliseconds. Then Hypothesis generates and finds (no
-Hypothesis shrinking: see ``properties.core.profiles.FIND_ONLY``); the replay
-shrinker minimises (``shrink_failure``: the program is replayed before and
-after, and one that does not fail every time is reported as nondeterministic
-with its count). Used by ``cowcheck check`` and ``cowcheck mutants``.
+Hypothesis shrinking: see ``properties.core.profiles.FIND_ONLY``); the failure
+then takes the path every failure takes to its counterexample
+(:func:`properties.core.settle.settle`: confirmed, replayed before and after
+the replay shrinker minimises it, one that does not fail every time reported as
+nondeterministic with its count). Used by ``cowcheck check``, ``cowcheck
+mutants``, the campaigns' Hypothesis executor and walk tests (the walk phase
+alone).
 
 The failure is the one the harness raised first, with the program that
 raised it (kept in the machine's ``RunRecord``), whatever Hypothesis does
@@ -25,27 +28,28 @@ import attrs
 from hypothesis import Verbosity, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from properties.core.counterexample import Counterexample
 from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
 from properties.core.limits import BudgetSpent
 from properties.core.machine import RunRecord, add_space
 from properties.core.profiles import FIND_ONLY
 from properties.core.program import Step
-from properties.core.shrink import DEFAULT_REPLAYS, confirm_replay, is_hang, remeasured, shrink_failure
+from properties.core.settle import Settled, Subject, settle
+from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, WalkRun, run_walks
 
-__all__ = ["HuntResult", "hunt", "store"]
+__all__ = ["HuntResult", "hunt"]
 
 _BATCH = 50  # examples per Hypothesis run when a deadline applies
 _SPARES = 4  # other failing walks collected after the first, for a shorter shrunk program
-_GOOD_ENOUGH = 1  # a shrunk program this short is not worth shrinking spares for
 
 
 @attrs.frozen
 class HuntResult:
-    """``failure`` and its shrunk ``program`` (None/[] if nothing was found);
-    ``found_at``: (examples, steps) when the first failure showed (walks and
-    walk steps if ``phase`` is ``walks``); ``walks``: what the walk phase did."""
+    """``failure`` and its shrunk ``program`` (None/[] if nothing was found), its ``counterexample``
+    (:func:`~properties.core.settle.settle`); ``found_at``: (examples, steps) when the first failure
+    showed (walks and walk steps if ``phase`` is ``walks``); ``walks``: what the walk phase did."""
 
     failure: Failure | None
     program: list[Step]
@@ -61,84 +65,75 @@ class HuntResult:
     reproduced: int = 1  # of ``replays`` replays of ``program``, how many failed the same way
     replays: int = 1
     slow_calls: int = 0  # calls suspected of hanging at the run's pace that returned under the full limit
+    settled: Settled | None = None
 
     @property
     def nondeterministic(self) -> bool:
         return self.failure is not None and self.reproduced < self.replays
 
+    @property
+    def counterexample(self) -> Counterexample | None:
+        return self.settled.counterexample if self.settled is not None else None
 
-def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], object], *, base_seed: int,
-         profile: settings, replay_harness, examples: int | None = None, deadline: float | None = None,
-         record: RunRecord | None = None, harness_options: dict | None = None,
-         shrink_seconds: float | None = None, walker=None, walks: int = 0,
-         walk_steps: int = DEFAULT_WALK_STEPS, walk_with: tuple | None = None,
-         replays: int = DEFAULT_REPLAYS) -> HuntResult:
+
+def hunt(machine_for: Callable[[RunRecord], type] | None, subject: Subject, *, base_seed: int,
+         profile: settings | None = None, found_by: dict | None = None, examples: int | None = None,
+         deadline: float | None = None, record: RunRecord | None = None, shrink_seconds: float | None = None,
+         walker=None, walks: int = 0, walk_steps: int = DEFAULT_WALK_STEPS, walk_with: tuple | None = None,
+         replays: int = DEFAULT_REPLAYS, known=()) -> HuntResult:
     """The walk phase (``walks`` walks of ``walk_steps`` steps by ``walker``, if
-    given), then ``machine_for(record)`` with seeds ``base_seed, base_seed + 1, …``
-    (one per batch) until a failure, ``examples`` examples, or ``deadline``
-    (monotonic; checked before every step); then shrink for at most ``shrink_seconds``,
-    replaying the failing program ``replays`` times before and after
-    (:func:`~properties.core.shrink.shrink_failure`: how reliably it fails).
+    given), then ``machine_for(record)`` (None: the walk phase alone) with seeds
+    ``base_seed, base_seed + 1, …`` (one per batch) until a failure, ``examples``
+    examples, or ``deadline`` (monotonic; checked before every step); then
+    :func:`~properties.core.settle.settle` the failure on ``subject``, shrinking for at most
+    ``shrink_seconds``, replaying the failing program ``replays`` times before and after (how
+    reliably it fails); its counterexample records ``found_by`` with what found it (the
+    generator, the walk or the examples and steps run). A failure whose signature is
+    ``known`` is not shrunk again (``settle``: no counterexample).
 
     ``walk_with``: ``(make, harness_class)`` the walks run through instead (an
-    implementation's batched walks); a failing walk is then replayed through
-    ``make_impl`` and ``replay_harness`` first, and must fail there at the same
-    step with the same kind and code (else InternalError: cowcheck's own).
+    implementation's batched walks: ``Implementation.batched_walks``); a failing walk is
+    confirmed call by call (``settle``).
 
     A call suspected of hanging at a paced limit's pace that returns under the full
     limit was only slow: the walk or batch of examples it stopped runs again at the
     new pace (the same seed: the same run as under the full limit)."""
     record = record if record is not None else RunRecord()
     record.deadline = deadline
+    found_by = dict(found_by or {})
     started = time.monotonic()
-    options = dict(harness_options or {})
-    settle = dict(options, harness_class=replay_harness, replays=replays)
     walked = WalkRun()
     first_walk = 1
     slow_calls = 0  # calls suspected of hanging at the run's pace that returned under the full limit
     while walker is not None and walks > 0 and first_walk <= walks:
-        walk_make, walk_harness = walk_with or (make_impl, replay_harness)
-        part = run_walks(walker, walk_make, harness_class=walk_harness, harness_options=options,
+        walk_make, walk_harness = walk_with or (subject.make, subject.harness_class)
+        part = run_walks(walker, walk_make, harness_class=walk_harness, harness_options=subject.options,
                          base_seed=base_seed, walks=walks, steps=walk_steps, deadline=deadline,
                          spares=_SPARES, first=first_walk)
         walked = _joined(walked, part)
         record.coverage.update(part.coverage)
         record.findings.update(part.findings)
         record.space = add_space(record.space, part.space)
-        if part.finding is None:
+        finding = part.finding
+        if finding is None:
             break
-        if walk_with is not None and not getattr(walk_harness, "confirmed_on_replay", False):
-            for found_walk in [part.finding, *part.more]:
-                if not is_hang(found_walk.failure):  # a hang is replayed under the full limit below
-                    confirm_replay(found_walk.program, found_walk.failure, make_impl,
-                                   harness_class=replay_harness, what=f"walk {found_walk.walk}", **options)
         found = time.monotonic()
-        shrink_deadline = found + shrink_seconds if shrink_seconds else None
-        original = list(part.finding.program)
-        best = shrink_failure(original, part.finding.failure, make_impl, deadline=shrink_deadline, **settle)
-        if not best.confirmed:  # not a hang, a slow call: that walk again, at the new pace
-            first_walk = part.finding.walk
+        settled = settle(finding.program, finding.failure, subject, through=walk_with,
+                         spares=[(more.program, more.failure) for more in part.more], replays=replays, known=known,
+                         deadline=found + shrink_seconds if shrink_seconds else None,
+                         found_by=dict(found_by, generator="walk", walk=walked.walks, walk_seed=finding.seed,
+                                       steps=walked.steps))
+        if settled is None:  # not a hang, a slow call: that walk again, at the new pace
+            first_walk = finding.walk
             walked.finding, walked.more = None, []
             slow_calls += 1
             continue
-        chosen = False
-        # The other failing walks of the same kind, shortest first: keep the shortest shrunk program
-        # (ties: the first walk's) of those that reproduce at least as often as the one kept.
-        for spare in sorted(part.more, key=lambda f: len(f.program)):
-            if len(best.program) <= _GOOD_ENOUGH or (shrink_deadline and time.monotonic() >= shrink_deadline):
-                break
-            if best.nondeterministic:
-                break  # each of its candidates would be replayed up to n times: the first one will do
-            other = shrink_failure(list(spare.program), spare.failure, make_impl, deadline=shrink_deadline,
-                                   **settle)
-            if len(other.program) < len(best.program) and other.rate >= best.rate:
-                best, original, chosen = other, list(spare.program), True
-        if chosen:  # its count helped choose it: its own count, afresh
-            best = remeasured(best, make_impl, **options, harness_class=replay_harness)
         done = time.monotonic()
         # seconds_to_find: to the first failing walk (the spares were looked for afterwards).
-        return _result(best, len(original), (walked.walks, walked.steps), walked.seconds, done - found, 0, 0,
-                       done - started, phase="walks", walks=walked, slow_calls=slow_calls)
+        return _result(settled, (walked.walks, walked.steps), walked.seconds, done - found, 0, 0, done - started,
+                       phase="walks", walks=walked, slow_calls=slow_calls)
+    if machine_for is None:
+        return _nothing(walked, record, started, slow_calls)
     machine = machine_for(record)
     total = examples if examples is not None else (None if deadline else profile.max_examples)
     batch = 0
@@ -158,18 +153,20 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
             raise
         except BaseException as exc:
             if not _cut_by_budget(exc):
-                _settle(record, exc)
+                _record_failure(record, exc)
         if record.internal is not None:
             raise record.internal
         if record.first_failure is not None:
             found = time.monotonic()
-            original = list(record.first_failure_steps)
-            shrink_deadline = found + shrink_seconds if shrink_seconds else None
-            best = shrink_failure(original, record.first_failure, make_impl, deadline=shrink_deadline, **settle)
-            if best.confirmed:
+            found_examples, found_steps = record.first_failure_at
+            settled = settle(record.first_failure_steps, record.first_failure, subject, replays=replays, known=known,
+                             deadline=found + shrink_seconds if shrink_seconds else None,
+                             found_by=dict(found_by, generator="hypothesis", examples=found_examples,
+                                           steps=found_steps))
+            if settled is not None:
                 done = time.monotonic()
-                return _result(best, len(original), record.first_failure_at, found - started, done - found,
-                               record.examples, record.steps, done - started, walks=walked, slow_calls=slow_calls)
+                return _result(settled, record.first_failure_at, found - started, done - found, record.examples,
+                               record.steps, done - started, walks=walked, slow_calls=slow_calls)
             # not a hang, a slow call: the same batch again, at the new pace
             record.first_failure = record.first_failure_steps = record.first_failure_at = None
             slow_calls += 1
@@ -177,15 +174,20 @@ def hunt(machine_for: Callable[[RunRecord], type], make_impl: Callable[[], objec
         batch += 1
         if deadline is None or time.monotonic() >= deadline:
             break
-    found = time.monotonic()
-    return HuntResult(None, [], 0, None, found - started, 0.0, record.examples, record.steps, found - started,
-                      walks=walked, slow_calls=slow_calls)
+    return _nothing(walked, record, started, slow_calls)
 
 
-def _result(best, original_length: int, found_at, seconds_to_find: float, seconds_to_shrink: float, examples: int,
+def _nothing(walked: WalkRun, record: RunRecord, started: float, slow_calls: int) -> HuntResult:
+    elapsed = time.monotonic() - started
+    return HuntResult(None, [], 0, None, elapsed, 0.0, record.examples, record.steps, elapsed, walks=walked,
+                      slow_calls=slow_calls)
+
+
+def _result(settled: Settled, found_at, seconds_to_find: float, seconds_to_shrink: float, examples: int,
             steps: int, elapsed: float, **more) -> HuntResult:
-    return HuntResult(best.failure, best.program, original_length, found_at, seconds_to_find, seconds_to_shrink,
-                      examples, steps, elapsed, reproduced=best.reproduced, replays=best.replays, **more)
+    return HuntResult(settled.failure, settled.program, settled.original_length, found_at, seconds_to_find,
+                      seconds_to_shrink, examples, steps, elapsed, reproduced=settled.reproduced,
+                      replays=settled.replays, settled=settled, **more)
 
 
 def _joined(before: WalkRun, part: WalkRun) -> WalkRun:
@@ -210,7 +212,7 @@ def _cut_by_budget(exc: BaseException) -> bool:
     return False
 
 
-def _settle(record: RunRecord, exc: BaseException) -> None:
+def _record_failure(record: RunRecord, exc: BaseException) -> None:
     """What Hypothesis raised, when the record holds no failure of the harness:
     a CheckFailure raised outside ``HarnessMachine.apply`` is still one;
     anything else is cowcheck's own error (Hypothesis complaining about the
@@ -228,17 +230,3 @@ def _settle(record: RunRecord, exc: BaseException) -> None:
     record.internal = InternalError(f"the state machine stopped with {type(exc).__name__}: {exc}",
                                     "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
 
-
-def store(result: HuntResult, *, kind, impl_spec: str, config, found_by: dict, directory,
-          harness_options: dict | None = None):
-    """Save the shrunk failure of ``result`` (a program of machine ``kind``) as a
-    counterexample; ``(path, written)``."""
-    from properties.core.counterexample import Counterexample, save
-
-    options = dict(harness_options or {})
-    cx = Counterexample.build(result.program, result.failure, impl=impl_spec, capacity=kind.capacity(config),
-                              found_by=found_by, expected=kind.expected_results(result.program), machine=kind.name,
-                              white_box=bool(options.get("white_box", True)),
-                              strict_live_iteration=options.get("strict_live_iteration", False),
-                              settings=kind.settings(config), reproduced=(result.reproduced, result.replays))
-    return save(cx, directory)

@@ -24,7 +24,6 @@ fetched it by naming it.
 from __future__ import annotations
 
 import copy
-import functools
 import importlib
 import json
 import os
@@ -33,7 +32,7 @@ from typing import Callable
 
 import attrs
 
-from properties.core.boundary import build, construction_failure, is_crash_at_construction, is_ours
+from properties.core.boundary import construction_failure, is_crash_at_construction, is_ours
 from properties.core.errors import ConstructionError, InternalError, UsageError, callables_of, did_you_mean
 from properties.core.failures import CheckFailure
 from properties.core.limits import StepTimeout, implementation_call, limited, unpaced
@@ -82,6 +81,12 @@ class Implementation:
     def new(self, capacity: int = 4, state_copier=copy.deepcopy):
         return self.factory(capacity=capacity, state_copier=state_copier)
 
+    def batched_walks(self, kind: MachineKind, config) -> tuple[Callable[[], object], type] | None:
+        """``(make, harness_class)`` of this implementation's walks of ``kind`` with ``config``
+        that run ahead in batches (a harness of that class :attr:`~properties.core.harness.HarnessBase.runs_ahead`:
+        ``expect(steps)``, then ``apply`` each), or None: its walks run call by call."""
+        return None
+
 
 @attrs.frozen
 class RemoteImplementation(Implementation):
@@ -89,19 +94,10 @@ class RemoteImplementation(Implementation):
     (:mod:`properties.core.remote`): its factory returns proxies; its walks run
     ahead there and are checked here (:mod:`properties.core.ahead`)."""
 
-    harness_class: type = None
-    machine: str = ""
-
-    def walk_factory(self, capacity: int = 4):
-        """``(make, harness_class)`` of walks run ahead in the implementation's process."""
-        make = functools.partial(self.factory, capacity=capacity, state_copier=copy.deepcopy)
-        return make, ahead_harness(self.harness_class, self.machine, make)
-
-    def walk_harness(self, capacity: int = 4, **options):
-        """A harness for one walk run ahead (its ``expect(steps)`` first); the implementation
-        is built now (CheckFailure if that fails)."""
-        make, harness_class = self.walk_factory(capacity)
-        return harness_class(build(make), capacity=capacity, **options)
+    def batched_walks(self, kind: MachineKind, config) -> tuple[Callable[[], object], type]:
+        """Walks run ahead in the implementation's process, checked here from their records."""
+        make, _ = kind.replay_setup(self.factory, config)
+        return make, ahead_harness(kind.harness_class, kind.name, make)
 
 
 @attrs.frozen
@@ -136,7 +132,7 @@ def _prefix(spec: str) -> tuple[str, str]:
     return base, spec[len(base):].lstrip(":")
 
 
-def is_builtin(spec: str, machine: str = "map") -> bool:
+def is_builtin(spec: str) -> bool:
     """Whether ``spec`` names an implementation that ships with cowcheck (and so
     may be resolved from a counterexample file without the user naming it)."""
     if spec in ("reference", "model"):
@@ -182,8 +178,7 @@ def resolve(spec: str, machine: str = "map", isolated: bool = False) -> Implemen
             factory = remote_factory(module, attribute, kind.isolation)
         except ImportFailed as exc:
             raise UnknownImplementationError(spec, f"{exc}{_path_hint(module, str(exc))}") from None
-        return RemoteImplementation(spec, factory, None, f"{module}.{attribute}, in a process of its own",
-                                    user=True, harness_class=kind.harness_class, machine=kind.name)
+        return RemoteImplementation(spec, factory, None, f"{module}.{attribute}, in a process of its own", user=True)
     return Implementation(spec, import_factory(spec, module, attribute), None, f"{module}.{attribute}", user=True)
 
 
@@ -238,10 +233,8 @@ def probe_by_harness(kind: MachineKind, impl: Implementation, config, *, black_b
     settings = dict(attrs.asdict(config, recurse=False), white_box=False if black_box else None)
     make_impl, options = kind.replay_setup(impl.factory, kind.config_for(impl, **settings))
     harness = construct(impl, lambda: kind.harness_class(make_impl(), **options), {}, "another --impl")
-    close = getattr(harness, "close", None)
-    if callable(close):
-        close()
-    return Probed(bool(getattr(harness, "white_box", False)) and not black_box)
+    harness.close()
+    return Probed(bool(harness.white_box) and not black_box)
 
 
 def probe_isolated(kind: MachineKind, impl: Implementation, config, *, black_box: bool,

@@ -33,7 +33,7 @@ from properties.core.limits import BudgetSpent
 from properties.core.program import OperationTable, Step
 
 __all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind", "add_space",
-           "identify"]
+           "identify", "spec_of"]
 
 
 def add_space(total, space):
@@ -179,7 +179,12 @@ class MachineKind:
       for a machine whose user implementations run in the checker's process;
     - ``api``, ``sample``: the methods the object a user's factory builds must have, and
       how to build one from a factory with default arguments; a factory meant for
-      another machine is then named as such in one line (:meth:`probe_implementation`).
+      another machine is then named as such in one line (:meth:`probe_implementation`);
+    - ``sampled_harness``: a subclass of its harness that checks the structural invariants
+      at every ``every``-th step only (``every=`` keyword; a campaign's ``--invariants-every``),
+      or None for a machine that checks everything after every step;
+    - ``checks``: ``(properties, structural invariants)`` as a run's header names them
+      (``("P1-P7", "I1-I9")``), or () to say "the machine's properties".
     """
 
     name: str
@@ -205,6 +210,8 @@ class MachineKind:
     summary: str = ""  # what the machine drives, in a few words (``check --help``)
     api: tuple = ()
     sample: Callable | None = None
+    sampled_harness: type | None = None
+    checks: tuple = ()
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""
@@ -312,11 +319,13 @@ def identify(machine_class: type, kind_name: str, factory, config, impl_spec: st
     machine_class.kind_name = kind_name
     machine_class.factory = factory
     machine_class.config = config
-    machine_class.impl_spec = impl_spec or _spec_of(kind_name, factory)
+    machine_class.impl_spec = impl_spec or spec_of(kind_name, factory)
     return machine_class
 
 
-def _spec_of(kind_name: str, factory) -> str:
+def spec_of(kind_name: str, factory) -> str:
+    """The implementation spec that names ``factory``: a mutant's (``mutant:NAME``), a built-in's
+    name, else ``module:qualname``."""
     own = getattr(factory, "__dict__", {}).get("cowcheck_spec")  # its own (a mutant's), not a base class's
     if isinstance(own, str):
         return own

@@ -22,6 +22,7 @@ from properties.core.errors import did_you_mean
 from properties.core.hunt import hunt
 from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
 from properties.core.machine import MachineKind, machine_kind
+from properties.core.settle import Subject
 from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALKS
 
@@ -38,7 +39,7 @@ class Mutant:
     description: str
     expected: str
     factory: Callable
-    machine: str = "map"
+    machine: str
     source: str = ""  # e.g. "FLINK-9601" for a real bug
 
     @property
@@ -53,7 +54,7 @@ class Mutant:
 _CATALOGUE: dict[str, Mutant] = {}
 
 
-def register_mutant(name: str, description: str, expected: str, machine: str = "map", source: str = ""):
+def register_mutant(name: str, description: str, expected: str, *, machine: str, source: str = ""):
     """Class/function decorator adding a mutant factory to the catalogue."""
 
     def decorate(factory):
@@ -118,11 +119,11 @@ def run_mutant(mutant: Mutant, *, white_box: bool, seed: int, examples: int, max
     has walks, then Hypothesis); the row of the kill table."""
     kind = machine_kind(mutant.machine)
     config = kind.config(white_box=white_box)
-    make_impl, options = kind.replay_setup(mutant.factory, config)
-    result = hunt(lambda rec: kind.builder(mutant.factory, config, rec), make_impl, base_seed=seed, profile=profile,
-                  examples=examples, deadline=time.monotonic() + max_seconds, harness_options=options,
-                  replay_harness=kind.harness_class, walker=kind.walker, walks=walks if kind.walker else 0,
-                  replays=replays)
+    subject = Subject.of(kind, f"mutant:{mutant.name}", mutant.factory, config)
+    result = hunt(lambda rec: kind.builder(mutant.factory, config, rec), subject, base_seed=seed, profile=profile,
+                  examples=examples, deadline=time.monotonic() + max_seconds, walker=kind.walker,
+                  walks=walks if kind.walker else 0, replays=replays,
+                  found_by={"tool": "cowcheck mutants", "seed": seed})
     if result.failure is None:
         return MutantResult(mutant.name, mutant.machine, False, result.elapsed, result.examples, result.steps,
                             0, "-", white_box, result.walks.walks, result.walks.steps)

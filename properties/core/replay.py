@@ -26,8 +26,10 @@ from properties.core.failures import CheckFailure, Failure, safe_repr
 from properties.core.impls import Implementation, fetch_needed, is_builtin, resolve
 from properties.core.machine import MachineKind, machine_kind
 from properties.core.program import Step
+from properties.core.settle import Subject
 
-__all__ = ["ReplayOutcome", "replay_traced", "replay_setup", "implementation_for", "trace_of", "show"]
+__all__ = ["ReplayOutcome", "replay_traced", "replay_setup", "replay_subject", "implementation_for", "trace_of",
+           "show"]
 
 
 @attrs.frozen
@@ -95,7 +97,7 @@ def implementation_for(cx: Counterexample, impl_override: str | None, path) -> s
     here already (a file never makes cowcheck fetch anything)."""
     if impl_override:
         return impl_override
-    if not is_builtin(cx.implementation, cx.machine):
+    if not is_builtin(cx.implementation):
         raise UsageError(f"{path}: names the implementation {cx.implementation!r}, which is not built into "
                          f"cowcheck; a counterexample file does not choose code to import: name it on the "
                          f"command line with --impl {cx.implementation}")
@@ -110,11 +112,18 @@ def implementation_for(cx: Counterexample, impl_override: str | None, path) -> s
 def replay_setup(cx: Counterexample, impl_spec: str,
                  overrides: dict | None = None, isolated: bool = False) -> tuple[Implementation, Callable, dict, MachineKind]:
     """``(implementation, make_impl, harness options, machine kind)`` to replay
-    ``cx`` on ``impl_spec``; the implementation is built once with the file's
-    arguments first (a factory rejecting them is a ConstructionError; one that
-    crashes, a CheckFailure). ``overrides``: recorded settings to replay with
-    instead of the file's (e.g. another contract level). ``isolated``: a
-    ``MODULE:FACTORY`` runs in a process of its own
+    ``cx`` on ``impl_spec`` (:func:`replay_subject`)."""
+    impl, subject = replay_subject(cx, impl_spec, overrides, isolated)
+    return impl, subject.make, subject.options, subject.kind
+
+
+def replay_subject(cx: Counterexample, impl_spec: str, overrides: dict | None = None,
+                   isolated: bool = False) -> tuple[Implementation, Subject]:
+    """The implementation named ``impl_spec`` and the :class:`~properties.core.settle.Subject`
+    that replays ``cx`` on it; the implementation is built once with the file's arguments first
+    (a factory rejecting them is a ConstructionError; one that crashes, a CheckFailure).
+    ``overrides``: recorded settings to replay with instead of the file's (e.g. another
+    contract level). ``isolated``: a ``MODULE:FACTORY`` runs in a process of its own
     (:func:`~properties.core.impls.resolve`)."""
     kind = machine_kind(cx.machine)
     impl = resolve(impl_spec, cx.machine, isolated=isolated)
@@ -127,8 +136,7 @@ def replay_setup(cx: Counterexample, impl_spec: str,
     probed = kind.probe_implementation(impl, config, black_box=not cx.white_box)
     config = kind.config_for(impl, capacity=cx.capacity or None, white_box=probed.white_box,
                              strict_live_iteration=cx.strict_live_iteration, **settings)
-    make_impl, options = kind.replay_setup(impl.factory, config)
-    return impl, make_impl, options, kind
+    return impl, Subject.of(kind, impl.spec, impl.factory, config)
 
 
 def trace_of(path, impl_spec: str | None = None, diagrams: bool = True) -> str:

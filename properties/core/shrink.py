@@ -63,9 +63,8 @@ def replay(steps: list[Step], make_impl: Callable[[], object], *, harness_class,
         harness = harness_class(build(make_impl), **harness_options)
     except CheckFailure as exc:
         return exc.failure
-    expect = getattr(harness, "expect", None)
-    if expect is not None:  # a batched harness runs the program ahead
-        expect(steps)
+    if harness.runs_ahead:  # it runs the program ahead
+        harness.expect(steps)
     try:
         for step in steps:
             harness.apply(step)

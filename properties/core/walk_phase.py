@@ -60,12 +60,10 @@ class WalkRun:
 
 
 def _close(harness, run: "WalkRun") -> None:
-    run.coverage.update(getattr(harness, "coverage", None) or {})
-    run.findings.update(getattr(harness, "findings", None) or {})
-    run.space = add_space(run.space, getattr(harness, "space", None))
-    close = getattr(harness, "close", None)  # the async harness stops its controller's threads
-    if close is not None:
-        close()
+    run.coverage.update(harness.coverage)
+    run.findings.update(harness.findings)
+    run.space = add_space(run.space, harness.space)
+    harness.close()  # (the async harness stops its controller's threads)
 
 
 def walk_length(number: int, steps: int) -> int:
@@ -120,10 +118,9 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                 break
             harness = harness_class(instance, **options)
             steps_of_walk = walker(seed, walk_length(number, steps), instance)
-            expect = getattr(harness, "expect", None)
-            if expect is not None:  # a batched harness runs the walk ahead, a segment per call
+            if harness.runs_ahead:  # it runs the walk ahead, a segment per call
                 steps_of_walk = list(steps_of_walk)
-                expect(steps_of_walk)
+                harness.expect(steps_of_walk)
             try:
                 for step in steps_of_walk:
                     if deadline is not None and not len(program) & 15 and time.monotonic() >= deadline:
@@ -133,9 +130,7 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                         run.steps += 1
                     harness.apply(step)
                 else:  # the walk ran to its end: the checks a large map's last steps skipped (if any)
-                    final_check = getattr(harness, "final_check", None)
-                    if final_check is not None:
-                        final_check()
+                    harness.final_check()
             except CheckFailure as exc:
                 _close(harness, run)
                 found = WalkFinding(exc.failure, program[: exc.failure.step_index + 1], number, seed)

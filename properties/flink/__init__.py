@@ -49,21 +49,16 @@ class FlinkImplementation(Implementation):
     def new(self, capacity: int = FLINK_CAPACITY, state_copier=copy.deepcopy):
         return self.factory(capacity=capacity, state_copier=state_copier)
 
-    def walk_harness(self, capacity: int = FLINK_CAPACITY, **options) -> WalkHarness:
-        """A harness whose walks run on Flink a segment per Java call (``properties.flink.walk``):
-        call its ``expect(steps)`` with the program, then ``apply`` each step."""
-        return WalkHarness(WalkMap(capacity, corruption=self.corruption), **options)
-
-    def walk_factory(self, capacity: int = FLINK_CAPACITY):
-        """``(make, harness_class)`` for replays through batched walks (shrinking)."""
-        return functools.partial(WalkMap, capacity, corruption=self.corruption), WalkHarness
+    def batched_walks(self, kind: MachineKind, config):
+        """Walks on Flink a segment per Java call (``properties.flink.walk``)."""
+        return functools.partial(WalkMap, config.capacity, corruption=self.corruption), WalkHarness
 
 
-def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementation:
+def resolve_flink(rest: str, kind: MachineKind) -> Implementation:
     """``resolve("flink")`` (Flink 2.3.0, installed by the ``flink`` extra) or
     ``resolve("flink@VERSION")`` (any release from 1.13.6, fetched on first use),
     either followed by ``:corrupt=NAME`` (a seeded Java-side corruption of the map,
-    ``properties.flink.corruptions``): checks that the bridge can run, chooses
+    ``properties.flink.corruptions``; of the keyed backend with ``--machine backend``): checks that the bridge can run, chooses
     the release of this process and fetches its jar if it is not cached yet,
     without starting the JVM (a campaign driver resolves before forking)."""
     spec = "flink" + (rest if not rest or rest.startswith("@") else ":" + rest)
@@ -80,26 +75,28 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
                                                           "flink@1.13.6), optionally followed by ':corrupt=NAME'")
     elif release:
         options = release
-    known = BACKEND_CORRUPTIONS if kind is not None and kind.name == "backend" else CORRUPTIONS
+    machine = kind.name
+    build = _IMPLEMENTATIONS.get(machine)
+    if build is None:
+        raise UnknownImplementationError(spec, f"the Flink bridge offers the {', '.join(_IMPLEMENTATIONS)} "
+                                               f"machines, not {machine!r}")
     if options:
+        known = _CORRUPTIONS.get(machine, ())
         name = options.removeprefix("corrupt=")
+        if not known:
+            raise UnknownImplementationError(spec, f"seeded corruptions are corruptions of the "
+                                                   f"{' and the '.join(_CORRUPTIONS)} machines, not the {machine}'s")
         if not options.startswith("corrupt=") or name not in known:
             raise UnknownImplementationError(spec, f"unknown option {options!r}: the Flink bridge takes "
                                                    f"corrupt=NAME, NAME one of {', '.join(known)}")
         corruption = name
-    if kind is not None and kind.name not in ("map", "table", "async", "backend"):
-        raise UnknownImplementationError(spec, f"the Flink bridge offers the map, table, async and backend "
-                                               f"machines, not {kind.name!r}")
-    if corruption and kind is not None and kind.name not in ("map", "backend"):
-        raise UnknownImplementationError(spec, "seeded corruptions are corruptions of the map and the keyed backend")
     try:
         check_version(version)
     except ValueError as exc:
         raise UnknownImplementationError(spec, str(exc)) from None
-    if kind is not None and kind.name == "async" and parse_version(version) < FLINK_ASYNC_SINCE:
-        raise UnknownImplementationError(spec, f"Flink's AsyncExecutionController exists from "
-                                               f"{'.'.join(str(part) for part in FLINK_ASYNC_SINCE)} on; {version} has no async "
-                                               f"controller")
+    since = _SINCE.get(machine)
+    if since is not None and parse_version(version) < since[0]:
+        raise UnknownImplementationError(spec, f"{since[1]}; {version} has {since[2]}")
     try:
         select_release(version)
     except ValueError as exc:
@@ -116,29 +113,46 @@ def resolve_flink(rest: str, kind: MachineKind | None = None) -> FlinkImplementa
         compile_helper()  # javac here, outside the step time limit the first implementation is built under
     except FlinkUnavailableError as exc:
         raise UnknownImplementationError(spec, exc.reason) from None
-    if kind is not None and kind.name == "async":
-        api = api_of(parse_version(version))
-        lacks = api.lacks()
-        # What the release lacks, the machine leaves out (its config), said once in the run's header.
-        left_out = f"; {version} has no {', no '.join(lacks)}: the machine leaves them out" if lacks else ""
-        return Implementation(spec, FlinkAsyncController, False,
-                              f"Apache Flink {version} AsyncExecutionController through JPype (deterministic "
-                              f"mailbox and executor, no buffer timeout){left_out}",
-                              config_defaults={"buffer_timeout": 0, "final_actions": api.final_actions,
-                                               "overdraft": api.overdraft})
-    if kind is not None and kind.name == "backend":
-        described = f" with the seeded corruption {corruption}" if corruption else ""
-        return Implementation(spec, functools.partial(FlinkStateBackend, corruption=corruption), False,
-                              f"Apache Flink {version} HeapKeyedStateBackend through JPype (its builder, "
-                              f"descriptors, snapshot strategy){described}", warm_up=warm_up)
-    if kind is not None and kind.name == "table":
-        return Implementation(spec, FlinkStateTable, False,
-                              f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
+    return build(spec, version, corruption)
+
+
+def _map(spec: str, version: str, corruption: str) -> FlinkImplementation:
     described = f" with the seeded corruption {corruption}" if corruption else ""
     factory = functools.partial(FlinkStateMap, corruption=corruption) if corruption else FlinkStateMap
     return FlinkImplementation(spec, factory, True,
                                f"Apache Flink {version} CopyOnWriteStateMap through JPype (capacity 128 only)"
                                f"{described}", default_capacity=FLINK_CAPACITY, corruption=corruption)
 
+
+def _async(spec: str, version: str, corruption: str) -> Implementation:
+    api = api_of(parse_version(version))
+    lacks = api.lacks()
+    # What the release lacks, the machine leaves out (its config), said once in the run's header.
+    left_out = f"; {version} has no {', no '.join(lacks)}: the machine leaves them out" if lacks else ""
+    return Implementation(spec, FlinkAsyncController, False,
+                          f"Apache Flink {version} AsyncExecutionController through JPype (deterministic "
+                          f"mailbox and executor, no buffer timeout){left_out}",
+                          config_defaults={"buffer_timeout": 0, "final_actions": api.final_actions,
+                                           "overdraft": api.overdraft})
+
+
+def _backend(spec: str, version: str, corruption: str) -> Implementation:
+    described = f" with the seeded corruption {corruption}" if corruption else ""
+    return Implementation(spec, functools.partial(FlinkStateBackend, corruption=corruption), False,
+                          f"Apache Flink {version} HeapKeyedStateBackend through JPype (its builder, "
+                          f"descriptors, snapshot strategy){described}", warm_up=warm_up)
+
+
+def _table(spec: str, version: str, corruption: str) -> Implementation:
+    return Implementation(spec, FlinkStateTable, False,
+                          f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
+
+
+# The machines Flink's own classes implement through the bridge, and since which release.
+_IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend}
+_SINCE = {"async": (FLINK_ASYNC_SINCE, f"Flink's AsyncExecutionController exists from "
+                                       f"{'.'.join(str(part) for part in FLINK_ASYNC_SINCE)} on", "no async controller")}
+# The seeded Java-side corruptions each machine's Flink implementation takes (flink:corrupt=NAME).
+_CORRUPTIONS = {"map": CORRUPTIONS, "backend": BACKEND_CORRUPTIONS}
 
 register_resolver("flink", resolve_flink, fetches=fetch_needed)

@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from properties.core.limits import steps_through
 from properties.flink.releases import DEFAULT_VERSION, cache_root, dist_jar, release_lib, selected_release
 
 __all__ = ["FlinkUnavailableError", "JvmInfo", "available", "compile_helper", "jvm", "started", "JAVA_SOURCES", "Java"]
@@ -172,6 +173,15 @@ def jvm() -> JvmInfo:
     reason = available()
     if reason is not None:
         raise FlinkUnavailableError(reason)
+    _JVM = _start()
+    return _JVM
+
+
+@steps_through
+def _start() -> JvmInfo:
+    """Compile the helper if need be and start the JVM: cowcheck's own start-up, not the
+    implementation's time (the step time limit does not cut it short, which would leave a JVM
+    half started in the process), bounded as the harness's own work is (``harness_bound``)."""
     import jpype
 
     lib = _flink_lib()
@@ -187,10 +197,9 @@ def jvm() -> JvmInfo:
     jpype.JClass(_HELPER_CLASS)  # load (and link) the helper and Flink's map now, not in the first operation
     jpype.JClass("cowcheck.bridge.Batch")
     version = str(jpype.java.lang.System.getProperty("java.version"))
-    _JVM = JvmInfo(os.getpid(), compile_seconds, time.perf_counter() - started, classpath, version,
-                   selected_release())
     Java.load()
-    return _JVM
+    return JvmInfo(os.getpid(), compile_seconds, time.perf_counter() - started, classpath, version,
+                   selected_release())
 
 
 def started() -> JvmInfo | None:

@@ -414,6 +414,8 @@ class WalkHarness(Harness):
     Java side a segment per call; without it, each step is a call of its own
     (still correct, only slower)."""
 
+    runs_ahead = True
+
     def __init__(self, impl: WalkMap, *, white_box: bool | None = None, state_copier=copy_state,
                  strict_live_iteration: bool = False, symbolic: bool = False,
                  capacity: int = FLINK_CAPACITY, contract: str = "flink") -> None:

@@ -26,24 +26,25 @@ from properties.core.api import StateMapFactory
 from properties.core.counterexample import Counterexample
 from properties.core.errors import UsageError
 from properties.core.failures import CheckFailure
-from properties.core.hunt import HuntResult
+from properties.core.hunt import hunt
 from properties.core.impls import Implementation, Probed, UnknownImplementationError, construct
 from properties.core.limits import StepTimeout, implementation_call, unpaced
-from properties.core.machine import MachineKind, register_machine
+from properties.core.machine import MachineKind, register_machine, spec_of
 from properties.core.regression import docstring_text, test_name_for
 from properties.core.remote import Isolation, hidden_methods
 from properties.core.replay import show
-from properties.core.shrink import DEFAULT_REPLAYS, shrink_failure
+from properties.core.settle import Subject
+from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.states import transform_append
-from properties.core.walk_phase import DEFAULT_WALKS, run_walks
+from properties.core.walk_phase import DEFAULT_WALKS
 from properties.map import mutants  # noqa: F401  (registers the map's seeded bugs)
 from properties.map.harness import Harness, describe_state, has_introspection
 from properties.map.introspection import introspection_problem, snapshot_problem
-from properties.map.machine import MachineConfig, _spec_of, make_map_machine, replay_setup
+from properties.map.machine import MachineConfig, make_map_machine, replay_setup
 from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS
 from properties.map.rendering import imports_for, program_lines
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
-from properties.map.walks import walk_program
+from properties.map.walks import SampledHarness, walk_program
 from reference import CopyOnWriteStateMap
 
 __all__ = ["MAP", "Harness", "MachineConfig", "make_map_machine", "probe", "expected_results", "REQUIRED_METHODS",
@@ -129,35 +130,26 @@ def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAU
               replays: int = DEFAULT_REPLAYS):
     """A test function (for pytest) running the walk phase of ``cowcheck check`` on
     maps built by ``factory(capacity=, state_copier=)``: ``walks`` seeded walks
-    through the harness. A failing walk is shrunk (replayed ``replays`` times
-    before and after: a map that fails at random is marked nondeterministic) and
-    raised as CheckFailure; under pytest the cowcheck plugin stores it
+    through the harness. A failing walk takes the path of every failure to its
+    counterexample (:func:`properties.core.settle.settle`: shrunk, replayed ``replays``
+    times before and after, so a map that fails at random is marked nondeterministic)
+    and is raised as CheckFailure; under pytest the cowcheck plugin stores it
     (``--cowcheck-dir``) and shows the program and the replay command, as for a
     failing machine::
 
         test_my_map_walks = walk_test(mypkg.maps.make_map)
     """
-    spec = impl_spec or _spec_of(factory)
+    spec = impl_spec or spec_of("map", factory)
 
     def test_walks():
         config = MachineConfig(capacity=capacity, white_box=white_box, contract=contract)
-        make_impl, options = replay_setup(factory, config)
-        run = run_walks(walk, make_impl, harness_class=Harness, harness_options=options, base_seed=seed,
-                        walks=walks)
-        test_walks.cowcheck_space = run.space  # the pytest plugin reports what the walks explored
-        if run.finding is None:
+        result = hunt(None, Subject.of(MAP, spec, factory, config), base_seed=seed, walker=MAP.walker_for(config),
+                      walks=walks, replays=replays, found_by={"tool": "pytest", "seed": seed})
+        test_walks.cowcheck_space = result.walks.space  # the pytest plugin reports what the walks explored
+        if result.failure is None:
             return
-        original = list(run.finding.program)
-        shrunk = shrink_failure(original, run.finding.failure, make_impl, harness_class=Harness, replays=replays,
-                                **options)
-        error = CheckFailure(shrunk.failure)
-        error.cowcheck_found = {
-            "result": HuntResult(shrunk.failure, shrunk.program, len(original), (run.walks, run.steps), run.seconds,
-                                 0.0, 0, 0, run.seconds, phase="walks", walks=run, reproduced=shrunk.reproduced,
-                                 replays=shrunk.replays),
-            "impl_spec": spec, "config": config, "options": options,
-            "found_by": {"tool": "pytest", "generator": "walk", "seed": seed, "walk": run.finding.walk,
-                         "walk_seed": run.finding.seed}}
+        error = CheckFailure(result.failure)
+        error.cowcheck_settled = result.settled  # stored and shown by the pytest plugin
         raise error
 
     test_walks.__name__ = f"test_walks_of_{getattr(factory, '__name__', 'map')}"
@@ -249,4 +241,6 @@ MAP = register_machine(MachineKind(
     recorded_settings=("contract",),
     api=("get", "put", "remove", "snapshot"),
     sample=lambda factory: factory(capacity=128, state_copier=copy.deepcopy),
+    sampled_harness=SampledHarness,
+    checks=("P1-P7", "I1-I9"),
 ))

@@ -76,6 +76,7 @@ def has_introspection(impl) -> bool:
 
 
 _COUNTED = frozenset({"put_range", "remove_range", "get_range", "rehash"})  # args[2]: calls made
+_BULK = frozenset(op.name for op in MAP_OPS if op.bulk)  # args[2]: the keys of the step
 
 
 class Harness(HarnessBase):
@@ -580,6 +581,11 @@ class Harness(HarnessBase):
             count = step.args[2]
             return count if type(count) is int and count > 0 else 1
         return 1
+
+    @staticmethod
+    def operations_in(step: Step) -> int:
+        """A bulk step applies an operation per key (``put_range`` of 1,000: 1,000); any other step, one."""
+        return step.args[2] if step.op in _BULK else 1
 
     def _op_rehash(self, step, key, namespace, reads):
         want = self.model.contains_key(key, namespace)

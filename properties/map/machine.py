@@ -32,7 +32,6 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, precondition, rule
 
-from model import ModelMap
 from properties.core.api import StateMapFactory
 from properties.core.machine import HarnessMachine, RunRecord, add_space, identify
 from properties.map.harness import CONTRACTS, Harness
@@ -40,7 +39,6 @@ from properties.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_o
 from properties.map.ops import (COUNT, FAMILY, LIVE_SNAPSHOT, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, RELEASED_SNAPSHOT,
                                 SIZE_CLASSES, TRANSFORMER_NAMES)
 from properties.map.walks import SPACES
-from reference import CopyOnWriteStateMap
 
 __all__ = ["MachineConfig", "World", "make_map_machine", "replay_setup", "Strategies"]
 
@@ -276,16 +274,7 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
     machine = type(name, (HarnessMachine,), namespace)
     machine.__qualname__ = name
     machine.record = record
-    return identify(machine, "map", factory, config, impl_spec or _spec_of(factory))
-
-
-def _spec_of(factory: Callable) -> str:
-    """The implementation spec that resolves back to ``factory``."""
-    if factory is CopyOnWriteStateMap:
-        return "reference"
-    if factory is ModelMap:
-        return "model"
-    return f"{factory.__module__}:{factory.__qualname__}"
+    return identify(machine, "map", factory, config, impl_spec)
 
 
 def replay_setup(factory: Callable, config: MachineConfig):

@@ -8,12 +8,15 @@ carry their ticket in ``source``.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 
 from properties.core.mutants import register_mutant
 from reference.cow_state_map import EMPTY_TABLE, CopyOnWriteStateMap, StateIncrementalVisitor, _ChainIterator
 from reference.hashing import java_hash_code, register_java_hash
 from reference.snapshot import CopyOnWriteStateMapSnapshot
+
+map_mutant = functools.partial(register_mutant, machine="map")  # the map machine kills them
 
 __all__: list[str] = []
 
@@ -24,7 +27,7 @@ def _chain(head):
         head = head.next
 
 
-@register_mutant("skip-prefix-copy", "copy-on-write copies only the entry to change, not the older entries "
+@map_mutant("skip-prefix-copy", "copy-on-write copies only the entry to change, not the older entries "
                  "before it in the chain", "I9 / P2")
 class SkipPrefixCopy(CopyOnWriteStateMap):
     def _chained_copy_on_write(self, tab, idx, until):
@@ -39,7 +42,7 @@ class SkipPrefixCopy(CopyOnWriteStateMap):
         return copied
 
 
-@register_mutant("rehash-no-copy", "the incremental rehash moves entries shared with a snapshot without "
+@map_mutant("rehash-no-copy", "the incremental rehash moves entries shared with a snapshot without "
                  "copying them first", "I9 / P2")
 class RehashNoCopy(CopyOnWriteStateMap):
     def _incremental_rehash(self):
@@ -51,7 +54,7 @@ class RehashNoCopy(CopyOnWriteStateMap):
             self.highest_required_snapshot_version = required
 
 
-@register_mutant("snapshot-missing-region", "a snapshot taken while rehashing leaves out the upper half of the "
+@map_mutant("snapshot-missing-region", "a snapshot taken while rehashing leaves out the upper half of the "
                  "rehash table (buckets i + old_len)", "P2 / I8")
 class SnapshotMissingRegion(CopyOnWriteStateMap):
     def snapshot_map_arrays(self):
@@ -61,7 +64,7 @@ class SnapshotMissingRegion(CopyOnWriteStateMap):
         return out
 
 
-@register_mutant("flink-9601-array-size", "the snapshot array is sized by the table length only, so "
+@map_mutant("flink-9601-array-size", "the snapshot array is sized by the table length only, so "
                  "flattening more entries than buckets overflows it", "P7 (crash)", source="FLINK-9601")
 class SnapshotArraySizedByTable(CopyOnWriteStateMap):
     def snapshot_map_arrays(self):
@@ -69,7 +72,7 @@ class SnapshotArraySizedByTable(CopyOnWriteStateMap):
         return super().snapshot_map_arrays()[:length]
 
 
-@register_mutant("release-resets-required-version", "releasing any snapshot resets the highest required "
+@map_mutant("release-resets-required-version", "releasing any snapshot resets the highest required "
                  "version to 0 while older snapshots are still live", "I5 / P2",
                  source="pre-merge prototype of FLINK-5715")
 class ReleaseResetsRequiredVersion(CopyOnWriteStateMap):
@@ -78,21 +81,21 @@ class ReleaseResetsRequiredVersion(CopyOnWriteStateMap):
         self.highest_required_snapshot_version = 0
 
 
-@register_mutant("flink-7683-keys-ignore-rehash-table", "keys(namespace) walks the primary table only and "
+@map_mutant("flink-7683-keys-ignore-rehash-table", "keys(namespace) walks the primary table only and "
                  "misses entries already moved to the rehash table", "P1", source="FLINK-7683")
 class KeysIgnoreRehashTable(CopyOnWriteStateMap):
     def keys(self, namespace):
         return (e.key for head in self.primary_table for e in _chain(head) if e.namespace == namespace)
 
 
-@register_mutant("flink-26853-stale-copier", "the map keeps the copier of the previous (immutable-state) "
+@map_mutant("flink-26853-stale-copier", "the map keeps the copier of the previous (immutable-state) "
                  "serializer, which returns the same object", "P6 / I8", source="FLINK-26853")
 class StaleCopier(CopyOnWriteStateMap):
     def __init__(self, capacity=128, state_copier=copy.deepcopy):
         super().__init__(capacity, state_copier=lambda state: state)
 
 
-@register_mutant("rehash-finish-loses-size", "when the rehash finishes, the entries counted in the rehash "
+@map_mutant("rehash-finish-loses-size", "when the rehash finishes, the entries counted in the rehash "
                  "table are not added to the primary size", "P4 / I2")
 class RehashFinishLosesSize(CopyOnWriteStateMap):
     def _incremental_rehash(self):
@@ -102,7 +105,7 @@ class RehashFinishLosesSize(CopyOnWriteStateMap):
             self.primary_table_size -= moved_before
 
 
-@register_mutant("snapshot-version-not-bumped", "a snapshot registers the current map version instead of "
+@map_mutant("snapshot-version-not-bumped", "a snapshot registers the current map version instead of "
                  "a new one, so writes since the last snapshot are not copied", "P5 / I9")
 class SnapshotVersionNotBumped(CopyOnWriteStateMap):
     def snapshot_map_arrays(self):
@@ -111,7 +114,7 @@ class SnapshotVersionNotBumped(CopyOnWriteStateMap):
         return out
 
 
-@register_mutant("remove-without-mod-count", "remove does not bump mod_count, so live iteration does not "
+@map_mutant("remove-without-mod-count", "remove does not bump mod_count, so live iteration does not "
                  "fail fast after a removal", "P7", source="cf. FLINK-9060")
 class RemoveWithoutModCount(CopyOnWriteStateMap):
     def _remove_entry(self, key, namespace):
@@ -121,7 +124,7 @@ class RemoveWithoutModCount(CopyOnWriteStateMap):
         return removed
 
 
-@register_mutant("remove-counts-primary-table", "remove always decrements the primary table's size, even "
+@map_mutant("remove-counts-primary-table", "remove always decrements the primary table's size, even "
                  "for an entry in the rehash table", "I2 (white-box only)")
 class RemoveCountsPrimaryTable(CopyOnWriteStateMap):
     def _remove_entry(self, key, namespace):
@@ -138,7 +141,7 @@ class _KeepsDroppedEntries(CopyOnWriteStateMapSnapshot):
         return super()._transform_in_place(lambda state: transformer(state) or state)
 
 
-@register_mutant("transformed-snapshot-keeps-dropped", "a snapshot iterated with a TTL transformer keeps the "
+@map_mutant("transformed-snapshot-keeps-dropped", "a snapshot iterated with a TTL transformer keeps the "
                  "entries the transformer dropped", "P2")
 class TransformedSnapshotKeepsDropped(CopyOnWriteStateMap):
     def snapshot(self):
@@ -149,7 +152,7 @@ def _identity(state):
     return state
 
 
-@register_mutant("get-without-state-copy", "get under a snapshot copies the entry but hands out the state "
+@map_mutant("get-without-state-copy", "get under a snapshot copies the entry but hands out the state "
                  "object the snapshot still shares", "P6 / I8")
 class GetWithoutStateCopy(CopyOnWriteStateMap):
     def get(self, key, namespace):
@@ -160,7 +163,7 @@ class GetWithoutStateCopy(CopyOnWriteStateMap):
             self.state_copier = copier
 
 
-@register_mutant("put-and-get-old-returns-live-state", "put_and_get_old returns the old state object itself "
+@map_mutant("put-and-get-old-returns-live-state", "put_and_get_old returns the old state object itself "
                  "although a live snapshot still shares it", "P6")
 class PutAndGetOldReturnsLiveState(CopyOnWriteStateMap):
     def put_and_get_old(self, key, namespace, state):
@@ -171,7 +174,7 @@ class PutAndGetOldReturnsLiveState(CopyOnWriteStateMap):
             self.state_copier = copier
 
 
-@register_mutant("transform-mutates-shared-state", "transform hands the transformation the state a live "
+@map_mutant("transform-mutates-shared-state", "transform hands the transformation the state a live "
                  "snapshot shares instead of a copy", "P6 / I8 / P2")
 class TransformMutatesSharedState(CopyOnWriteStateMap):
     def transform(self, key, namespace, value, fn):
@@ -182,7 +185,7 @@ class TransformMutatesSharedState(CopyOnWriteStateMap):
             self.state_copier = copier
 
 
-@register_mutant("get-versions-lte", "get compares versions with <= instead of <, so it copies states and "
+@map_mutant("get-versions-lte", "get compares versions with <= instead of <, so it copies states and "
                  "entries nobody shares", "P6")
 class GetVersionsLessOrEqual(CopyOnWriteStateMap):
     def get(self, key, namespace):
@@ -207,7 +210,7 @@ class _SkippingVisitor(StateIncrementalVisitor):
         self.chains = _SkippingChains(m, recommended_max_records)
 
 
-@register_mutant("visitor-skips-after-empty-run", "the incremental visitor resumes one bucket too far after "
+@map_mutant("visitor-skips-after-empty-run", "the incremental visitor resumes one bucket too far after "
                  "scanning its quota of empty buckets, so TTL cleanup never sees some entries", "P1")
 class VisitorSkipsAfterEmptyRun(CopyOnWriteStateMap):
     def incremental_visitor(self, recommended_max_records):
@@ -218,7 +221,7 @@ def _no_chain_copy(tab, idx, until):
     return until
 
 
-@register_mutant("remove-without-prev-copy", "removing a non-head entry relinks its predecessor in place "
+@map_mutant("remove-without-prev-copy", "removing a non-head entry relinks its predecessor in place "
                  "although a snapshot shares it", "I9 / P2")
 class RemoveWithoutPrevCopy(CopyOnWriteStateMap):
     def _remove_entry(self, key, namespace):
@@ -229,7 +232,7 @@ class RemoveWithoutPrevCopy(CopyOnWriteStateMap):
             del self._chained_copy_on_write
 
 
-@register_mutant("put-writes-shared-entry", "put writes the new state into an entry a snapshot shares "
+@map_mutant("put-writes-shared-entry", "put writes the new state into an entry a snapshot shares "
                  "instead of into a copy", "I9 / P2")
 class PutWritesSharedEntry(CopyOnWriteStateMap):
     def put(self, key, namespace, state):
@@ -240,7 +243,7 @@ class PutWritesSharedEntry(CopyOnWriteStateMap):
             del self._chained_copy_on_write
 
 
-@register_mutant("get-writes-shared-entry", "get stores its state copy into the entry a snapshot shares "
+@map_mutant("get-writes-shared-entry", "get stores its state copy into the entry a snapshot shares "
                  "instead of copying the entry first", "I9")
 class GetWritesSharedEntry(CopyOnWriteStateMap):
     def get(self, key, namespace):
@@ -278,7 +281,7 @@ def _by_identity(name: str):
     return method
 
 
-@register_mutant("identity-compared-keys", "keys and namespaces are compared by identity (Java's == on boxed "
+@map_mutant("identity-compared-keys", "keys and namespaces are compared by identity (Java's == on boxed "
                  "Integers): an equal key that is another object is not found, so it is inserted twice",
                  "I3 / P1 / P4")
 class IdentityComparedKeys(CopyOnWriteStateMap):
@@ -295,7 +298,7 @@ class IdentityComparedKeys(CopyOnWriteStateMap):
         return super()._insert_entry(tab, index, key.obj, namespace.obj, h)
 
 
-@register_mutant("rehash-past-1024-drops-entry", "a rehash into a table of 2,048 buckets or more (the fourth "
+@map_mutant("rehash-past-1024-drops-entry", "a rehash into a table of 2,048 buckets or more (the fourth "
                  "doubling from Flink's 128) drops the head entry of each chain of two or more it moves",
                  "P4 / P1 / I2")
 class RehashPast1024DropsEntry(CopyOnWriteStateMap):
@@ -308,7 +311,7 @@ class RehashPast1024DropsEntry(CopyOnWriteStateMap):
         super()._incremental_rehash()
 
 
-@register_mutant("snapshot-loses-entry-at-random", "a snapshot leaves out one entry one time in six, at random "
+@map_mutant("snapshot-loses-entry-at-random", "a snapshot leaves out one entry one time in six, at random "
                  "(a race: its own random.Random(), seeded by neither the suite nor the program)", "P2")
 class SnapshotLosesEntryAtRandom(CopyOnWriteStateMap):
     """Nondeterministic: the same program fails in some replays and not in others, so its

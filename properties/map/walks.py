@@ -271,6 +271,8 @@ class SampledHarness(Harness):
     ``every``-th step only (and on demand, :meth:`final_check`); the model
     properties P1–P7 still run after every step."""
 
+    sampled = True
+
     def __init__(self, impl, *, every: int, **options) -> None:
         super().__init__(impl, **options)
         self.every = every
