@@ -191,8 +191,8 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
     the slowest call of a fresh replay of the steps before the hang, at least 20 ms, at most a
     tenth of the limit (or 0.5 s; when it comes to that, the steps are slow, and the found
     program is replayed under the full limit first); that shrinking takes at most a fifth of
-    the full limit (at least a second), the shortest program by then is confirmed: with the
-    default limit of 10 s a hang's verdict, shrunk, comes within 15 s.
+    the full limit (at least a second) and the shortest program by then is confirmed, so the
+    confirmation is most of a hang's verdict time.
 
     If the result does not hang under the full limit, the found program is replayed under it.
     If that does not hang either, the hang was suspected at a paced limit's pace and was a
