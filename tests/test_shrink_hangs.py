@@ -140,32 +140,6 @@ def test_a_candidate_whose_implementation_builds_slowly_is_not_taken_for_the_han
     assert quick < 0.1 and set(LIMITS_SEEN[LIMITS_SEEN.index(quick):]) == {quick, 3.0}
 
 
-class SlowContainsWhenSmall(HangsWithTwoSnapshots):
-    """...and contains_key takes 0.2 s while the map holds fewer than 3 entries: slow, not stuck,
-    in a state the failing program does not reach (candidates that drop its puts do)."""
-
-    def contains_key(self, key, namespace):
-        if len(self.data) < 3:
-            time.sleep(0.2)
-        return super().contains_key(key, namespace)
-
-
-def test_a_candidate_slow_in_another_operation_than_the_hang_is_not_taken_for_it():
-    puts = [Step("put", (k, 0, [k])) for k in range(6)]
-    program = [*puts, Step("contains_key", (1, 0)), Step("snapshot", (0,)), Step("snapshot", (1,)),
-               Step("get", (2, 0))]
-    make = SlowContainsWhenSmall
-    with StepTimeLimit(3.0):
-        failure = replay(program, make, harness_class=Harness)
-        LIMITS_SEEN.clear()
-        shrunk = shrink_failure(program, failure, make, harness_class=Harness)
-    ops = [s.op for s in shrunk.program]  # (puts may be left when the quick pass's second ran out)
-    assert shrunk.confirmed and ops[-3:] == ["snapshot", "snapshot", "get"] and "contains_key" not in ops
-    # one quick pass, its result confirmed: no second pass at a tenth of the limit
-    quick = min(LIMITS_SEEN)
-    assert quick < 0.2 and set(LIMITS_SEEN[LIMITS_SEEN.index(quick):]) == {quick, 3.0}
-
-
 # ------------------------------------------------- the limit times the implementation only
 
 

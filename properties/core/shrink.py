@@ -230,16 +230,14 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
 def _hang_shrunk(program, failure, make_impl, per_call: float, full: float, max_replays, deadline,
                  options) -> Shrunk | None:
     """``program`` shrunk with candidates under ``per_call``, if the result hangs under ``full``.
-    Each candidate's implementation is built under the full limit, and a candidate is taken only
-    if it runs out of time in the same operation as the hang: a process that starts slowly or
-    another call that is slow now and then (a loaded machine) is not the hang being shrunk."""
+    Each candidate's implementation is built under the full limit: a process that starts slowly
+    (a loaded machine) is not the hang being shrunk."""
     def make_under_full_limit():
         with StepTimeLimit(full):
             return make_impl()
 
     with StepTimeLimit(per_call):
-        shorter, _ = _shrink(program, failure, make_under_full_limit, max_replays, deadline,
-                             hang_op=program[failure.step_index].op, **options)
+        shorter, _ = _shrink(program, failure, make_under_full_limit, max_replays, deadline, **options)
     confirmed = _replay_hang(shorter, make_impl, full, options)
     return Shrunk(shorter, confirmed, 1, 1) if confirmed is not None else None
 
@@ -266,11 +264,9 @@ def _quick_limit(prefix: list[Step], make_impl, options, cap: float) -> float:
     return min(cap, max(_QUICK_FLOOR, 10 * slowest))
 
 
-def _shrink(steps, failure, make_impl, max_replays, deadline, *, harness_class, need=None, hang_op=None,
-            **harness_options):
+def _shrink(steps, failure, make_impl, max_replays, deadline, *, harness_class, need=None, **harness_options):
     """Delta debugging; ``need=(k, n)``: a candidate must reproduce in ``k`` of ``n`` replays
-    (each candidate stops replaying as soon as the answer is known); ``hang_op``: a candidate
-    must fail in a step of that operation."""
+    (each candidate stops replaying as soon as the answer is known)."""
     target = signature_of(failure)
     best, best_failure = list(steps[: failure.step_index + 1]), failure
     replays = 0
@@ -283,9 +279,7 @@ def _shrink(steps, failure, make_impl, max_replays, deadline, *, harness_class, 
         nonlocal replays
         replays += 1
         got = replay(candidate, make_impl, harness_class=harness_class, **harness_options)
-        if got is None or signature_of(got) != target:
-            return None
-        return got if hang_op is None or candidate[got.step_index].op == hang_op else None
+        return got if got is not None and signature_of(got) == target else None
 
     def attempt(candidate: list[Step]):
         if not valid(candidate) or spent():
