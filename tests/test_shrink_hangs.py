@@ -140,6 +140,35 @@ def test_a_candidate_whose_implementation_builds_slowly_is_not_taken_for_the_han
     assert quick < 0.1 and set(LIMITS_SEEN[LIMITS_SEEN.index(quick):]) == {quick, 3.0}
 
 
+class SlowContainsWhenSmall(HangsWithTwoSnapshots):
+    """...and contains_key takes 0.2 s while the map holds fewer than 3 entries: slow, not stuck,
+    in a state the failing program does not reach (candidates that drop its puts do)."""
+
+    def contains_key(self, key, namespace):
+        if len(self.data) < 3:
+            time.sleep(0.2)
+        return super().contains_key(key, namespace)
+
+
+def test_the_second_pass_after_a_misled_first_is_bounded_as_the_first(monkeypatch):
+    # The quick pass takes the slow contains_key for the hang and its result does not hang under
+    # the full limit; the pass at a tenth of the limit (0.5 s) gets as long as the quick one had,
+    # not the whole shrink budget (unbounded here): with 0.3 s, a get or so.
+    from properties.core import shrink as shrinking
+
+    monkeypatch.setattr(shrinking, "_HANG_SHRINK_FLOOR", 0.3)
+    monkeypatch.setattr(shrinking, "_HANG_SHRINK_SHARE", 0.0)
+    puts = [Step("put", (k, 0, [k])) for k in range(6)]
+    program = [*puts, Step("contains_key", (1, 0)), Step("snapshot", (0,)), Step("snapshot", (1,)),
+               Step("get", (2, 0))]
+    with StepTimeLimit(3.0):
+        failure = replay(program, SlowContainsWhenSmall, harness_class=Harness)
+        LIMITS_SEEN.clear()
+        shrunk = shrink_failure(program, failure, SlowContainsWhenSmall, harness_class=Harness)
+    assert shrunk.confirmed and shrunk.program[-1].op == "get"
+    assert 0 < LIMITS_SEEN.count(0.5) <= 3, LIMITS_SEEN  # the second pass ran, briefly (unbounded: 8)
+
+
 # ------------------------------------------------- the limit times the implementation only
 
 

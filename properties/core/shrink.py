@@ -199,7 +199,8 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
     slow call (the pace goes up and the result is not ``confirmed``), or it was seen once
     under the full limit (stored as reproduced 0 of 1). If it does hang, a call that is slow,
     not stuck, misled the shrinking: it runs again with a tenth of the limit (at least 0.5 s),
-    and the found program is stored if that result is not confirmed either."""
+    for as long as the first pass could take, and the found program is stored if that result
+    is not confirmed either."""
     limit = active_limit()
     full = limit.seconds
     harness_class = options["harness_class"]
@@ -220,8 +221,10 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
         if limit.missed():
             return Shrunk(program, failure, 0, 1, confirmed=False)
         return Shrunk(program, failure, 0, 1)
-    if shrinking:
-        found = _hang_shrunk(program, failure, make_impl, tenth, full, max_replays, deadline, options)
+    if shrinking:  # as long as the quick pass could take: a call slow now and then (a loaded machine)
+        soon = time.monotonic() + max(_HANG_SHRINK_FLOOR, _HANG_SHRINK_SHARE * full)  # misled that pass
+        found = _hang_shrunk(program, failure, make_impl, tenth, full, max_replays,
+                             soon if deadline is None else min(deadline, soon), options)
         if found is not None:
             return found
     return Shrunk(harness_class.normalise(program), hang, 1, 1)
