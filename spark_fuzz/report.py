@@ -338,8 +338,8 @@ def what_next(out_dir, distinct: list[dict], runs: list[dict], space_lines: list
         if first.get("counterexample_json"):
             path = Path(out_dir) / _json_link(first)
             steps.append(f"Replay the first failure step by step: {replay_command(out_dir, first, machine)}")
-            steps.append(f"Keep it as a regression test: cowcheck replay {path} --to-pytest test_regression.py"
-                         + ("" if is_builtin(first["impl"]) else f" --impl {first['impl']}"))
+            steps.append(f"Keep it as a regression test (written into tests/regressions/): cowcheck replay {path} "
+                         f"--to-pytest" + ("" if is_builtin(first["impl"]) else f" --impl {first['impl']}"))
         else:
             steps.append(f"Run its seed again: {replay_command(out_dir, first, machine)}")
         steps.append(f"Read the rule it broke ({first['code']}): {pointer(first['code']).removeprefix('see: ')}")

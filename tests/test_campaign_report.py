@@ -295,6 +295,26 @@ def test_each_distinct_failure_shows_its_message_program_and_json_in_both_report
     assert "## What next" in md and "--to-pytest" in md
 
 
+def test_the_what_next_regression_test_command_runs_as_written(tmp_path, found):
+    # The command the report suggests is pasted into a shell in the campaign's parent directory.
+    import shlex
+
+    runs, failures = found
+    distinct = distinct_failures(failures)
+    out = tmp_path / "camp"
+    md, _ = write_report(out, runs, failures, distinct, CONFIG, {"master": "local[2]", "partitions": 4})
+    (out / "counterexamples").mkdir()
+    (out / "counterexamples" / f"{distinct[0]['signature']}.json").write_text(distinct[0]["counterexample_json"])
+    line = next(line for line in md.read_text().splitlines() if "regression test" in line and "--to-pytest" in line)
+    command = shlex.split(line.split(": ", 1)[1])
+    assert command[0] == "cowcheck"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    run = subprocess.run([sys.executable, "-m", "properties.cli", *command[1:]], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert list((tmp_path / "tests" / "regressions").glob("test_*.py"))
+
+
 def test_a_printed_program_from_the_report_fails_on_its_own_when_pasted(tmp_path, found):
     runs, failures = found
     row = distinct_failures(failures)[0]

@@ -140,3 +140,16 @@ def test_good_references_pass():
             "tests/zoo\\.py, [a site](https://flink.apache.org/)\n```\nproperties/not_checked_in_output\n```")
     assert problems_of(ROOT / "docs" / "probe.md", text) == []
     assert problems_of(ROOT / "docs" / "ARCHITECTURE.md") == []
+
+
+CODE = re.compile(r"\b(?:P[1-7]|I[0-9]|T[1-3]|C[1-5]|A1[01]|A[1-9])\b")
+
+
+def test_every_document_that_names_a_contract_code_links_the_contract():
+    # docs/contract.md is the one place the rules are written at length: a document that names a
+    # property or invariant leads the reader there instead of restating it.
+    unlinked = [path.relative_to(ROOT).as_posix() for path in repository_files()
+                if path.suffix == ".md" and path.name != "contract.md"
+                and any(CODE.search(line) for _, line in prose(path, path.read_text(encoding="utf-8")))
+                and "contract.md" not in path.read_text(encoding="utf-8")]
+    assert unlinked == []

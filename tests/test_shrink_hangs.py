@@ -77,6 +77,100 @@ def test_a_step_that_is_slow_under_the_short_limit_is_not_taken_for_the_hang():
         assert replay(steps, SlowWithOneSnapshot, harness_class=Harness).step_index == len(steps) - 1
 
 
+class SleepyPutsHangWithTwoSnapshots(HangsWithTwoSnapshots):
+    """...and every put takes 3 ms: a long prefix of quick calls (as a map in its own process
+    on a loaded machine has), not one slow call."""
+
+    def put(self, key, namespace, state):
+        time.sleep(0.003)
+        return super().put(key, namespace, state)
+
+
+def test_a_long_prefix_of_quick_calls_does_not_slow_every_hanging_candidate_down():
+    # 60 puts of 3 ms: replaying the steps before the hang takes at least 0.18 s. Ten times
+    # that would reach the cap (a tenth of the 1 s limit, 0.5 s) and each hanging candidate
+    # would cost half a second; ten times the slowest call (3 ms) does not.
+    puts = [Step("put", (k, 0, [k])) for k in range(60)]
+    program = [*puts, Step("snapshot", (0,)), Step("snapshot", (1,)), Step("get", (2, 0))]
+    make = SleepyPutsHangWithTwoSnapshots
+    with StepTimeLimit(1.0):
+        failure = replay(program, make, harness_class=Harness)
+        assert (failure.kind, failure.code, failure.step_index) == (TIMEOUT, TIME_LIMIT, 62)
+        LIMITS_SEEN.clear()
+        steps, shrunk = shrink(program, failure, make, harness_class=Harness)
+    ops = [s.op for s in steps]  # shrunk as far as the quick pass's time allowed (all of it, unloaded)
+    assert ops.count("snapshot") == 2 and ops[-1] == "get" and len(ops) < len(program)
+    assert (shrunk.kind, shrunk.code) == (TIMEOUT, TIME_LIMIT) and "1 s" in shrunk.message
+    assert min(LIMITS_SEEN) < 0.5 and LIMITS_SEEN[-1] == 1.0
+
+
+SLOW_BUILD_AFTER_A_HANG = [False]
+
+
+class RestartsSlowlyAfterAHang(HangsWithTwoSnapshots):
+    """Built in 0.1 s after one of its gets was interrupted, as a map's process restarted on a
+    loaded machine may be: slower than the candidates' per-call limit, far within the full one."""
+
+    def __init__(self, *args, **kwargs):
+        if SLOW_BUILD_AFTER_A_HANG[0]:
+            SLOW_BUILD_AFTER_A_HANG[0] = False
+            time.sleep(0.1)
+        super().__init__(*args, **kwargs)
+
+    def get(self, key, namespace):
+        try:
+            return super().get(key, namespace)
+        except BaseException:
+            SLOW_BUILD_AFTER_A_HANG[0] = True
+            raise
+
+
+def test_a_candidate_whose_implementation_builds_slowly_is_not_taken_for_the_hang():
+    # Candidates run under a per-call limit below 0.1 s; their implementation is built under
+    # the full limit, so a slow build after a hang is not a (one-step) hang of its own.
+    make = RestartsSlowlyAfterAHang
+    SLOW_BUILD_AFTER_A_HANG[0] = False
+    with StepTimeLimit(3.0):
+        failure = replay(_program(), make, harness_class=Harness)
+        LIMITS_SEEN.clear()
+        shrunk = shrink_failure(_program(), failure, make, harness_class=Harness)
+    ops = [s.op for s in shrunk.program]  # shrunk as far as the quick pass's time allowed
+    assert shrunk.confirmed and ops.count("snapshot") == 2 and ops[-1] == "get" and len(ops) < len(_program())
+    # the prefix timed (under a tenth of the limit), one quick pass, its result confirmed under
+    # the full limit: no second pass at a tenth of it
+    quick = min(LIMITS_SEEN)
+    assert quick < 0.1 and set(LIMITS_SEEN[LIMITS_SEEN.index(quick):]) == {quick, 3.0}
+
+
+class SlowContainsWhenSmall(HangsWithTwoSnapshots):
+    """...and contains_key takes 0.2 s while the map holds fewer than 3 entries: slow, not stuck,
+    in a state the failing program does not reach (candidates that drop its puts do)."""
+
+    def contains_key(self, key, namespace):
+        if len(self.data) < 3:
+            time.sleep(0.2)
+        return super().contains_key(key, namespace)
+
+
+def test_the_second_pass_after_a_misled_first_is_bounded_as_the_first(monkeypatch):
+    # The quick pass takes the slow contains_key for the hang and its result does not hang under
+    # the full limit; the pass at a tenth of the limit (0.5 s) gets as long as the quick one had,
+    # not the whole shrink budget (unbounded here): with 0.3 s, a get or so.
+    from properties.core import shrink as shrinking
+
+    monkeypatch.setattr(shrinking, "_HANG_SHRINK_FLOOR", 0.3)
+    monkeypatch.setattr(shrinking, "_HANG_SHRINK_SHARE", 0.0)
+    puts = [Step("put", (k, 0, [k])) for k in range(6)]
+    program = [*puts, Step("contains_key", (1, 0)), Step("snapshot", (0,)), Step("snapshot", (1,)),
+               Step("get", (2, 0))]
+    with StepTimeLimit(3.0):
+        failure = replay(program, SlowContainsWhenSmall, harness_class=Harness)
+        LIMITS_SEEN.clear()
+        shrunk = shrink_failure(program, failure, SlowContainsWhenSmall, harness_class=Harness)
+    assert shrunk.confirmed and shrunk.program[-1].op == "get"
+    assert 0 < LIMITS_SEEN.count(0.5) <= 3, LIMITS_SEEN  # the second pass ran, briefly (unbounded: 8)
+
+
 # ------------------------------------------------- the limit times the implementation only
 
 

@@ -179,3 +179,26 @@ def test_a_hang_is_suspected_at_the_runs_pace_and_stored_as_confirmed_under_the_
     assert (failure["kind"], failure["code"]) == ("TIMEOUT", "time-limit")
     assert "step time limit of 3 s" in failure["message"] and "pace" not in failure["message"]
     assert "slow calls" not in run.stdout
+
+
+def test_the_p6_harm_of_a_shallow_snapshot_is_the_same_with_the_map_in_its_own_process():
+    # The harness appends a mark to the state a P6 breach handed out and reads the snapshots: a
+    # map in its own process must get that change (and its undoing) as one in cowcheck's does.
+    from properties.core.boundary import build
+    from properties.core.failures import CheckFailure
+    from properties.core.program import Step
+
+    kind = machine_kind("map")
+    program = [Step("put", (1000, 0, [])), Step("snapshot", (0,)), Step("get", (1000, 0))]
+    said = {}
+    for isolated in (False, True):
+        impl = resolve("adversaries:shallow_snapshot", isolated=isolated)
+        make, options = kind.replay_setup(impl.factory, kind.config(capacity=4, white_box=False))
+        harness = kind.harness_class(build(make), **options)
+        with pytest.raises(CheckFailure) as raised:
+            for step in program:
+                harness.apply(step)
+        said[isolated] = raised.value.failure.message
+        assert list(harness.snapshots[0][0]) == [(1000, 0, [])]  # the mark was taken back there too
+    assert "snapshot s0 would read [-1] instead of []" in said[False]
+    assert said[True] == said[False]

@@ -170,18 +170,22 @@ class StepTimeLimit:
     confirming use their own) replaces the outer one until it exits.
 
     ``paced``: suspect a call at the run's pace (see the module docstring).
+    ``resolution``: seconds between the watchdog's samples, when :attr:`slowest` must see
+    calls shorter than the default (at most 50 ms; a short run measuring a program's pace).
     ``on_stuck(seconds)``: called from the watchdog thread when the main
     thread is stuck in native code past the limit and the grace period (it
     should store what is known); the process then exits with code 1.
     """
 
     def __init__(self, seconds: float = DEFAULT_STEP_TIME_LIMIT,
-                 on_stuck: Callable[[float], None] | None = None, *, paced: bool = False) -> None:
+                 on_stuck: Callable[[float], None] | None = None, *, paced: bool = False,
+                 resolution: float | None = None) -> None:
         if seconds <= 0:
             raise ValueError(f"step time limit must be positive, got {seconds!r}")
         self.seconds = float(seconds)
         self.on_stuck = on_stuck
         self.paced = paced
+        self.resolution = resolution  # seconds between the watchdog's samples, if finer than its own choice
         self.slowest = 0.0  # the longest call seen to return (a lower bound, at the watchdog's resolution)
         self.timed_out = 0  # how many calls were interrupted
         self.last_timeout = 0.0  # the limit that interrupted the last of them
@@ -251,7 +255,7 @@ class StepTimeLimit:
         """Seconds between the watchdog's samples: the resolution of the pace, and how late a call
         is first seen (it is timed from then, so never interrupted before its limit)."""
         shortest = min(self.seconds, PACE_FLOOR) if self.paced else self.seconds
-        return min(0.05, shortest / 5)
+        return min(0.05, shortest / 5, self.resolution or 0.05)
 
     def _arm_dead_man_switch(self) -> None:
         # Dead man's switch for a main thread stuck in native code that holds the GIL: the

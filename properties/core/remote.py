@@ -94,8 +94,8 @@ from properties.core.limits import StepTimeout, current_limit, implementation_ca
 from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 from reference.serializers import serializer_from_id
 
-__all__ = ["Isolation", "RemoteFactory", "RemoteObject", "ImportFailed", "take", "expect_calls", "hidden_methods",
-           "shutdown_workers", "remote_factory"]
+__all__ = ["Isolation", "RemoteFactory", "RemoteObject", "ImportFailed", "take", "expect_calls", "changed_in_place",
+           "hidden_methods", "shutdown_workers", "remote_factory"]
 
 # Messages.
 _READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP = range(7)
@@ -1105,6 +1105,15 @@ def expect_calls(impl, name: str, calls: list) -> None:
     process runs them all in one request. Nothing happens for any other implementation."""
     if isinstance(impl, RemoteObject) and len(calls) > 1 and callable(getattr(type(impl), name, None)):
         impl._s.prefetch(impl._h, name, calls)
+
+
+def changed_in_place(impl, state: list) -> None:
+    """The harness changed ``state``, a list the implementation handed out some requests ago,
+    in place: an implementation in another process gets the change before its next request
+    (as it gets one the harness makes right after the call that returned the list). Nothing
+    happens for any other implementation."""
+    if isinstance(impl, RemoteObject):
+        impl._s.watch.append((state, None))  # None: never equal to the list, so it is synced
 
 
 def hidden_methods(impl) -> frozenset | None:

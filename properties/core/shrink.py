@@ -179,22 +179,27 @@ def shrink(steps: list[Step], failure: Failure, make_impl: Callable[[], object],
 
 
 _QUICK_FLOOR = 0.02  # seconds: the shortest per-call limit while shrinking a hang
+_QUICK_RESOLUTION = 0.005  # seconds between the watchdog's samples while timing a hang's prefix
+_HANG_SHRINK_SHARE = 0.2  # of the full limit: the time shrinking a hang under the quick limit may take
+_HANG_SHRINK_FLOOR = 1.0  # seconds: ... at least
 
 
 def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, options) -> Shrunk:
     """Shrink a hang under a per-call limit far below the full one, then confirm the result
     under the full limit (one replay: it costs the limit). The candidates' limit is ten times
-    what a fresh replay of the steps before the hang took (no call of them took longer), at
-    least 20 ms, at most a tenth of the limit (or 0.5 s; when it comes to that, the steps are
-    slow, and the found program is replayed under the full limit first); that shrinking takes
-    at most the full limit's time.
+    the slowest call of a fresh replay of the steps before the hang, at least 20 ms, at most a
+    tenth of the limit (or 0.5 s; when it comes to that, the steps are slow, and the found
+    program is replayed under the full limit first); that shrinking takes at most a fifth of
+    the full limit (at least a second) and the shortest program by then is confirmed, so the
+    confirmation is most of a hang's verdict time.
 
     If the result does not hang under the full limit, the found program is replayed under it.
     If that does not hang either, the hang was suspected at a paced limit's pace and was a
     slow call (the pace goes up and the result is not ``confirmed``), or it was seen once
     under the full limit (stored as reproduced 0 of 1). If it does hang, a call that is slow,
     not stuck, misled the shrinking: it runs again with a tenth of the limit (at least 0.5 s),
-    and the found program is stored if that result is not confirmed either."""
+    for as long as the first pass could take, and the found program is stored if that result
+    is not confirmed either."""
     limit = active_limit()
     full = limit.seconds
     harness_class = options["harness_class"]
@@ -203,8 +208,9 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
         tenth = min(full, max(0.5, full / 10))
         quick = _quick_limit(program[: failure.step_index], make_impl, options, tenth)
         if quick < tenth:  # (if not, the steps are slow: every candidate would cost a tenth of the limit)
-            # At most the full limit's time: a hang shrinks in far less, a slow call need not cost more.
-            soon = time.monotonic() + full
+            # The confirmation costs the full limit: shrinking gets a share of it (the shortest
+            # program found by then is stored; `cowcheck shrink` can take it further).
+            soon = time.monotonic() + max(_HANG_SHRINK_FLOOR, _HANG_SHRINK_SHARE * full)
             found = _hang_shrunk(program, failure, make_impl, quick, full, max_replays,
                                  soon if deadline is None else min(deadline, soon), options)
             if found is not None:
@@ -214,8 +220,10 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
         if limit.missed():
             return Shrunk(program, failure, 0, 1, confirmed=False)
         return Shrunk(program, failure, 0, 1)
-    if shrinking:
-        found = _hang_shrunk(program, failure, make_impl, tenth, full, max_replays, deadline, options)
+    if shrinking:  # as long as the quick pass could take: a call slow now and then (a loaded machine)
+        soon = time.monotonic() + max(_HANG_SHRINK_FLOOR, _HANG_SHRINK_SHARE * full)  # misled that pass
+        found = _hang_shrunk(program, failure, make_impl, tenth, full, max_replays,
+                             soon if deadline is None else min(deadline, soon), options)
         if found is not None:
             return found
     return Shrunk(harness_class.normalise(program), hang, 1, 1)
@@ -223,9 +231,15 @@ def _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, opt
 
 def _hang_shrunk(program, failure, make_impl, per_call: float, full: float, max_replays, deadline,
                  options) -> Shrunk | None:
-    """``program`` shrunk with candidates under ``per_call``, if the result hangs under ``full``."""
+    """``program`` shrunk with candidates under ``per_call``, if the result hangs under ``full``.
+    Each candidate's implementation is built under the full limit: a process that starts slowly
+    (a loaded machine) is not the hang being shrunk."""
+    def make_under_full_limit():
+        with StepTimeLimit(full):
+            return make_impl()
+
     with StepTimeLimit(per_call):
-        shorter, _ = _shrink(program, failure, make_impl, max_replays, deadline, **options)
+        shorter, _ = _shrink(program, failure, make_under_full_limit, max_replays, deadline, **options)
     confirmed = _replay_hang(shorter, make_impl, full, options)
     return Shrunk(shorter, confirmed, 1, 1) if confirmed is not None else None
 
@@ -238,16 +252,18 @@ def _replay_hang(steps, make_impl, full: float, options) -> Failure | None:
 
 
 def _quick_limit(prefix: list[Step], make_impl, options, cap: float) -> float:
-    """The per-call limit for shrinking a hang: ten times the time of a fresh replay of
-    the steps before it (the faster of two: the first may start the map's process), within [_QUICK_FLOOR, cap]; ``cap`` if that replay does not
-    pass (then its time says nothing about a call's)."""
-    took = []
-    for _ in range(2):  # the second replay's time: the first may include starting the map's process
-        began = time.perf_counter()
-        if replay(prefix, make_impl, **options) is not None:
-            return cap
-        took.append(time.perf_counter() - began)
-    return min(cap, max(_QUICK_FLOOR, 10 * min(took)))
+    """The per-call limit for shrinking a hang: ten times the slowest call of a fresh replay
+    of the steps before it (the second of two: the first may start the map's process), timed
+    by the watchdog every few milliseconds, within [_QUICK_FLOOR, cap]; ``cap`` if that replay
+    does not pass (then its times say nothing about a call's). The slowest call, not the whole
+    replay: a long prefix of quick calls (bulk steps, a map in its own process) must not make
+    every hanging candidate cost a tenth of the full limit."""
+    for _ in range(2):
+        with StepTimeLimit(cap, resolution=_QUICK_RESOLUTION) as timing:
+            if replay(prefix, make_impl, **options) is not None:
+                return cap
+    slowest = timing.slowest + _QUICK_RESOLUTION  # a sampled call ran up to one interval longer than seen
+    return min(cap, max(_QUICK_FLOOR, 10 * slowest))
 
 
 def _shrink(steps, failure, make_impl, max_replays, deadline, *, harness_class, need=None, **harness_options):

@@ -40,7 +40,7 @@ from properties.core.failures import (COMPARISON_RAISED, CRASH, DIVERGENCE, INVA
 from properties.core.harness import HarnessBase
 from properties.core.keys import FAMILIES, family_of, fresh, magnitude, nth_key
 from properties.core.program import Step
-from properties.core.remote import expect_calls, take
+from properties.core.remote import changed_in_place, expect_calls, take
 from properties.core.replay import show
 from properties.core.states import copy_state, entries, same_entries, transform_append
 from properties.map.introspection import (adapt, deep_view_problem, introspection_problem, observe_flag,
@@ -254,11 +254,13 @@ class Harness(HarnessBase):
             sid, now, was = already
             return f"The change already reached a snapshot: s{sid} reads {now} instead of {was} for {safe_repr(slot)}."
         value.append(_MARK)
+        changed_in_place(self.impl, value)  # a map in its own process reads the snapshots there
         try:
             changed = self._snapshot_reading(slot)
         finally:
             if value and value[-1] == _MARK:
                 value.pop()
+                changed_in_place(self.impl, value)
         if changed:
             sid, now, was = changed
             return (f"Had the caller appended {_MARK} to it, snapshot s{sid} would read {now} instead of {was} "
