@@ -567,3 +567,54 @@ def test_a_stored_counterexample_is_readable_by_the_group_under_umask_002(tmp_pa
     assert run.returncode == 1, run.stderr
     (stored,) = (tmp_path / "found").glob("*.json")
     assert stat.S_IMODE(stored.stat().st_mode) == 0o664
+
+
+# ------------------------------------------------- 7. long runs: the step limit's watchdog
+
+
+def test_the_step_watchdog_never_reads_the_main_threads_frames(monkeypatch):
+    """On CPython 3.11 reading another thread's frames while it runs (sys._current_frames()
+    and f_back) can crash the interpreter or yield an object that is not a frame: a check at
+    capacity 262,144 died of SIGSEGV after 12 minutes, and another exited 1 with nothing
+    stored after 25 (the watchdog thread died of "'code' object has no attribute 'f_code'",
+    so the dead man's switch ended the process). The watchdog reads what the main thread
+    publishes instead, and still times the implementation's calls only."""
+    import time as time_
+
+    from properties.core.failures import TIME_LIMIT, TIMEOUT
+    from properties.core.limits import StepTimeLimit
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the watchdog read another thread's frames")
+
+    monkeypatch.setattr(sys, "_current_frames", forbidden)
+    reference = resolve("reference")
+
+    class SlowHarness(Harness):
+        def check_after_step(self, step):  # cowcheck's own checking: never the implementation's time
+            time_.sleep(0.3)
+            super().check_after_step(step)
+
+    class SleepsInGet(type(reference.new(capacity=4))):
+        def get(self, key, namespace):
+            time_.sleep(0.3)
+            return super().get(key, namespace)
+
+    program = [Step("put", (1, 0, [1])), Step("get", (1, 0))]
+    with StepTimeLimit(0.1):
+        assert replay(program, lambda: reference.new(capacity=4), harness_class=SlowHarness) is None
+        failure = replay(program, lambda: SleepsInGet(4), harness_class=Harness)
+    assert (failure.kind, failure.code, failure.step_index) == (TIMEOUT, TIME_LIMIT, 1)
+
+
+
+def test_the_limit_of_a_shrink_stores_what_is_stuck_as_the_run_does(monkeypatch):
+    """An inner limit (shrinking's, replaying's) without on_stuck of its own uses the run's: a step
+    stuck in native code while shrinking is stored, not lost (it was exit 1 with nothing stored)."""
+    from properties.core import limits
+
+    stored, exits = [], []
+    monkeypatch.setattr(limits.os, "_exit", exits.append)
+    with limits.StepTimeLimit(5.0, on_stuck=stored.append), limits.StepTimeLimit(1.0) as inner:
+        inner._stuck(3.0)
+    assert stored == [3.0] and exits == [1]
