@@ -14,6 +14,7 @@ import ast
 import io
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -618,3 +619,22 @@ def test_the_limit_of_a_shrink_stores_what_is_stuck_as_the_run_does(monkeypatch)
     with limits.StepTimeLimit(5.0, on_stuck=stored.append), limits.StepTimeLimit(1.0) as inner:
         inner._stuck(3.0)
     assert stored == [3.0] and exits == [1]
+
+
+# --------------------------------------------------------- 8. output that cannot be written
+
+
+def test_a_failure_is_stored_when_the_command_starts_with_its_output_closed(tmp_path):
+    """``cowcheck check >&- 2>&-`` (a cron job, a daemon): was an AttributeError traceback, exit 1
+    from Python itself, nothing stored and an internal-error file."""
+    for closes in ([">&-"], [">&-", "2>&-"], ["<&-", ">&-", "2>&-"]):
+        save_dir = tmp_path / f"found{len(closes)}"
+        command = " ".join([*map(shlex.quote, module_command("properties.cli", "check", "--impl",
+                                                               "mutant:skip-prefix-copy", "--seed", "1",
+                                                               "--save-dir", str(save_dir))), *closes])
+        run = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             timeout=300)
+        assert run.returncode == 1, closes
+        (stored,) = save_dir.glob("*.json")
+        assert (load(stored).failure.kind, load(stored).failure.code) == ("INVARIANT", "I9")
+    assert not (tmp_path / ".cowcheck").exists()  # no internal error

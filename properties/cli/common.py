@@ -185,6 +185,27 @@ class PrintableOutput:
         return self.stream.isatty()
 
 
+def standard_streams() -> tuple[TextIO, TextIO]:
+    """``sys.stdout`` and ``sys.stderr``, made usable when the command was started with any of
+    the descriptors 0-2 closed (``cowcheck check >&-``): a closed one is opened on /dev/null,
+    so no file cowcheck opens later takes its number (a counterexample written to as if it
+    were stdout, a child reading it as stdin), and Python's stream for it, None then, is made
+    again (faulthandler and the step watchdog need a stderr)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False)
+    return sys.stdout, sys.stderr
+
+
 class GuardedOutput:
     """A stream whose failures do not change the verdict: once writing fails (the
     reader went away, ``| head -1``; the disk is full) further output is dropped
