@@ -638,3 +638,40 @@ def test_a_failure_is_stored_when_the_command_starts_with_its_output_closed(tmp_
         (stored,) = save_dir.glob("*.json")
         assert (load(stored).failure.kind, load(stored).failure.code) == ("INVARIANT", "I9")
     assert not (tmp_path / ".cowcheck").exists()  # no internal error
+
+
+def _full_disk(monkeypatch, module):
+    import errno
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(module, "mkstemp", full)
+
+
+def test_a_full_disk_under_the_output_directory_is_one_line_exit_2(tmp_path, monkeypatch):
+    """A regression test that cannot be written (a full disk, a read-only file system found late) is
+    not cowcheck's own error: it was exit 3 with a traceback file."""
+    import tempfile as tempfile_
+
+    path = clean_map_file(tmp_path / "in")
+    _full_disk(monkeypatch, tempfile_)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = in_process("replay", path, "--to-pytest", "--out-dir", tmp_path / "regressions")
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"cowcheck: error: cannot write {tmp_path / 'regressions'}/") and \
+        err.strip().endswith(".py (No space left on device)"), err
+    assert not (tmp_path / ".cowcheck").exists()  # not an internal error
+
+
+def test_a_campaign_whose_directory_cannot_take_its_lock_is_bad_usage(tmp_path, monkeypatch):
+    import errno
+
+    from spark_fuzz import store as store_module
+    from spark_fuzz.store import CampaignStore, CampaignStoreError
+
+    def full(fd, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(store_module.os, "ftruncate", full)
+    with pytest.raises(CampaignStoreError, match="No space left on device"):
+        CampaignStore(tmp_path / "camp").acquire({}, False)

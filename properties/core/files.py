@@ -41,8 +41,8 @@ from typing import Any, Callable
 
 from properties.core.errors import UsageError
 
-__all__ = ["write_atomically", "read_user_file", "read_json", "UserFileError", "MAX_JSON_DEPTH", "MIB",
-           "file_mode", "writable_directory_problem"]
+__all__ = ["write_atomically", "read_user_file", "read_json", "UserFileError", "OutputError", "MAX_JSON_DEPTH",
+           "MIB", "file_mode", "writable_directory_problem"]
 
 MIB = 1 << 20
 # Deeper JSON is no file cowcheck writes (a counterexample nests about six levels); json.loads
@@ -178,12 +178,31 @@ def file_mode() -> int:
     return 0o666 & ~_umask()
 
 
+class OutputError(OSError, UsageError):
+    """A file cowcheck was asked to write cannot be written (a full disk, a read-only or
+    vanished directory): an OSError to code that falls back elsewhere, and to the command
+    line a usage error (exit 2, one line), never cowcheck's own error."""
+
+    def __str__(self) -> str:
+        return f"cannot write {self.filename} ({self.strerror})"
+
+
 def write_atomically(path, content: str | bytes | Callable[[Path], None]) -> None:
-    """Write ``content`` to ``path`` so that readers see the old file or the new one.
+    """Write ``content`` to ``path`` so that readers see the old file or the new one;
+    :class:`OutputError` if the file system refuses it.
 
     ``content``: text (UTF-8), bytes, or a function that writes the file at
     the temporary path it is given (a Parquet writer, a plot's ``savefig``)."""
     path = Path(path)
+    try:
+        _write_atomically(path, content)
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
+def _write_atomically(path: Path, content) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     tmp = Path(name)
