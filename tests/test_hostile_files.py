@@ -675,3 +675,24 @@ def test_a_campaign_whose_directory_cannot_take_its_lock_is_bad_usage(tmp_path, 
     monkeypatch.setattr(store_module.os, "ftruncate", full)
     with pytest.raises(CampaignStoreError, match="No space left on device"):
         CampaignStore(tmp_path / "camp").acquire({}, False)
+
+
+# ------------------------------------------------- 9. memory bounded by the work, not the input
+
+
+def test_reading_a_counterexample_with_a_10_mib_message_stays_small(tmp_path):
+    """The nesting check ran a regular expression over the file's strings: 1.3 GB for one 10 MiB string."""
+    import tracemalloc
+
+    from properties.core.files import MIB, read_json
+
+    path = variant(clean_map_file(tmp_path), tmp_path / "long.json",
+                   lambda d: d["failure"].update(message="m" * (10 * MIB)))
+    tracemalloc.start()
+    try:
+        data = read_json(path, what="a counterexample", limit=16 * MIB)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(data["failure"]["message"]) == 10 * MIB
+    assert peak < 5 * 10 * MIB, peak  # the bytes, the text, the parsed string, and change
