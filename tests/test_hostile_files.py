@@ -35,6 +35,7 @@ from properties.map import expected_results
 from properties.map.harness import Harness
 from reference.checkpoint import CheckpointHandle, CheckpointStreamFactory, HeapKeyedStateBackend
 from reference.checkpoint.format import INDEX_ENTRY, MAGIC, TRAILER_SIZE, U32, CheckpointMetadata, StateMetadata
+from reference.checkpoint.handle import MAX_HANDLE_BYTES
 from reference.checkpoint.restore import MAX_DATA_BYTES
 from reference.errors import CheckpointFormatError
 from reference.serializers import IntSerializer, ListSerializer
@@ -696,3 +697,22 @@ def test_reading_a_counterexample_with_a_10_mib_message_stays_small(tmp_path):
         tracemalloc.stop()
     assert len(data["failure"]["message"]) == 10 * MIB
     assert peak < 5 * 10 * MIB, peak  # the bytes, the text, the parsed string, and change
+
+
+def test_checkpoint_inspect_refuses_a_huge_data_file_without_reading_it(tmp_path):
+    """A file claiming to be a checkpoint, larger than the reader reads without a handle: refused
+    from its size (it read 256 MiB first: 599 MB of memory for an 8 GiB sparse file)."""
+    import tracemalloc
+
+    from properties.cli.checkpoint import _read
+    from reference.checkpoint.inspect import inspect_checkpoint
+
+    huge = _big_sparse(tmp_path / "huge.cwck", 8 << 30, start=MAGIC)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CheckpointFormatError, match="larger than"):
+            inspect_checkpoint(str(huge), read=_read)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * MAX_HANDLE_BYTES, peak  # the first bytes, read to tell a handle from data (was 256 MiB)
