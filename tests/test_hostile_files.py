@@ -716,3 +716,28 @@ def test_checkpoint_inspect_refuses_a_huge_data_file_without_reading_it(tmp_path
     finally:
         tracemalloc.stop()
     assert peak < 3 * MAX_HANDLE_BYTES, peak  # the first bytes, read to tell a handle from data (was 256 MiB)
+
+
+def test_a_failures_values_are_described_within_bounds():
+    """What a failure keeps of the map's values (json_data) never runs their code beyond the
+    built-in types, and never more than a bounded amount of it."""
+    from properties.core.failures import json_data
+
+    class Endless(list):
+        def __iter__(self):
+            while True:
+                yield 0
+
+    class ClassRaises(list):
+        @property
+        def __class__(self):
+            raise RuntimeError("no class")
+
+    assert json_data([1, (2, None), {"a": 1.5, 3: True}]) == [1, [2, None], {"a": 1.5, "3": True}]
+    assert json_data([float("nan"), 2 ** 20000])[0] == "nan"
+    assert json_data(Endless([1])) == "[1]" and json_data({"a": ClassRaises()})["a"].startswith("<")
+    big = json_data([0] * 5_000_000)
+    assert isinstance(big, str) and big.endswith("(list of 5,000,000 items)")
+    cyclic = []
+    cyclic.append(cyclic)
+    assert isinstance(json_data(cyclic), str)
