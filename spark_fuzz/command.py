@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from properties.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
-                                   one_line, seconds_arg)
+                                   one_line, seconds_arg, step_seconds_arg)
 from properties.core import bounds
 from properties.core.contract import pointer
 from properties.core.errors import UsageError
@@ -96,10 +96,10 @@ def register(sub) -> None:
                         "snapshot map owes, no rule about when copies are made; docs/contract.md)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
-    p.add_argument("--seed-time-limit", type=seconds_arg(), default=60.0, metavar="SECONDS",
+    p.add_argument("--seed-time-limit", type=seconds_arg(floor=bounds.MIN_SEED_SECONDS), default=60.0, metavar="SECONDS",
                    help="a walk longer than this is a TIMEOUT; a seed is killed at twice this plus slack "
                         "(default 60)")
-    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+    p.add_argument("--step-time-limit", type=step_seconds_arg, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT failure, shrunk and replayable (default "
                         f"{DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--call-by-call", action="store_true",

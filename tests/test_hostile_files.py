@@ -532,7 +532,11 @@ def test_an_output_directory_that_cannot_be_one_is_exit_2_up_front(tmp_path, arg
     ["check", "--minutes", "inf"],
     ["check", "--minutes", "nan"],
     ["check", "--step-time-limit", "inf"],
+    ["check", "--step-time-limit", "1e-300"],  # every call of a correct map would "time out"
+    ["replay", "{cx}", "--step-time-limit", "0.01"],
+    ["campaign", "--seed-time-limit", "0.5"],
     ["check", "--capacity", str(2 ** 40)],
+    ["check", "--capacity", str(1 << 18)],  # a default check over 2 hours, > 1 GB
     ["check", "--keys", str(10 ** 12)],
     ["check", "--seed", str(2 ** 100)],
     ["mutants", "--examples", str(10 ** 30)],

@@ -22,7 +22,7 @@ from properties.core.failures import printable
 from properties.core.files import writable_directory_problem, write_atomically
 
 __all__ = ["Progress", "UsageError", "non_negative_int", "positive_int", "positive_float", "capacity_arg",
-           "count_arg", "seconds_arg", "minutes_arg", "seed_arg", "report_internal_error", "EXIT_FAILURE",
+           "count_arg", "seconds_arg", "step_seconds_arg", "minutes_arg", "standard_streams", "seed_arg", "report_internal_error", "EXIT_FAILURE",
            "EXIT_USAGE", "EXIT_INTERNAL", "one_line", "PrintableOutput", "GuardedOutput", "check_output_directory"]
 
 EXIT_FAILURE = 1
@@ -75,9 +75,9 @@ class Progress:
             self.stream.flush()
 
 
-def _number(text: str, convert, accept, wording: str, bound: Bound | None = None):
-    """``convert(text)`` if ``accept`` holds for it and it is at most ``bound``, else an
-    argparse error naming ``wording`` (and the bound's reason)."""
+def _number(text: str, convert, accept, wording: str, bound: Bound | None = None, floor: Bound | None = None):
+    """``convert(text)`` if ``accept`` holds for it and it is at most ``bound`` (at least
+    ``floor``), else an argparse error naming ``wording`` (and the bound's reason)."""
     try:
         value = convert(text)
     except ValueError:
@@ -88,6 +88,9 @@ def _number(text: str, convert, accept, wording: str, bound: Bound | None = None
         raise argparse.ArgumentTypeError(f"expected {wording}, got {value}")
     if bound is not None and value > bound.limit:
         raise argparse.ArgumentTypeError(f"expected {wording} up to {bound.limit:,}: {bound.reason}; got "
+                                         f"{one_line(text)[:40]}")
+    if floor is not None and value < floor.limit:
+        raise argparse.ArgumentTypeError(f"expected {wording} of at least {floor.limit:g}: {floor.reason}; got "
                                          f"{one_line(text)[:40]}")
     return value
 
@@ -100,8 +103,8 @@ def positive_int(text: str, bound: Bound | None = None) -> int:
     return _number(text, int, lambda v: v > 0, "a positive integer", bound)
 
 
-def positive_float(text: str, bound: Bound | None = None) -> float:
-    return _number(text, float, lambda v: v > 0, "a positive number", bound)
+def positive_float(text: str, bound: Bound | None = None, floor: Bound | None = None) -> float:
+    return _number(text, float, lambda v: v > 0, "a positive number", bound, floor)
 
 
 def count_arg(bound: Bound, zero: bool = False):
@@ -111,9 +114,12 @@ def count_arg(bound: Bound, zero: bool = False):
     return parse
 
 
-def seconds_arg(bound: Bound = bounds.MAX_SECONDS):
-    """The argument type of a time in seconds: positive, finite, at most ``bound``."""
-    return lambda text: positive_float(text, bound)
+def seconds_arg(bound: Bound = bounds.MAX_SECONDS, floor: Bound | None = None):
+    """The argument type of a time in seconds: positive, finite, at most ``bound`` (at least ``floor``)."""
+    return lambda text: positive_float(text, bound, floor)
+
+
+step_seconds_arg = seconds_arg(bounds.MAX_STEP_SECONDS, bounds.MIN_STEP_SECONDS)  # --step-time-limit
 
 
 def minutes_arg(text: str) -> float:
