@@ -22,8 +22,9 @@ from properties.core.failures import printable
 from properties.core.files import writable_directory_problem, write_atomically
 
 __all__ = ["Progress", "UsageError", "non_negative_int", "positive_int", "positive_float", "capacity_arg",
-           "count_arg", "seconds_arg", "step_seconds_arg", "minutes_arg", "standard_streams", "seed_arg", "report_internal_error", "EXIT_FAILURE",
-           "EXIT_USAGE", "EXIT_INTERNAL", "one_line", "PrintableOutput", "GuardedOutput", "check_output_directory"]
+           "count_arg", "seconds_arg", "step_seconds_arg", "minutes_arg", "seed_arg", "report_internal_error",
+           "EXIT_FAILURE", "EXIT_USAGE", "EXIT_INTERNAL", "one_line", "PrintableOutput", "GuardedOutput",
+           "check_output_directory", "standard_streams"]
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
