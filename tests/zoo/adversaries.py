@@ -602,7 +602,8 @@ ZOO: dict[str, Verdict] = {
     "class-raises-state": Verdict("class_raises_state", 1, "DIVERGENCE", "P1", args=("--in-process",),
                                   what="under a snapshot, get hands out a list whose __class__ raises, in cowcheck's "
                                        "process (was exit 3)"),
-    "huge-state": Verdict("huge_state", 1, "CRASH", "worker-protocol", args=("--replays", "2", "--shrink-seconds", "10"),
+    "huge-state": Verdict("huge_state", 1, "CRASH", "worker-protocol",
+                          args=("--replays", "2", "--shrink-seconds", "10"),
                           what="under a snapshot, get hands out 14 million ints: more than a message between "
                                "the processes may hold (64 MiB; reading it stuck cowcheck for 12 s, then exit 1 "
                                "with nothing stored)"),
