@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from properties.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
-                                   one_line, seconds_arg, step_seconds_arg)
+                                   one_line, seconds_arg, step_seconds_arg, store_found)
 from properties.core import bounds
 from properties.core.contract import pointer
 from properties.core.errors import UsageError
@@ -223,7 +223,13 @@ def _run(args, stdout: TextIO, stderr: TextIO, impl, config, white_box: bool, ba
         stdout.write(f"FAILURE {failure_kind(row)} {row['signature']}: seed {row['seed']} "
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
                      f"  {replay_command(args.out, row)}\n  {pointer(row['code'])}\n")
-    stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
+    for data in result.unstored:  # the campaign directory refused them (a full disk): elsewhere, said so
+        store_found(lambda directory, data=data: (store.put_counterexample(data, directory), True),
+                    store.counterexamples_dir, stderr)
+    if result.report_problem:
+        stderr.write(f"cowcheck: no report: {result.report_problem}\n")
+    else:
+        stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
     if result.internal:
         first = result.internal[0]
         stderr.write(f"internal error in cowcheck on {len(result.internal)} seed"

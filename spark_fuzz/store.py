@@ -257,9 +257,10 @@ class CampaignStore:
         """Store counterexample JSON data under its signature (a shorter program wins)."""
         return save(Counterexample.from_json(data), self.counterexamples_dir)
 
-    def put_counterexample(self, data: dict) -> Path:
-        """Store exactly this counterexample under its signature (the campaign's chosen one)."""
-        path = self.counterexamples_dir / f"{data['signature']}.json"
+    def put_counterexample(self, data: dict, directory=None) -> Path:
+        """Store exactly this counterexample under its signature (the campaign's chosen one), in
+        the campaign's counterexamples directory or ``directory``."""
+        path = Path(directory or self.counterexamples_dir) / f"{data['signature']}.json"
         text = json.dumps(data, indent=2) + "\n"
         try:
             same = read_user_file(path, what="a counterexample", limit=4 * len(text) + 1) == text.encode("utf-8")

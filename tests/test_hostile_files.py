@@ -745,3 +745,34 @@ def test_a_failures_values_are_described_within_bounds():
     cyclic = []
     cyclic.append(cyclic)
     assert isinstance(json_data(cyclic), str)
+
+
+def test_a_campaign_whose_disk_fills_at_the_end_keeps_its_verdict(tmp_path, monkeypatch):
+    """The disk fills as the campaign ends (its counterexamples, plots, reports): was exit 2 (or 3)
+    without the FAILURE lines; now the counterexample goes to a temporary directory, said in one
+    line, the missing report in another, and the verdict is exit 1."""
+    import errno
+    import tempfile as tempfile_
+
+    from spark_fuzz import driver
+    from spark_fuzz.store import CampaignStore
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    real = CampaignStore.put_counterexample
+    out = tmp_path / "camp"
+    monkeypatch.setattr(CampaignStore, "put_counterexample", lambda self, data, directory=None: full()
+                        if Path(directory or self.counterexamples_dir) == self.counterexamples_dir
+                        else real(self, data, directory))
+    monkeypatch.setattr(driver, "write_report", full)
+    monkeypatch.setattr(tempfile_, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    code, out_text, err = in_process("campaign", "--impl", "mutant:skip-prefix-copy", "--seeds", "0:4", "--steps",
+                                     "100", "--master", "local[1]", "--out", out)
+    assert code == 1, out_text + err
+    assert "FAILURE INVARIANT I9" in out_text and "report:" not in out_text
+    said = [line for line in err.splitlines() if line.startswith("cowcheck:")]
+    assert len(said) == 2 and "No space left on device" in said[1], err
+    (stored,) = (tmp_path / "tmp").rglob("*.json")
+    assert str(stored) in said[0] and load(stored).failure.code == "I9"
