@@ -20,7 +20,7 @@ import attrs
 from typing import TextIO
 
 from properties.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
-                                   one_line, seconds_arg)
+                                   one_line, seconds_arg, step_seconds_arg, store_found)
 from properties.core import bounds
 from properties.core.contract import pointer
 from properties.core.errors import UsageError
@@ -101,10 +101,10 @@ def register(sub) -> None:
                         "(what any snapshot map owes, no rule about when copies are made; docs/contract.md)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="map machine: hold live iteration to 'each entry once or an error' (Flink does not meet it)")
-    p.add_argument("--seed-time-limit", type=seconds_arg(), default=60.0, metavar="SECONDS",
+    p.add_argument("--seed-time-limit", type=seconds_arg(floor=bounds.MIN_SEED_SECONDS), default=60.0, metavar="SECONDS",
                    help="a walk longer than this is a TIMEOUT; a seed is killed at twice this plus slack "
                         "(default 60)")
-    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+    p.add_argument("--step-time-limit", type=step_seconds_arg, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT failure, shrunk and replayable (default "
                         f"{DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--call-by-call", action="store_true",
@@ -242,7 +242,13 @@ def _run(args, stdout: TextIO, stderr: TextIO, kind, impl, config, white_box: bo
         stdout.write(f"FAILURE {failure_kind(row)} {row['signature']}: seed {row['seed']} "
                      f"(+{row['occurrences'] - 1} more seeds)\n  {row['message'][:200]}\n"
                      f"  {replay_command(args.out, row, kind.name)}\n  {pointer(row['code'])}\n")
-    stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
+    for signature, text in result.unstored:  # the campaign directory refused them (a full disk): elsewhere, said so
+        store_found(lambda directory, signature=signature, text=text: (store.put_counterexample(signature, text, directory), True),
+                    store.counterexamples_dir, stderr)
+    if result.report_problem:
+        stderr.write(f"cowcheck: no report: {result.report_problem}\n")
+    else:
+        stdout.write(f"report: {Path(args.out) / 'report.md'}  {Path(args.out) / 'report.html'}\n")
     if result.internal:
         first = result.internal[0]
         stderr.write(f"internal error in cowcheck on {len(result.internal)} seed"

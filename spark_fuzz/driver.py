@@ -63,6 +63,10 @@ class CampaignResult:
     internal: list = attrs.Factory(list)  # rows of seeds on which cowcheck itself failed
     this_run: list = attrs.Factory(list)  # the runs rows of this run alone (a resumed campaign's own)
     stopped_after: int | None = None  # --stop-after: stopped once this many distinct failures were known
+    # What the campaign directory could not take at the end (a full disk): the distinct failures'
+    # counterexamples not stored there (the command stores them elsewhere), why the report is missing.
+    unstored: list = attrs.Factory(list)
+    report_problem: str | None = None
 
     @property
     def seeds(self) -> int:
@@ -274,7 +278,10 @@ class _Campaign:
                     continue
                 self.failures += 1
                 if self.keep(row) and row["counterexample_json"]:
-                    self.store.put_counterexample(row["signature"], row["counterexample_json"])
+                    try:
+                        self.store.put_counterexample(row["signature"], row["counterexample_json"])
+                    except OSError:  # a full disk: the campaign's end stores it, elsewhere if need be
+                        pass
             self.pending.append((run_row, failure_rows))
         if results and notify and self.on_batch is not None:
             self.on_batch(self)
@@ -474,13 +481,20 @@ def _run(sc, config, store, seeds, minutes, partitions, isolate, progress, on_ba
     failures = [row for row in rows if row["kind"] != INTERNAL]
     internal = [row for row in rows if row["kind"] == INTERNAL]
     distinct = distinct_failures(failures)
+    unstored, report_problem = [], None  # a full disk here loses no verdict: the command says where things are
     for row in distinct:  # (nothing to write unless an earlier run ended before writing its choice)
         if row["counterexample_json"]:
-            store.put_counterexample(row["signature"], row["counterexample_json"])
-    result = CampaignResult(str(store.root), runs, failures, distinct, time.monotonic() - began, interrupted,
-                            internal, campaign.rows, stop_after if stopped else None)
+            try:
+                store.put_counterexample(row["signature"], row["counterexample_json"])
+            except OSError:
+                unstored.append((row["signature"], row["counterexample_json"]))
     if report:
-        write_report(store.root, runs, failures, distinct, config, dict(meta or {}, partitions=partitions))
+        try:
+            write_report(store.root, runs, failures, distinct, config, dict(meta or {}, partitions=partitions))
+        except OSError as exc:
+            report_problem = str(exc)
+    result = CampaignResult(str(store.root), runs, failures, distinct, time.monotonic() - began, interrupted,
+                            internal, campaign.rows, stop_after if stopped else None, unstored, report_problem)
     if interrupted:
         raise KeyboardInterrupt
     return result

@@ -159,8 +159,11 @@ class CampaignStore:
             return
         if self.root.exists() and not self.root.is_dir():
             raise CampaignStoreError(self.root, "is a file, not a campaign directory")
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except OSError as exc:  # a full disk, a read-only file system
+            raise CampaignStoreError(self.root, f"cannot make its lock ({exc.strerror or exc})") from None
         if fcntl is not None:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -169,8 +172,12 @@ class CampaignStore:
                 os.close(fd)
                 raise CampaignStoreError(self.root, f"is in use by another run of this campaign ({holder}); wait "
                                                     f"for it to end, or choose another --out") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()} on {socket.gethostname()}\n".encode())
+        except OSError as exc:
+            os.close(fd)
+            raise CampaignStoreError(self.root, f"cannot write its lock ({exc.strerror or exc})") from None
         self._lock_fd = fd
         self._check(config, resume)  # again under the lock: a run that just ended may have started it
 
@@ -254,10 +261,11 @@ class CampaignStore:
 
     # ----------------------------------------------------- counterexamples
 
-    def put_counterexample(self, signature: str, text: str) -> Path:
+    def put_counterexample(self, signature: str, text: str, directory=None) -> Path:
         """Store the campaign's chosen counterexample of ``signature``, its file's ``text`` as the
-        seed's worker rendered it, unless the file holds it already."""
-        path = self.counterexamples_dir / f"{signature}.json"
+        seed's worker rendered it, unless the file holds it already; in the campaign's
+        counterexamples directory or ``directory``."""
+        path = Path(directory or self.counterexamples_dir) / f"{signature}.json"
         try:
             same = read_user_file(path, what="a counterexample", limit=4 * len(text) + 1) == text.encode("utf-8")
         except UserFileError:

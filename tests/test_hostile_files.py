@@ -14,6 +14,7 @@ import ast
 import io
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from properties.map import expected_results
 from properties.map.harness import Harness
 from reference.checkpoint import CheckpointHandle, CheckpointStreamFactory, HeapKeyedStateBackend
 from reference.checkpoint.format import INDEX_ENTRY, MAGIC, TRAILER_SIZE, U32, CheckpointMetadata, StateMetadata
+from reference.checkpoint.handle import MAX_HANDLE_BYTES
 from reference.checkpoint.restore import MAX_DATA_BYTES
 from reference.errors import CheckpointFormatError
 from reference.serializers import IntSerializer, ListSerializer
@@ -531,7 +533,11 @@ def test_an_output_directory_that_cannot_be_one_is_exit_2_up_front(tmp_path, arg
     ["check", "--minutes", "inf"],
     ["check", "--minutes", "nan"],
     ["check", "--step-time-limit", "inf"],
+    ["check", "--step-time-limit", "1e-300"],  # every call of a correct map would "time out"
+    ["replay", "{cx}", "--step-time-limit", "0.01"],
+    ["campaign", "--seed-time-limit", "0.5"],
     ["check", "--capacity", str(2 ** 40)],
+    ["check", "--capacity", str(1 << 18)],  # a default check over 2 hours, > 1 GB
     ["check", "--keys", str(10 ** 12)],
     ["check", "--seed", str(2 ** 100)],
     ["mutants", "--examples", str(10 ** 30)],
@@ -568,3 +574,206 @@ def test_a_stored_counterexample_is_readable_by_the_group_under_umask_002(tmp_pa
     assert run.returncode == 1, run.stderr
     (stored,) = (tmp_path / "found").glob("*.json")
     assert stat.S_IMODE(stored.stat().st_mode) == 0o664
+
+
+# ------------------------------------------------- 7. long runs: the step limit's watchdog
+
+
+def test_the_step_watchdog_never_reads_the_main_threads_frames(monkeypatch):
+    """On CPython 3.11 reading another thread's frames while it runs (sys._current_frames()
+    and f_back) can crash the interpreter or yield an object that is not a frame: a check at
+    capacity 262,144 died of SIGSEGV after 12 minutes, and another exited 1 with nothing
+    stored after 25 (the watchdog thread died of "'code' object has no attribute 'f_code'",
+    so the dead man's switch ended the process). The watchdog reads what the main thread
+    publishes instead, and still times the implementation's calls only."""
+    import time as time_
+
+    from properties.core.failures import TIME_LIMIT, TIMEOUT
+    from properties.core.limits import StepTimeLimit
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the watchdog read another thread's frames")
+
+    monkeypatch.setattr(sys, "_current_frames", forbidden)
+    reference = resolve("reference")
+
+    class SlowHarness(Harness):
+        def check_after_step(self, step):  # cowcheck's own checking: never the implementation's time
+            time_.sleep(0.3)
+            super().check_after_step(step)
+
+    class SleepsInGet(type(reference.new(capacity=4))):
+        def get(self, key, namespace):
+            time_.sleep(0.3)
+            return super().get(key, namespace)
+
+    program = [Step("put", (1, 0, [1])), Step("get", (1, 0))]
+    with StepTimeLimit(0.1):
+        assert replay(program, lambda: reference.new(capacity=4), harness_class=SlowHarness) is None
+        failure = replay(program, lambda: SleepsInGet(4), harness_class=Harness)
+    assert (failure.kind, failure.code, failure.step_index) == (TIMEOUT, TIME_LIMIT, 1)
+
+
+
+def test_the_limit_of_a_shrink_stores_what_is_stuck_as_the_run_does(monkeypatch):
+    """An inner limit (shrinking's, replaying's) without on_stuck of its own uses the run's: a step
+    stuck in native code while shrinking is stored, not lost (it was exit 1 with nothing stored)."""
+    from properties.core import limits
+
+    stored, exits = [], []
+    monkeypatch.setattr(limits.os, "_exit", exits.append)
+    with limits.StepTimeLimit(5.0, on_stuck=stored.append), limits.StepTimeLimit(1.0) as inner:
+        inner._stuck(3.0)
+    assert stored == [3.0] and exits == [1]
+
+
+# --------------------------------------------------------- 8. output that cannot be written
+
+
+def test_a_failure_is_stored_when_the_command_starts_with_its_output_closed(tmp_path):
+    """``cowcheck check >&- 2>&-`` (a cron job, a daemon): was an AttributeError traceback, exit 1
+    from Python itself, nothing stored and an internal-error file."""
+    for closes in ([">&-"], [">&-", "2>&-"], ["<&-", ">&-", "2>&-"]):
+        save_dir = tmp_path / f"found{len(closes)}"
+        command = " ".join([*map(shlex.quote, module_command("properties.cli", "check", "--impl",
+                                                               "mutant:skip-prefix-copy", "--seed", "1",
+                                                               "--save-dir", str(save_dir))), *closes])
+        run = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+                             timeout=300)
+        assert run.returncode == 1, closes
+        (stored,) = save_dir.glob("*.json")
+        assert (load(stored).failure.kind, load(stored).failure.code) == ("INVARIANT", "I9")
+    assert not (tmp_path / ".cowcheck").exists()  # no internal error
+
+
+def _full_disk(monkeypatch, module):
+    import errno
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(module, "mkstemp", full)
+
+
+def test_a_full_disk_under_the_output_directory_is_one_line_exit_2(tmp_path, monkeypatch):
+    """A regression test that cannot be written (a full disk, a read-only file system found late) is
+    not cowcheck's own error: it was exit 3 with a traceback file."""
+    import tempfile as tempfile_
+
+    path = clean_map_file(tmp_path / "in")
+    _full_disk(monkeypatch, tempfile_)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = in_process("replay", path, "--to-pytest", "--out-dir", tmp_path / "regressions")
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"cowcheck: error: cannot write {tmp_path / 'regressions'}/") and \
+        err.strip().endswith(".py (No space left on device)"), err
+    assert not (tmp_path / ".cowcheck").exists()  # not an internal error
+
+
+def test_a_campaign_whose_directory_cannot_take_its_lock_is_bad_usage(tmp_path, monkeypatch):
+    import errno
+
+    from spark_fuzz import store as store_module
+    from spark_fuzz.store import CampaignStore, CampaignStoreError
+
+    def full(fd, length):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(store_module.os, "ftruncate", full)
+    with pytest.raises(CampaignStoreError, match="No space left on device"):
+        CampaignStore(tmp_path / "camp").acquire({}, False)
+
+
+# ------------------------------------------------- 9. memory bounded by the work, not the input
+
+
+def test_reading_a_counterexample_with_a_10_mib_message_stays_small(tmp_path):
+    """The nesting check ran a regular expression over the file's strings: 1.3 GB for one 10 MiB string."""
+    import tracemalloc
+
+    from properties.core.files import MIB, read_json
+
+    path = variant(clean_map_file(tmp_path), tmp_path / "long.json",
+                   lambda d: d["failure"].update(message="m" * (10 * MIB)))
+    tracemalloc.start()
+    try:
+        data = read_json(path, what="a counterexample", limit=16 * MIB)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(data["failure"]["message"]) == 10 * MIB
+    assert peak < 5 * 10 * MIB, peak  # the bytes, the text, the parsed string, and change
+
+
+def test_checkpoint_inspect_refuses_a_huge_data_file_without_reading_it(tmp_path):
+    """A file claiming to be a checkpoint, larger than the reader reads without a handle: refused
+    from its size (it read 256 MiB first: 599 MB of memory for an 8 GiB sparse file)."""
+    import tracemalloc
+
+    from properties.cli.checkpoint import _read
+    from reference.checkpoint.inspect import inspect_checkpoint
+
+    huge = _big_sparse(tmp_path / "huge.cwck", 8 << 30, start=MAGIC)
+    tracemalloc.start()
+    try:
+        with pytest.raises(CheckpointFormatError, match="larger than"):
+            inspect_checkpoint(str(huge), read=_read)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * MAX_HANDLE_BYTES, peak  # the first bytes, read to tell a handle from data (was 256 MiB)
+
+
+def test_a_failures_values_are_described_within_bounds():
+    """What a failure keeps of the map's values (json_data) never runs their code beyond the
+    built-in types, and never more than a bounded amount of it."""
+    from properties.core.failures import json_data
+
+    class Endless(list):
+        def __iter__(self):
+            while True:
+                yield 0
+
+    class ClassRaises(list):
+        @property
+        def __class__(self):
+            raise RuntimeError("no class")
+
+    assert json_data([1, (2, None), {"a": 1.5, 3: True}]) == [1, [2, None], {"a": 1.5, "3": True}]
+    assert json_data([float("nan"), 2 ** 20000])[0] == "nan"
+    assert json_data(Endless([1])) == "[1]" and json_data({"a": ClassRaises()}) == {"a": "[]"}  # __class__ never read
+    big = json_data([0] * 5_000_000)
+    assert isinstance(big, str) and big.endswith("(list of 5,000,000 items)")
+    cyclic = []
+    cyclic.append(cyclic)
+    assert isinstance(json_data(cyclic), str)
+
+
+def test_a_campaign_whose_disk_fills_at_the_end_keeps_its_verdict(tmp_path, monkeypatch):
+    """The disk fills as the campaign ends (its counterexamples, plots, reports): was exit 2 (or 3)
+    without the FAILURE lines; now the counterexample goes to a temporary directory, said in one
+    line, the missing report in another, and the verdict is exit 1."""
+    import errno
+    import tempfile as tempfile_
+
+    from spark_fuzz import driver
+    from spark_fuzz.store import CampaignStore
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    real = CampaignStore.put_counterexample
+    out = tmp_path / "camp"
+    monkeypatch.setattr(CampaignStore, "put_counterexample", lambda self, signature, text, directory=None: full()
+                        if Path(directory or self.counterexamples_dir) == self.counterexamples_dir
+                        else real(self, signature, text, directory))
+    monkeypatch.setattr(driver, "write_report", full)
+    monkeypatch.setattr(tempfile_, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    code, out_text, err = in_process("campaign", "--impl", "mutant:skip-prefix-copy", "--seeds", "0:4", "--steps",
+                                     "100", "--master", "local[1]", "--out", out)
+    assert code == 1, out_text + err
+    assert "FAILURE INVARIANT I9" in out_text and "report:" not in out_text
+    said = [line for line in err.splitlines() if line.startswith("cowcheck:")]
+    assert len(said) == 2 and "No space left on device" in said[1], err
+    (stored,) = (tmp_path / "tmp").rglob("*.json")
+    assert str(stored) in said[0] and load(stored).failure.code == "I9"

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from importlib import metadata
 from typing import TextIO
 
 import properties.flink  # noqa: F401  (registers --impl flink)
 import properties.machines  # noqa: F401  (registers every machine)
 from properties.cli import check, checkpoint, explain, mutants, prove, replay, versions
-from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error
+from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error, standard_streams
 from properties.core.boundary import catching_interrupts
 from properties.core.errors import UsageError, did_you_mean
 from properties.core.impls import UnknownImplementationError
@@ -92,8 +91,13 @@ def build_parser(commands: tuple = ()) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr,
+def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None,
          commands: tuple = ()) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``) writing to ``stdout`` and ``stderr``
+    (default the process's own, usable even if it was started with them closed); the exit code."""
+    if stdout is None or stderr is None:
+        standard_out, standard_err = standard_streams()
+        stdout, stderr = stdout or standard_out, stderr or standard_err
     # Output that fails (a closed pipe, a full disk) never changes the exit code: what a run
     # found is stored whatever happens to its report (GuardedOutput).
     stdout, stderr = GuardedOutput(stdout), GuardedOutput(stderr)

@@ -12,7 +12,7 @@ import attrs
 from hypothesis import settings
 
 from properties.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
-                                   one_line, seed_arg, store_found)
+                                   one_line, seed_arg, step_seconds_arg, store_found)
 from properties.core import bounds
 from properties.core.contract import pointer
 from properties.core.counterexample import Counterexample, CounterexampleError, load, replay_command, save
@@ -89,7 +89,7 @@ def register(sub) -> None:
                         "docs/contract.md)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
-    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT,
+    p.add_argument("--step-time-limit", type=step_seconds_arg, default=DEFAULT_STEP_TIME_LIMIT,
                    metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT failure (default {DEFAULT_STEP_TIME_LIMIT:g})")
     p.add_argument("--shrink-seconds", type=seconds_arg(), default=DEFAULT_SHRINK_SECONDS, metavar="SECONDS",

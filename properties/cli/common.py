@@ -22,8 +22,9 @@ from properties.core.failures import printable
 from properties.core.files import writable_directory_problem, write_atomically
 
 __all__ = ["Progress", "UsageError", "non_negative_int", "positive_int", "positive_float", "capacity_arg",
-           "count_arg", "seconds_arg", "minutes_arg", "seed_arg", "report_internal_error", "EXIT_FAILURE",
-           "EXIT_USAGE", "EXIT_INTERNAL", "one_line", "PrintableOutput", "GuardedOutput", "check_output_directory"]
+           "count_arg", "seconds_arg", "step_seconds_arg", "minutes_arg", "seed_arg", "report_internal_error",
+           "EXIT_FAILURE", "EXIT_USAGE", "EXIT_INTERNAL", "one_line", "PrintableOutput", "GuardedOutput",
+           "check_output_directory", "standard_streams"]
 
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -75,9 +76,9 @@ class Progress:
             self.stream.flush()
 
 
-def _number(text: str, convert, accept, wording: str, bound: Bound | None = None):
-    """``convert(text)`` if ``accept`` holds for it and it is at most ``bound``, else an
-    argparse error naming ``wording`` (and the bound's reason)."""
+def _number(text: str, convert, accept, wording: str, bound: Bound | None = None, floor: Bound | None = None):
+    """``convert(text)`` if ``accept`` holds for it and it is at most ``bound`` (at least
+    ``floor``), else an argparse error naming ``wording`` (and the bound's reason)."""
     try:
         value = convert(text)
     except ValueError:
@@ -88,6 +89,9 @@ def _number(text: str, convert, accept, wording: str, bound: Bound | None = None
         raise argparse.ArgumentTypeError(f"expected {wording}, got {value}")
     if bound is not None and value > bound.limit:
         raise argparse.ArgumentTypeError(f"expected {wording} up to {bound.limit:,}: {bound.reason}; got "
+                                         f"{one_line(text)[:40]}")
+    if floor is not None and value < floor.limit:
+        raise argparse.ArgumentTypeError(f"expected {wording} of at least {floor.limit:g}: {floor.reason}; got "
                                          f"{one_line(text)[:40]}")
     return value
 
@@ -100,8 +104,8 @@ def positive_int(text: str, bound: Bound | None = None) -> int:
     return _number(text, int, lambda v: v > 0, "a positive integer", bound)
 
 
-def positive_float(text: str, bound: Bound | None = None) -> float:
-    return _number(text, float, lambda v: v > 0, "a positive number", bound)
+def positive_float(text: str, bound: Bound | None = None, floor: Bound | None = None) -> float:
+    return _number(text, float, lambda v: v > 0, "a positive number", bound, floor)
 
 
 def count_arg(bound: Bound, zero: bool = False):
@@ -111,9 +115,12 @@ def count_arg(bound: Bound, zero: bool = False):
     return parse
 
 
-def seconds_arg(bound: Bound = bounds.MAX_SECONDS):
-    """The argument type of a time in seconds: positive, finite, at most ``bound``."""
-    return lambda text: positive_float(text, bound)
+def seconds_arg(bound: Bound = bounds.MAX_SECONDS, floor: Bound | None = None):
+    """The argument type of a time in seconds: positive, finite, at most ``bound`` (at least ``floor``)."""
+    return lambda text: positive_float(text, bound, floor)
+
+
+step_seconds_arg = seconds_arg(bounds.MAX_STEP_SECONDS, bounds.MIN_STEP_SECONDS)  # --step-time-limit
 
 
 def minutes_arg(text: str) -> float:
@@ -183,6 +190,27 @@ class PrintableOutput:
 
     def isatty(self) -> bool:
         return self.stream.isatty()
+
+
+def standard_streams() -> tuple[TextIO, TextIO]:
+    """``sys.stdout`` and ``sys.stderr``, made usable when the command was started with any of
+    the descriptors 0-2 closed (``cowcheck check >&-``): a closed one is opened on /dev/null,
+    so no file cowcheck opens later takes its number (a counterexample written to as if it
+    were stdout, a child reading it as stdin), and Python's stream for it, None then, is made
+    again (faulthandler and the step watchdog need a stderr)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    if sys.stdout is None:
+        sys.stdout = open(1, "w", closefd=False)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False)
+    return sys.stdout, sys.stderr
 
 
 class GuardedOutput:

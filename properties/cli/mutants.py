@@ -6,7 +6,7 @@ from typing import TextIO
 
 from hypothesis import settings
 
-from properties.cli.common import count_arg, seconds_arg, seed_arg
+from properties.cli.common import count_arg, seconds_arg, seed_arg, step_seconds_arg
 from properties.core import bounds
 from properties.core.contract import CONTRACT
 from properties.core.errors import UsageError
@@ -38,7 +38,7 @@ def register(sub) -> None:
                    help=f"replays of a kill's program before and after shrinking, to tell a nondeterministic "
                         f"mutant (default {DEFAULT_REPLAYS})")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
-    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+    p.add_argument("--step-time-limit", type=step_seconds_arg, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")
     p.set_defaults(handler=mutants)
 

@@ -28,7 +28,7 @@ from typing import TextIO
 
 import attrs
 
-from properties.cli.common import PrintableOutput, check_output_directory, count_arg, seconds_arg, store_found
+from properties.cli.common import PrintableOutput, check_output_directory, count_arg, step_seconds_arg, store_found
 from properties.core import bounds
 from properties.core.counterexample import CounterexampleError, load, reliability, save
 from properties.core.contract import pointer
@@ -82,7 +82,7 @@ def register(sub) -> None:
 
 
 def _add_step_time_limit(p) -> None:
-    p.add_argument("--step-time-limit", type=seconds_arg(bounds.MAX_STEP_SECONDS), default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
+    p.add_argument("--step-time-limit", type=step_seconds_arg, default=DEFAULT_STEP_TIME_LIMIT, metavar="SECONDS",
                    help=f"a step running longer is a TIMEOUT (default {DEFAULT_STEP_TIME_LIMIT:g})")
 
 

@@ -17,12 +17,13 @@ failure of the suite.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any
 
 import attrs
 
 __all__ = ["Failure", "CheckFailure", "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT", "KINDS", "TIME_LIMIT",
-           "safe_repr", "safe_equal", "json_data", "COMPARISON_RAISED", "printable"]
+           "safe_repr", "safe_equal", "json_data", "COMPARISON_RAISED", "printable", "MAX_DATA_ITEMS", "MAX_DATA_DEPTH"]
 
 DIVERGENCE = "DIVERGENCE"
 INVARIANT = "INVARIANT"
@@ -58,20 +59,85 @@ class CheckFailure(AssertionError):
         self.failure = failure
 
 
+MAX_DATA_ITEMS = 1_000_000  # values in a failure's expected or actual (a large map's listing is 5 * 10^5)
+MAX_DATA_DEPTH = 32  # levels of nesting, likewise
+_MAX_INT_BITS = 13_000  # ints JSON writes and Python reads back (4,300 digits at most: sys.int_info)
+
+
+class _TooMuch(Exception):
+    pass
+
+
 def json_data(value: Any) -> Any:
     """``value`` as detached JSON data: tuples become lists, anything JSON cannot
     hold becomes its :func:`safe_repr` (a failure keeps no live object of the
     implementation, and printing it never runs the implementation's code).
 
+    Only values of the built-in types themselves are taken apart (a subclass of
+    list is not: its ``__iter__`` could raise or never end), at most
+    :data:`MAX_DATA_ITEMS` values nested :data:`MAX_DATA_DEPTH` deep; a larger
+    value is kept as a short description of its beginning.
+
     >>> json_data((1, [2, None], {"a": object}))[:2]
     [1, [2, None]]
+    >>> json_data([float("nan"), {1: True}])
+    ['nan', {'1': True}]
     """
-    import json
+    budget = [MAX_DATA_ITEMS]
+
+    def plain(v, depth: int):
+        budget[0] -= 1
+        if budget[0] < 0 or depth > MAX_DATA_DEPTH:
+            raise _TooMuch
+        t = type(v)
+        if v is None or t is bool or t is str:
+            return v
+        if t is int:
+            return v if v.bit_length() <= _MAX_INT_BITS else safe_repr(v)
+        if t is float:
+            return v if v - v == 0 else safe_repr(v)  # NaN and the infinities are not JSON
+        if t is list or t is tuple:
+            return [plain(x, depth + 1) for x in v]
+        if t is dict:
+            out = {}
+            for k, x in v.items():
+                key = _json_key(k)
+                if key is None:
+                    return safe_repr(v)
+                out[key] = plain(x, depth + 1)
+            return out
+        return safe_repr(v)
 
     try:
-        return json.loads(json.dumps(value, default=safe_repr, allow_nan=False))
-    except (TypeError, ValueError, RecursionError):  # keys that are not strings, cycles, NaN, ...
+        return plain(value, 0)
+    except (_TooMuch, RecursionError):
+        return _beginning(value)
+
+
+def _beginning(value) -> str:
+    """A short description of a large container of the built-in types: its first items, nested a
+    few levels (``reprlib``: never the whole, however large)."""
+    shorter = reprlib.Repr()
+    shorter.maxlevel, shorter.maxother = 4, 100
+    try:
+        text = shorter.repr(value)
+    except Exception:
         return safe_repr(value)
+    return f"{text} ({type(value).__name__} of {len(value):,} items)" if type(value) in (list, tuple, dict) else text
+
+
+def _json_key(k) -> str | None:
+    """The string JSON makes of dict key ``k`` (as ``json.dumps`` does), or None if it makes none."""
+    t = type(k)
+    if t is str:
+        return k
+    if k is None or t is bool:
+        return {None: "null", True: "true", False: "false"}[k]
+    if t is int and k.bit_length() <= _MAX_INT_BITS:
+        return str(k)
+    if t is float and k - k == 0:
+        return repr(k)
+    return None
 
 
 def safe_repr(value: Any, limit: int = 400) -> str:

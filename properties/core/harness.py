@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import traceback
 from collections import Counter
+from threading import get_ident
 from typing import NoReturn
 
 from properties.core.boundary import (WORKER_EXIT, ImplementationError, LateError, WorkerFailure, is_interruption,
                                       is_ours)
 from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
-from properties.core.limits import HarnessOverrun, StepTimeout, calls_into, steps_through
+from properties.core.limits import MAIN_THREAD, RUNNING, TOKENS, HarnessOverrun, StepTimeout, steps_through
 from properties.core.program import OperationTable, Step
 
 __all__ = ["HarnessBase"]
@@ -191,13 +192,17 @@ class HarnessBase:
             message = f"{self._render(step)}: did not return within the step time limit of {exc.seconds:g} s"
         self._fail(TIMEOUT, TIME_LIMIT, message, "returns", "still running")
 
-    @calls_into
     def _call(self, step: Step, fn, *args, **kwargs):
         """``fn(*args, **kwargs)``, a call into the implementation: an exception
         it raises is a CRASH failure of ``step`` (code :attr:`crash_code`). The
-        call, and only the call, runs under the step time limit (the watchdog
-        sees this frame on the stack: nothing is paid per call)."""
+        call, and only the call, runs under the step time limit: it names itself
+        in ``limits.RUNNING`` for the watchdog, as :func:`~properties.core.limits.calls_into`
+        does, inline because every call into the implementation pays for it."""
+        main = get_ident() == MAIN_THREAD
+        previous = RUNNING[0]
         try:
+            if main:
+                RUNNING[0] = next(TOKENS)
             return fn(*args, **kwargs)
         except (CheckFailure, InternalError, UsageError):  # raised by a driver between harness and map
             raise
@@ -211,6 +216,9 @@ class HarnessBase:
             if is_ours(exc):
                 raise
             self._crashed(step, exc)
+        finally:
+            if main:
+                RUNNING[0] = previous
 
     def _worker_failed(self, step: Step, exc: WorkerFailure) -> NoReturn:
         ended = "its process ended" if exc.code == WORKER_EXIT else "its process broke the protocol"

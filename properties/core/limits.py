@@ -1,13 +1,18 @@
 """Time limits on calls into an implementation: nothing the implementation does may hang the tool.
 
 The limit measures the implementation, not cowcheck: every call into it goes
-through a function registered with :func:`calls_into` (``HarnessBase._call``,
-:func:`implementation_call`), and a harness step is a function registered
-with :func:`steps_through` (``HarnessBase.apply``). While
-:class:`StepTimeLimit` is active, a watchdog thread looks at the main
-thread's stack a few times a second (nothing is paid per call): the innermost
-registered frame on it is the running call (or the harness checking a step),
-named by that frame object. A call that has run longer than the limit gets
+through ``HarnessBase._call`` or a function wrapped by :func:`calls_into`
+(:func:`implementation_call`), and a harness step is a function wrapped by
+:func:`steps_through` (``HarnessBase.apply``). As each starts in the main thread
+it puts a token of its own in :data:`RUNNING` (and puts back the one it found as
+it ends), so :data:`RUNNING` names the innermost call into the implementation
+(or step whose own checking runs) at every moment. While
+:class:`StepTimeLimit` is active, a watchdog thread reads it a few times a
+second. (The watchdog never walks the main thread's frames: on CPython 3.11,
+reading another thread's frames while it runs, ``sys._current_frames()`` and
+``f_back``, can crash the interpreter or hand back an object that is not a
+frame, as sampling profilers found: cpython#111363, sentry-python#2386; it did
+both here, in runs of 12 and 25 minutes.) A call that has run longer than the limit gets
 :class:`StepTimeout` raised in the main thread (through ``SIGALRM``, so a
 ``time.sleep`` or a blocking call that Python can interrupt is left too).
 The harness turns it into a TIMEOUT failure naming the step, which shrinks,
@@ -48,6 +53,8 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import functools
+import itertools
 import os
 import signal
 import sys
@@ -57,6 +64,7 @@ from typing import Callable
 
 __all__ = ["DEFAULT_STEP_TIME_LIMIT", "PACE_FLOOR", "PACE_FACTOR", "StepTimeout", "HarnessOverrun", "BudgetSpent",
            "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "implementation_calls", "running",
+           "RUNNING", "TOKENS", "MAIN_THREAD",
            "current_limit", "active_limit", "harness_bound", "limited", "unpaced"]
 
 DEFAULT_STEP_TIME_LIMIT = 10.0
@@ -66,38 +74,42 @@ _GRACE = 2.0  # seconds a stuck main thread gets to pick up StepTimeout before o
 _REARM = 0.25  # seconds between the watchdog's re-arming of the dead man's switch
 _HARNESS_FLOOR = 60.0  # seconds of its own checking a step may take at least (harness_bound)
 
-_CALLS: set = set()  # ids of the code objects through which cowcheck calls into an implementation
-_STEPS: set = set()  # ids of the code objects of a harness step
 _LIMIT: "StepTimeLimit | None" = None
+MAIN_THREAD = threading.main_thread().ident
+# What the main thread runs now, innermost: a call into the implementation (a positive token), the
+# harness checking a step (a negative one) or neither (0). A new call or step takes a new token and
+# puts back the one it found as it ends, so the slot always names the innermost; the watchdog reads it.
+RUNNING = [0]
+TOKENS = itertools.count(1)
+_COUNTS: dict = {}  # token of an implementation_calls call -> how many calls it stands for
+
+
+def _publishing(sign: int, fn):
+    """``fn``, which while it runs in the main thread is what :data:`RUNNING` names."""
+
+    @functools.wraps(fn)
+    def published(*args, **kwargs):
+        if threading.get_ident() != MAIN_THREAD:
+            return fn(*args, **kwargs)  # limits apply to the main thread only (StepTimeLimit)
+        previous = RUNNING[0]
+        try:  # whatever interrupts it, the token it found is put back
+            RUNNING[0] = sign * next(TOKENS)
+            return fn(*args, **kwargs)
+        finally:
+            RUNNING[0] = previous
+    return published
 
 
 def calls_into(fn):
-    """Decorator: a frame of ``fn`` on the main thread's stack is a call into the implementation
-    (timed from when the watchdog first sees it)."""
-    _CALLS.add(id(fn.__code__))
-    return fn
+    """Decorator: ``fn`` is a call into the implementation (timed from when the watchdog
+    first sees it running). ``HarnessBase._call``, the hot one, does the same inline."""
+    return _publishing(1, fn)
 
 
 def steps_through(fn):
-    """Decorator: a frame of ``fn`` (and no call inside it) is the harness checking a step."""
-    _STEPS.add(id(fn.__code__))
-    return fn
-
-
-def implementation_calls(count: int, fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` that makes (or waits for) ``count`` calls into the implementation
-    at once (a step run ahead in the implementation's process): under ``count`` times the limit."""
-    frame = sys._getframe()
-    _COUNTS[id(frame)] = max(1, int(count))
-    try:
-        return fn(*args, **kwargs)
-    finally:
-        _COUNTS.pop(id(frame), None)
-        del frame
-
-
-_CALLS.add(id(implementation_calls.__code__))
-_COUNTS: dict = {}  # id(frame of implementation_calls) -> how many calls it stands for
+    """Decorator: ``fn`` (outside the calls into the implementation it makes) is the harness
+    checking a step."""
+    return _publishing(-1, fn)
 
 
 @calls_into
@@ -107,19 +119,24 @@ def implementation_call(fn, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
-def running(frame) -> tuple[str, object]:
-    """What the thread whose current frame is ``frame`` runs: ``("call", frame of the
-    innermost call into the implementation)``, ``("step", frame of the step whose own
-    checking runs)`` or ``("", None)``."""
-    calls, steps = _CALLS, _STEPS
-    while frame is not None:
-        code = id(frame.f_code)
-        if code in calls:
-            return "call", frame
-        if code in steps:
-            return "step", frame
-        frame = frame.f_back
-    return "", None
+@calls_into
+def implementation_calls(count: int, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` that makes (or waits for) ``count`` calls into the implementation
+    at once (a step run ahead in the implementation's process): under ``count`` times the limit."""
+    token = RUNNING[0] if threading.get_ident() == MAIN_THREAD else 0
+    _COUNTS[token] = max(1, int(count))
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _COUNTS.pop(token, None)
+
+
+def running() -> tuple[str, int]:
+    """What the main thread runs now: ``("call", token)`` of the innermost call into the
+    implementation, ``("step", token)`` of the step whose own checking runs, or ``("", 0)``.
+    Safe from any thread: it reads :data:`RUNNING`, never the main thread's frames."""
+    token = RUNNING[0]
+    return ("call", token) if token > 0 else ("step", token) if token < 0 else ("", 0)
 
 
 def current_limit() -> float | None:
@@ -174,7 +191,8 @@ class StepTimeLimit:
     calls shorter than the default (at most 50 ms; a short run measuring a program's pace).
     ``on_stuck(seconds)``: called from the watchdog thread when the main
     thread is stuck in native code past the limit and the grace period (it
-    should store what is known); the process then exits with code 1.
+    should store what is known); the process then exits with code 1. An inner
+    limit without one uses the nearest outer limit's.
     """
 
     def __init__(self, seconds: float = DEFAULT_STEP_TIME_LIMIT,
@@ -193,7 +211,7 @@ class StepTimeLimit:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._previous_handler = None
-        self._fire: tuple = ("", None, 0.0)  # what the next SIGALRM is for: ("call" | "step", frame, seconds)
+        self._fire: tuple = ("", 0, 0.0)  # what the next SIGALRM is for: ("call" | "step", token, seconds)
         self._enabled = False
         self._dead_man = self.seconds  # the limit the dead man's switch allows for (the outermost's, at least)
 
@@ -275,8 +293,8 @@ class StepTimeLimit:
 
     def _on_alarm(self, signum, frame) -> None:
         what, target, seconds = self._fire
-        self._fire = ("", None, 0.0)
-        if target is None or running(frame) != (what, target):
+        self._fire = ("", 0, 0.0)
+        if not target or running() != (what, target):
             return  # that call returned (or that step's checking went into a call) since the watchdog looked
         if what == "call":
             self.timed_out += 1
@@ -284,7 +302,7 @@ class StepTimeLimit:
             raise StepTimeout(seconds, self.seconds)
         raise HarnessOverrun(f"cowcheck's own checking of one step ran past {seconds:g} s")
 
-    def _signal(self, main_ident: int, what: str, target, seconds: float) -> None:
+    def _signal(self, main_ident: int, what: str, target: int, seconds: float) -> None:
         self._fire = (what, target, seconds)
         signal.pthread_kill(main_ident, signal.SIGALRM)
 
@@ -301,15 +319,15 @@ class StepTimeLimit:
                 self._arm_dead_man_switch()
                 armed = now
             wait = interval
-            what, where = running(sys._current_frames().get(main_ident))
+            what, where = running()
             call = where if what == "call" else None
-            if call is not call_seen:  # the call seen last time has returned (or was interrupted)
+            if call != call_seen:  # the call seen last time has returned (or was interrupted)
                 if call_seen is not None and not signalled and call_took > self.slowest:
                     self.slowest = call_took  # the pace: calls that returned, never one interrupted
                 call_seen, call_since, call_took, signalled = call, now, 0.0, False
             if call is not None:
                 call_took = now - call_since
-                limit = self.pace * _COUNTS.get(id(call), 1)
+                limit = self.pace * _COUNTS.get(call, 1)
                 if signalled:
                     if call_took > self.seconds + _GRACE:
                         self._stuck(call_took)
@@ -319,22 +337,24 @@ class StepTimeLimit:
                 else:  # wake up when its time is up, not a sample later
                     wait = min(interval, max(limit - call_took, 0.001))
             elif what == "step":  # the harness's own checking of a step
-                if where is not step_seen:
+                if where != step_seen:
                     step_seen, checking, step_signalled = where, 0.0, False
                 else:
                     checking += now - last
                 if checking >= bound and not step_signalled:
                     step_signalled = True
                     self._signal(main_ident, "step", where, bound)
-            del where
             last = now
 
     def _stuck(self, seconds: float) -> None:
         """The main thread has not picked up StepTimeout: stuck in native code."""
         faulthandler.cancel_dump_traceback_later()
+        on_stuck, outer = self.on_stuck, self._outer
+        while on_stuck is None and outer is not None:  # a limit of its own (shrinking's) stores as the run's does
+            on_stuck, outer = outer.on_stuck, outer._outer
         try:
-            if self.on_stuck is not None:
-                self.on_stuck(seconds)
+            if on_stuck is not None:
+                on_stuck(seconds)
             else:
                 sys.stderr.write(f"cowcheck: a step has not returned after {seconds:.0f} s and cannot be "
                                  f"interrupted (native code); exiting\n")

@@ -109,7 +109,7 @@ _T_TUPLE, _T_LIST, _T_LISTX, _T_OBJ, _T_TUPLE2, _T_WINDOW, _T_VOID, _T_SAME, _T_
 
 _SCALARS = frozenset({int, str, float, bytes, bool, type(None)})
 _MAX_DEPTH = 32  # containers nest no deeper across the boundary (deeper: a handle)
-_MAX_MESSAGE = 512 << 20  # bytes: a message larger than this is a broken protocol
+_MAX_MESSAGE = 64 << 20  # bytes: a larger message is a broken protocol (a 50,000-entry map sends 93 KB at most)
 # Seconds a side polls for the other's message before it sleeps in select(): a round trip through
 # the kernel's wake-up costs about 60 us on a shared 2-core machine, a poll that finds the message
 # about 4 us, and most answers come well within this (benchmarks/bench_isolation.py).

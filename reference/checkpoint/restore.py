@@ -10,6 +10,7 @@ is read from (rescaling: one handle, part of one, or several merged).
 from __future__ import annotations
 
 import io
+import os
 import struct
 import zlib
 from typing import Optional
@@ -265,6 +266,14 @@ class CheckpointData:
 MAX_DATA_BYTES = 256 << 20
 
 
+def _size(path: str) -> int:
+    """The size the file system gives ``path`` (0 if it gives none: the read then says why)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def load_handle_or_file(path: str, read=None) -> CheckpointHandle | "CheckpointData":
     """A handle file as a CheckpointHandle, or a data file as its parsed data (at most
     MAX_DATA_BYTES). ``read(path, limit)``: at most ``limit`` bytes of a file, the first
@@ -272,9 +281,9 @@ def load_handle_or_file(path: str, read=None) -> CheckpointHandle | "CheckpointD
     read = read or read_file
     raw = read(path, MAX_HANDLE_BYTES + 1)
     if raw[:len(MAGIC)] == MAGIC:
-        if len(raw) > MAX_HANDLE_BYTES:
+        if len(raw) > MAX_HANDLE_BYTES and _size(path) <= MAX_DATA_BYTES:  # a larger one is refused unread
             raw = read(path, MAX_DATA_BYTES + 1)
-        if len(raw) > MAX_DATA_BYTES:
+        if len(raw) > MAX_DATA_BYTES or _size(path) > MAX_DATA_BYTES:
             raise CheckpointFormatError(path, MAX_DATA_BYTES, f"larger than {MAX_DATA_BYTES} bytes, more than "
                                                               f"this reader reads without a handle")
         return CheckpointData(raw, path)

@@ -382,6 +382,54 @@ class EntryIterRaises(TinyMap):
         return _EntriesIterator(self)
 
 
+class _EndlessList(list):
+    """A wrong state whose __iter__ never ends (and whose == says nothing is equal)."""
+
+    def __iter__(self):
+        while True:
+            yield 0
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = None
+
+
+class EndlessStateIteration(TinyMap):
+    """Under a snapshot, get hands out a list whose __iter__ never ends."""
+
+    def _fresh(self, slot):
+        state = super()._fresh(slot)
+        return _EndlessList(state) if self.live and isinstance(state, list) else state
+
+
+class _ClassRaises(list):
+    @property
+    def __class__(self):
+        raise RuntimeError("no class")
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = None
+
+
+class ClassRaisesState(TinyMap):
+    """Under a snapshot, get hands out a list whose __class__ raises (isinstance() asks it)."""
+
+    def _fresh(self, slot):
+        state = super()._fresh(slot)
+        return _ClassRaises(state) if self.live and isinstance(state, list) else state
+
+
+class HugeState(TinyMap):
+    """Under a snapshot, get hands out a state of 14 million ints (70 MB as the boundary writes it)."""
+
+    def get(self, key, namespace):
+        state = super().get(key, namespace)
+        return [0] * 14_000_000 if self.live and state is not None else state
+
+
 class _ViewLenRaises:
     def __init__(self, items):
         self.items = items
@@ -513,6 +561,9 @@ raises_keyboard_interrupt = _factory(RaisesKeyboardInterrupt)
 raises_generator_exit = _factory(RaisesGeneratorExit)
 entry_iter_raises = _factory(EntryIterRaises)
 view_len_raises = _factory(ViewLenRaises)
+endless_state_iteration = _factory(EndlessStateIteration)
+class_raises_state = _factory(ClassRaisesState)
+huge_state = _factory(HugeState)
 eager_copy = _factory(EagerCopy)
 shallow_snapshot = _factory(ShallowSnapshot)
 
@@ -545,6 +596,17 @@ ZOO: dict[str, Verdict] = {
                                  what="live iteration hands out entries whose __iter__ raises"),
     "view-len-raises": Verdict("view_len_raises", 1, "CRASH", "P7",
                                what="snapshot.iterate(fn) returns a view whose __len__ raises"),
+    "endless-state-iteration": Verdict("endless_state_iteration", 1, "DIVERGENCE", "P1", args=("--in-process",),
+                                       what="under a snapshot, get hands out a list whose __iter__ never ends, in "
+                                            "cowcheck's process (describing it read it for ever: exit 3, 3.3 GB)"),
+    "class-raises-state": Verdict("class_raises_state", 1, "DIVERGENCE", "P1", args=("--in-process",),
+                                  what="under a snapshot, get hands out a list whose __class__ raises, in cowcheck's "
+                                       "process (was exit 3)"),
+    "huge-state": Verdict("huge_state", 1, "CRASH", "worker-protocol",
+                          args=("--replays", "2", "--shrink-seconds", "10"),
+                          what="under a snapshot, get hands out 14 million ints: more than a message between "
+                               "the processes may hold (64 MiB; reading it stuck cowcheck for 12 s, then exit 1 "
+                               "with nothing stored)"),
     # ending the process, BaseExceptions: the implementation's failure, never a pass, never exit 3
     "exits-in-method": Verdict("exits_in_method", 1, "CRASH", "P7", what="remove calls sys.exit(0)"),
     "os-exit-in-method": Verdict("os_exit_in_method", 1, "CRASH", "worker-exit",
