@@ -8,7 +8,6 @@
   results (imports pyspark); :mod:`spark_fuzz.session`: a quiet, quick session;
 - :mod:`spark_fuzz.store`: Parquet tables and counterexamples, written atomically;
 - :mod:`spark_fuzz.report`: rows -> report.md / report.html / plots, pure;
-- :mod:`spark_fuzz.faults`: implementations that crash, hang or raise on purpose.
 
 Run one with ``cowcheck campaign`` (:mod:`spark_fuzz.command`, registered with
 the command line through an entry point; docs/campaigns.md).

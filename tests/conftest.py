@@ -3,6 +3,7 @@
 generation."""
 
 import os
+import sys
 
 from hypothesis import settings
 
@@ -12,6 +13,12 @@ from properties.core.profiles import register_profiles, stabilise_generation
 
 register_profiles()
 stabilise_generation()
+
+# tests/zoo/faults.py's maps (exit, hang, raise on purpose) are imported by name in this process,
+# in the maps' own processes and in Spark's workers: the zoo is on the path of all of them.
+ZOO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zoo")
+sys.path.insert(0, ZOO)
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ZOO, os.environ.get("PYTHONPATH")) if p)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 

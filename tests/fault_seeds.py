@@ -1,4 +1,4 @@
-"""Which campaign seeds make ``spark_fuzz.faults``' maps misbehave, computed from the walks.
+"""Which campaign seeds make the fault maps' (``tests/zoo/faults.py``) misbehave, computed from the walks.
 
 The fault maps misbehave on the first put of the state ``[7, 7]``; which seeds'
 walks do that depends on the walk generator, so the tests ask here instead of
@@ -6,7 +6,7 @@ pinning seed numbers that change whenever the generator grows.
 """
 
 from properties.map.walks import walk_program
-from spark_fuzz.faults import TRIGGER
+from faults import TRIGGER  # tests/zoo/faults.py
 
 _PUTS = {"put": -1, "put_and_get_old": -1, "put_range": -1}
 

@@ -185,7 +185,7 @@ def test_a_range_runs_each_seed_once_in_order():
 
 def test_a_seed_that_kills_its_process_is_a_crash_outcome_and_the_range_goes_on():
     start, stop, expected = window()  # several crashing seeds, and passing seeds between them
-    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES))
+    result = run_range(start, stop, CampaignConfig(impl="faults:exits_on_77", sizes=SIZES))
     crashed = [(o.seed, o.kind, o.code) for o in result.failures]
     assert [o.seed for o in result.outcomes] == list(range(start, stop))
     assert crashed == [(seed, "CRASH", "worker-exit") for seed in expected]
@@ -195,14 +195,14 @@ def test_a_seed_that_kills_its_process_is_a_crash_outcome_and_the_range_goes_on(
 
 def test_a_seed_that_hangs_inside_an_operation_is_killed_and_is_a_timeout_outcome():
     start, stop, seed = lone_trigger()
-    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", sizes=SIZES, seed_time_limit=0.3))
+    result = run_range(start, stop, CampaignConfig(impl="faults:hangs_on_77", sizes=SIZES, seed_time_limit=0.3))
     assert [(o.seed, o.kind, o.code) for o in result.failures] == [(seed, "TIMEOUT", "time-limit")]
     assert [o.kind for o in result.outcomes] == ["TIMEOUT" if s == seed else "PASS" for s in range(start, stop)]
 
 
 def test_an_introspection_that_raises_is_a_crash_of_its_step_with_a_replayable_counterexample():
     start, stop, seed = lone_trigger(width=2)
-    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", sizes=SIZES,
+    result = run_range(start, stop, CampaignConfig(impl="faults:introspection_raises_on_77", sizes=SIZES,
                                                    in_process=True),  # white-box: its view is read in-process
                        isolate=False)
     assert [(o.seed, o.kind, o.code) for o in result.outcomes] == [(start, "PASS", ""), (seed, "CRASH", "P7")]

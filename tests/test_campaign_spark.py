@@ -126,19 +126,19 @@ def test_resume_after_an_interrupted_run_loses_nothing(spark, tmp_path, mutant_c
 
 
 def test_an_implementation_that_raises_is_reported_not_fatal(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:introspection_raises_on_77", sizes=SIZES, steps=300,
+    config = CampaignConfig(impl="faults:introspection_raises_on_77", sizes=SIZES, steps=300,
                             in_process=True)  # white-box: its view is read in-process
     start, stop, expected = window()
     result = run_campaign(spark, config, tmp_path / "raises", seeds=(start, stop), partitions=4)
     assert [(f["seed"], f["kind"], f["code"]) for f in sorted(result.failures, key=lambda f: f["seed"])] == \
         [(seed, "CRASH", "P7") for seed in expected]
     assert result.seeds == 40 and sum(r["passed"] for r in result.runs) == 40 - len(expected)
-    assert [r["signature"] for r in result.distinct] == ["spark_fuzz.faults-introspection_raises_on_77--CRASH-P7"]
+    assert [r["signature"] for r in result.distinct] == ["faults-introspection_raises_on_77--CRASH-P7"]
     assert result.internal == []
 
 
 def test_a_seed_that_kills_its_process_is_a_crash_row_and_the_campaign_goes_on(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES, steps=300)
+    config = CampaignConfig(impl="faults:exits_on_77", sizes=SIZES, steps=300)
     start, stop, seed = lone_trigger(width=16)
     result = run_campaign(spark, config, tmp_path / "exits", seeds=(start, stop), partitions=4)
     assert sorted((f["seed"], f["code"]) for f in result.failures) == [(seed, "worker-exit")]
@@ -147,7 +147,7 @@ def test_a_seed_that_kills_its_process_is_a_crash_row_and_the_campaign_goes_on(s
 
 def test_without_isolation_a_dying_python_worker_costs_a_retry_not_the_campaign(spark, tmp_path):
     # neither the map in a process of its own nor the seed range in a child: Spark's worker dies
-    config = CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES, steps=300, in_process=True)
+    config = CampaignConfig(impl="faults:exits_on_77", sizes=SIZES, steps=300, in_process=True)
     start, stop, seed = lone_trigger()
     result = run_campaign(spark, config, tmp_path / "no-isolation", seeds=(start, stop), partitions=2,
                           isolate=False)
@@ -157,7 +157,7 @@ def test_without_isolation_a_dying_python_worker_costs_a_retry_not_the_campaign(
 
 
 def test_a_seed_that_hangs_is_killed_and_is_a_timeout_row(spark, tmp_path):
-    config = CampaignConfig(impl="spark_fuzz.faults:hangs_on_77", sizes=SIZES, steps=300, seed_time_limit=1.0)
+    config = CampaignConfig(impl="faults:hangs_on_77", sizes=SIZES, steps=300, seed_time_limit=1.0)
     start, stop, seed = lone_trigger()
     result = run_campaign(spark, config, tmp_path / "hangs", seeds=(start, stop), partitions=2)
     assert [(f["seed"], f["kind"], f["code"]) for f in result.failures] == [(seed, "TIMEOUT", "time-limit")]

@@ -445,7 +445,7 @@ def test_construction_a_campaign_seed_whose_build_raises_stores_an_empty_program
 
 def test_worker_exit_a_seed_that_ends_its_process():
     start, stop, seed = lone_trigger()
-    result = run_range(start, stop, CampaignConfig(impl="spark_fuzz.faults:exits_on_77", sizes=SIZES))
+    result = run_range(start, stop, CampaignConfig(impl="faults:exits_on_77", sizes=SIZES))
     assert [(o.seed, o.kind, o.code) for o in result.failures] == [(seed, CRASH, "worker-exit")]
 
 

@@ -11,9 +11,10 @@ state ``[7, 7]`` (a few seeds in a hundred of the default walk), then:
 - ``introspection_raises_on_77``: its white-box view raises -> a CRASH failure
   (``P7``) of the step after which the view was read, replayable.
 
-Try a cluster setup with them before a long campaign::
+Try a cluster setup with them before a long campaign (tests/zoo on every
+worker's PYTHONPATH)::
 
-    cowcheck campaign --impl spark_fuzz.faults:exits_on_77 --seeds 0:200 --out /tmp/faults
+    PYTHONPATH=tests/zoo cowcheck campaign --impl faults:exits_on_77 --seeds 0:200 --out /tmp/faults
 
 Every seed gets a row; the seeds that trigger the fault are reported with
 their seed number, and the campaign carries on.
