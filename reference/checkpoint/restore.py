@@ -31,14 +31,14 @@ from reference.checkpoint.format import (
     Cursor,
     StateMetadata,
 )
-from reference.checkpoint.handle import MAX_HANDLE_BYTES, CheckpointHandle, read_file
+from reference.checkpoint.handle import CheckpointHandle
 from reference.errors import CheckpointFormatError
 from reference.cow_state_map import CopyOnWriteStateMap
 from reference.hashing import key_group
 from reference.serializers import SerializationError, UnknownSerializerError, serializer_from_id
 from reference.state_table import CopyOnWriteStateTable, KeyGroupRange
 
-__all__ = ["CheckpointData", "load_handle_or_file", "joined_range", "assign_key_groups", "spans", "read_state_entries"]
+__all__ = ["CheckpointData", "joined_range", "assign_key_groups", "spans", "read_state_entries"]
 
 
 class CheckpointData:
@@ -282,26 +282,6 @@ def read_state_entries(inp, base: int, group: int, name: str, count: int, key_se
 
 # The largest data file read without a handle that records its size (a million entries take 19 MB).
 MAX_DATA_BYTES = 256 << 20
-
-
-def load_handle_or_file(path: str, read=None) -> CheckpointHandle | "CheckpointData":
-    """A handle file as a CheckpointHandle, or a data file as its parsed data (at most
-    MAX_DATA_BYTES). ``read(path, limit)``: at most ``limit`` bytes of a file, the first
-    ones of a longer file (default: a plain bounded read)."""
-    read = read or read_file
-    raw = read(path, MAX_HANDLE_BYTES + 1)
-    if raw[:len(MAGIC)] == MAGIC:
-        if len(raw) > MAX_HANDLE_BYTES:
-            raw = read(path, MAX_DATA_BYTES + 1)
-        if len(raw) > MAX_DATA_BYTES:
-            raise CheckpointFormatError(path, MAX_DATA_BYTES, f"larger than {MAX_DATA_BYTES} bytes, more than "
-                                                              f"this reader reads without a handle")
-        return CheckpointData(raw, path)
-    if len(raw) > MAX_HANDLE_BYTES:
-        raise CheckpointFormatError(path, MAX_HANDLE_BYTES, f"not a handle file (larger than {MAX_HANDLE_BYTES} "
-                                                            f"bytes)")
-    return CheckpointHandle.from_bytes(raw, path)
-
 
 
 def joined_range(handles: list[CheckpointHandle]) -> KeyGroupRange:

@@ -163,11 +163,15 @@ class FlinkCheckpointData:
                                            f"{group}")
         return start + inp.tell(), entries
 
-    def key_group_entries(self, group: int, tables: Optional[list[CopyOnWriteStateTable]] = None) -> list[list[tuple]]:
-        """Per state (in state-id order), the ``(key, namespace, state)`` entries of ``group``, checked as
-        restore reads them (into ``tables`` when restoring, else into throwaway maps)."""
+    def read_key_group(self, group: int, tables: Optional[list[CopyOnWriteStateTable]] = None) -> tuple[int, list]:
+        """Where ``group`` ends, and per state (in state-id order) its ``(key, namespace, state)`` entries,
+        checked as restore reads them (into ``tables`` when restoring, else into throwaway maps)."""
         start, end = self.extents[group]
-        return self._read_group(group, start, end, tables)[1]
+        return self._read_group(group, start, end, tables)
+
+    def key_group_entries(self, group: int, tables: Optional[list[CopyOnWriteStateTable]] = None) -> list[list[tuple]]:
+        """Per state (in state-id order), the entries of ``group`` (``read_key_group``)."""
+        return self.read_key_group(group, tables)[1]
 
     def load_key_group(self, group: int, tables: list[CopyOnWriteStateTable]) -> None:
         """Put ``group``'s entries into ``tables`` (one per state, in state-id order)."""
