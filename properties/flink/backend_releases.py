@@ -48,12 +48,6 @@ def _order(version: str) -> tuple:
     return (0,) if version == REFERENCE else (1, *parse_version(version))
 
 
-def _reference_backend():
-    from reference.keyed import HashMapStateBackend
-
-    return HashMapStateBackend(capacity=4, checkpoint_format="flink")
-
-
 def describe_handle(handle) -> str:
     """A reference ``KeyGroupsStateHandle`` as ``BackendHandle.describe`` writes Flink's (the
     key-group range, each group's offset, then ``bytes BASE64`` or ``file SIZE PATH``)."""
@@ -127,7 +121,7 @@ def write(version: str, programs: int, steps: int, out: Path) -> dict:
 
     (out / "files").mkdir(parents=True, exist_ok=True)
     if version == REFERENCE:
-        factory = _reference_backend
+        factory = resolve("reference-flink-format", "backend").factory
         describe = describe_handle
     else:
         factory = resolve(f"flink@{version}", "backend").factory
@@ -172,6 +166,7 @@ def _record(harness, cid, seed, states, namespaces, describe) -> dict:
 def read(version: str, written: Path) -> dict:
     """In this process: every checkpoint recorded in ``written`` restored by ``flink@version``."""
     import properties.flink  # noqa: F401
+    from properties.backend import reference_flink_format_backend
     from properties.backend.ops import NAMESPACES, STATES, descriptor_of
     from properties.core.keys import FAMILIES, fresh
     from properties.flink.backend import FlinkCheckpointHandle, FlinkStateBackend
@@ -181,7 +176,7 @@ def read(version: str, written: Path) -> dict:
     from reference.state_table import KeyGroupRange
 
     if version == REFERENCE:
-        new_backend, rebuild = _reference_backend, rebuild_handle
+        new_backend, rebuild = reference_flink_format_backend, rebuild_handle
     else:
         select_release(version)
         jvm()
