@@ -130,6 +130,22 @@ def test_a_serializer_flink_cannot_name_fails_the_synchronous_part():
                 .state("b")) == [(1, 0, b"\0\1")]
 
 
+def test_a_write_racing_the_asynchronous_part_of_a_flink_format_checkpoint_is_caught_only_when_it_races():
+    from properties.backend import BackendHarness, reference_flink_format_backend
+    from properties.backend.mutants import ReleaseAtSyncPoint
+    from properties.core.program import Step
+    from properties.core.shrink import replay
+
+    race = [Step("open", ("int", 8)), Step("list_add", ("list", 0, 0, 1)), Step("checkpoint_async", (0, "memory", 0)),
+            Step("list_add", ("list", 0, 0, 2)), Step("join", (0,))]
+    assert replay(race, reference_flink_format_backend, harness_class=BackendHarness) is None
+    broken = lambda: HashMapStateBackend(capacity=4, backend_class=ReleaseAtSyncPoint,  # noqa: E731
+                                         checkpoint_format="flink")
+    failure = replay(race, broken, harness_class=BackendHarness)
+    assert (failure.kind, failure.code, failure.step_index) == ("DIVERGENCE", "K5", 4)
+    assert replay(race, broken, harness_class=BackendHarness, async_part="inline") is None
+
+
 def test_damage_is_a_format_error_naming_the_offset():
     _, kb, _ = _keyed()
     handle = kb.snapshot(1).run()
