@@ -8,8 +8,9 @@ state's entries) — and a ``KeyGroupsStateHandle`` holding the key groups'
 offsets, for the serializers of :mod:`reference.serializers` that Flink
 has (int, long, string, byte arrays; lists, maps and TTL values of them;
 void and time-window namespaces). Real Flink restores what this writes,
-and this reads what Flink writes (``python -m properties.flink.backend_interop``
-holds both against the model, on Flink 1.13.6 and 2.3.0). The project's own
+and this reads what Flink writes (``python -m properties.flink.backend_releases
+--pairs reference:2.3.0,2.3.0:reference`` holds both against the model, on any
+release; docs/flink-bridge.md gives the figures for 1.13.6 and 2.3.0). The project's own
 format (``reference.checkpoint``, with its checksums and index) stays the
 default: a backend writes this one when built with ``checkpoint_format="flink"``.
 
