@@ -23,6 +23,7 @@ from reference.errors import CheckpointFormatError
 from reference.keyed import HashMapStateBackend, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from reference.keyed.ttl import ManualClock, StateTtlConfig
 from reference.serializers import BytesSerializer, IntSerializer, ListSerializer, StringSerializer, Tuple2Serializer
+from reference.hashing import key_group
 from reference.state_table import KeyGroupRange
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,6 +92,21 @@ def test_a_flink_format_checkpoint_restores_whole_split_and_merged_back():
     merged = backend.create_keyed_state_backend(StringSerializer(), 16, KeyGroupRange(0, 15),
                                                 [h.snapshot(2).run() for h in halves])
     assert _contents(merged, descriptors) == before and len(before) == 120
+
+
+def test_handles_numbering_their_states_in_different_orders_merge_by_name():
+    halves = []
+    for names, part in ((("a", "b"), KeyGroupRange(0, 3)), (("b", "a"), KeyGroupRange(4, 7))):
+        backend = HeapKeyedStateBackend(part, 8, checkpoint_format="flink")
+        tables = {name: backend.register_state(name, IntSerializer(), StringSerializer()) for name in names}
+        for key in range(40):
+            if key_group(key, 8) in part:
+                tables["a"].put(key, 0, f"a{key}")
+                tables["b"].put(key, 0, f"b{key}")
+        halves.append(backend.checkpoint(1).complete())
+    merged = HeapKeyedStateBackend.restore(halves, max_parallelism=8)
+    assert sorted(merged.state("a")) == [(k, 0, f"a{k}") for k in range(40)]
+    assert sorted(merged.state("b")) == [(k, 0, f"b{k}") for k in range(40)]
 
 
 def test_the_project_format_stays_the_default_and_a_restore_reads_either():

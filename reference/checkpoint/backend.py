@@ -150,9 +150,10 @@ class HeapKeyedStateBackend:
         restored = first.restored_states()
         for name, kind, ns_ser, st_ser in restored:
             backend.register_state(name, ns_ser, st_ser, kind=kind)
-        tables = [backend.state(name) for name, _, _, _ in restored]
+        # By name: each of Flink's handles numbers the states in its own order.
+        tables = [[backend.state(name) for name in data.state_names] for data in datas]
         for group in key_group_range:
-            datas[owner[group]].load_key_group(group, tables)
+            datas[owner[group]].load_key_group(group, tables[owner[group]])
         return backend
 
     @staticmethod

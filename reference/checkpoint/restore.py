@@ -84,6 +84,11 @@ class CheckpointData:
     def max_parallelism(self) -> int:
         return self.metadata.max_parallelism
 
+    @property
+    def state_names(self) -> list[str]:
+        """The states' names in state-id order."""
+        return [s.name for s in self.metadata.states]
+
     def restored_states(self) -> list[tuple]:
         """``(name, kind, namespace serializer, state serializer)`` per state in state-id order; this
         format does not record a state's kind (None)."""

@@ -121,9 +121,21 @@ class FlinkCheckpointData:
             pos, expected = end, group + 1
         return extents
 
+    @property
+    def state_names(self) -> list[str]:
+        """The states' names in state-id order (this checkpoint's own: each of Flink's handles numbers
+        its states in the order its backend held them)."""
+        return [s.name for s in self.proxy.states]
+
     def check_compatible(self, other: "FlinkCheckpointData") -> None:
-        """Several handles restored together must describe the same states."""
-        if self.proxy != other.proxy:
+        """Several handles restored together must describe the same states, in any order, and the same
+        key serializer and compression."""
+        if self.max_parallelism != other.max_parallelism:
+            self._fail(0, f"max_parallelism {self.max_parallelism} differs from {other.max_parallelism} for "
+                          f"{other.name}")
+        mine, theirs = self.proxy, other.proxy
+        if (mine.key_serializer_id, mine.compressed, set(mine.states)) != \
+                (theirs.key_serializer_id, theirs.compressed, set(theirs.states)):
             self._fail(0, f"states or serializers differ from those in {other.name}")
 
     # ----------------------------------------------------------- key groups
