@@ -67,6 +67,14 @@ class FlinkCheckpointInfo:
 _HANDLES = {HANDLE_FORMAT: CheckpointHandle, FLINK_HANDLE_FORMAT: KeyGroupsStateHandle}
 
 
+def _size(path: str) -> int:
+    """The size the file system gives ``path`` (0 if it gives none: the read then says why)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def _is_data(head: bytes) -> bool:
     return head[:len(MAGIC)] == MAGIC or looks_like_flink_checkpoint(head)
 
@@ -79,9 +87,9 @@ def load_handle_or_file(path: str, read=None):
     read = read or read_file
     raw = read(path, MAX_HANDLE_BYTES + 1)
     if _is_data(raw):
-        if len(raw) > MAX_HANDLE_BYTES:
+        if len(raw) > MAX_HANDLE_BYTES and _size(path) <= MAX_DATA_BYTES:  # a larger one is refused unread
             raw = read(path, MAX_DATA_BYTES + 1)
-        if len(raw) > MAX_DATA_BYTES:
+        if len(raw) > MAX_DATA_BYTES or _size(path) > MAX_DATA_BYTES:
             raise CheckpointFormatError(path, MAX_DATA_BYTES, f"larger than {MAX_DATA_BYTES} bytes, more than "
                                                               f"this reader reads without a handle")
         return CheckpointData(raw, path) if raw[:len(MAGIC)] == MAGIC else FlinkCheckpointData(raw, path)
