@@ -84,7 +84,8 @@ def format_info(info) -> str:
     names = [name for name, _, _, _ in states]
     name_width = max([4] + [len(n) for n in names])
     kinds = any(kind is not None for _, kind, _, _ in states)
-    lines.append(f"  {'id':>3}  {'name':<{name_width}}  " + ("kind      " if kinds else "") + f"{'namespace':<16}  state")
+    lines.append(f"  {'id':>3}  {'name':<{name_width}}  " + ("kind      " if kinds else "")
+                 + f"{'namespace':<16}  state")
     for state_id, (name, kind, namespace_id, state_serializer_id) in enumerate(states):
         lines.append(f"  {state_id:>3}  {name:<{name_width}}  " + (f"{kind:<8}  " if kinds else "")
                      + f"{namespace_id:<16}  {state_serializer_id}")
