@@ -9,7 +9,8 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 import properties.machines  # noqa: F401
-from properties.backend import BackendHarness, BackendMachineConfig, make_backend_machine, reference_state_backend
+from properties.backend import (BackendHarness, BackendMachineConfig, make_backend_machine, reference_state_backend,
+                                reference_flink_format_backend)
 from properties.backend.harness import BACKEND_SCENARIOS
 from properties.core.machine import RunRecord, machine_kind
 from properties.core.mutants import catalogue
@@ -33,6 +34,13 @@ def cowcheck(*args, cwd):
 def test_the_reference_passes_the_walks_and_reaches_every_scenario():
     kind = machine_kind("backend")
     run = run_walks(kind.walker, reference_state_backend, harness_class=BackendHarness, base_seed=0, walks=24)
+    assert run.finding is None
+    assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == set()
+
+
+def test_the_reference_writing_flinks_format_passes_the_walks_and_reaches_every_scenario():
+    kind = machine_kind("backend")
+    run = run_walks(kind.walker, reference_flink_format_backend, harness_class=BackendHarness, base_seed=0, walks=24)
     assert run.finding is None
     assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == set()
 

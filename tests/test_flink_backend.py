@@ -103,3 +103,16 @@ def test_checkpoints_written_by_one_release_restore_in_another_and_a_wrong_expec
     shown["shows"][0][1] = "not what it holds"
     (tmp_path / "w" / "records.json").write_text(json.dumps(records))
     assert module("--read", "2.3.0", str(tmp_path / "w"))["different"]
+
+
+def test_flink_restores_what_the_reference_wrote_in_flinks_format_and_the_reference_what_flink_wrote(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "properties.flink.backend_releases", "--pairs",
+                          "reference:2.3.0,2.3.0:reference", "--programs", "3", "--steps", "80", "--out",
+                          str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1800)
+    assert run.returncode == 0, run.stdout + run.stderr
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in run.stdout.splitlines()
+            if line.split()[:1] in (["reference"], ["2.3.0"])}
+    for pair in (("reference", "2.3.0"), ("2.3.0", "reference")):
+        checkpoints, same, differ, cannot = rows[pair]
+        assert int(checkpoints) > 0 and same == checkpoints and differ == cannot == "0", run.stdout

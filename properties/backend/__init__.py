@@ -22,13 +22,20 @@ from properties.core.impls import Implementation, probe_by_harness
 from properties.core.machine import MachineKind, register_machine
 from reference.keyed import HashMapStateBackend
 
-__all__ = ["BACKEND", "BackendHarness", "BackendMachineConfig", "make_backend_machine", "reference_state_backend"]
+__all__ = ["BACKEND", "BackendHarness", "BackendMachineConfig", "make_backend_machine", "reference_state_backend",
+           "reference_flink_format_backend"]
 
 
 def reference_state_backend() -> HashMapStateBackend:
     """The reference state backend with maps of capacity 4 (Flink's have 128): its tables rehash
     within a few entries, and snapshots and key iteration stay cheap."""
     return HashMapStateBackend(capacity=4)
+
+
+def reference_flink_format_backend() -> HashMapStateBackend:
+    """The same, its checkpoints written in Flink's format (reference/checkpoint/flink_format/), which
+    real Flink restores: ``--impl reference-flink-format``."""
+    return HashMapStateBackend(capacity=4, checkpoint_format="flink")
 
 
 def setup_lines(impl_spec: str, config: BackendMachineConfig) -> list:
@@ -49,7 +56,10 @@ BACKEND = register_machine(MachineKind(
     config_class=BackendMachineConfig,
     replay_setup=replay_setup,
     builtins={"reference": lambda: Implementation("reference", reference_state_backend, False,
-                                                  "reference heap keyed state backend (HashMapStateBackend)")},
+                                                  "reference heap keyed state backend (HashMapStateBackend)"),
+              "reference-flink-format": lambda: Implementation(
+                  "reference-flink-format", reference_flink_format_backend, False,
+                  "reference heap keyed state backend, checkpoints in Flink's format")},
     probe=probe_by_harness,
     scenarios=BACKEND_SCENARIOS,
     setup_lines=setup_lines,

@@ -122,8 +122,8 @@ class YieldingStreamFactory:
     def threshold(self) -> int:
         return self.inner.threshold
 
-    def create_stream(self, checkpoint_id: int):
-        return _YieldingStream(self.inner.create_stream(checkpoint_id), random.Random(self.yield_seed))
+    def create_stream(self, checkpoint_id: int, **options):
+        return _YieldingStream(self.inner.create_stream(checkpoint_id, **options), random.Random(self.yield_seed))
 
 
 class _YieldingStream:

@@ -13,6 +13,7 @@ import attrs
 
 from properties.core.mutants import register_mutant
 from reference.checkpoint import PendingCheckpoint
+from reference.checkpoint.flink_format import FlinkPendingCheckpoint
 from reference.keyed import HashMapStateBackend, KeyedStateBackend
 from reference.keyed.backend import SnapshotFuture
 from reference.keyed.descriptors import LIST, MAP, VALUE
@@ -154,6 +155,10 @@ class _ReleasedAtSyncPoint(PendingCheckpoint):
                                                  state.state_serializer, state.transformer)
 
 
+class _FlinkReleasedAtSyncPoint(_ReleasedAtSyncPoint, FlinkPendingCheckpoint):
+    """The same bug in the writer of Flink's format (a backend with checkpoint_format="flink")."""
+
+
 class _WritesWhenJoined(SnapshotFuture):
     """An asynchronous part that starts writing only when joined (a legal schedule: every step in
     between races it), which makes the race of the mutant below happen every time."""
@@ -178,4 +183,5 @@ class _WritesWhenJoined(SnapshotFuture):
                  "every step in between races it); caught only when a step races an asynchronous part", "K5")
 class ReleaseAtSyncPoint(KeyedStateBackend):
     pending_class = _ReleasedAtSyncPoint
+    flink_pending_class = _FlinkReleasedAtSyncPoint
     future_class = _WritesWhenJoined

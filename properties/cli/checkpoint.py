@@ -1,7 +1,10 @@
 """``cowcheck checkpoint inspect``: show what a checkpoint holds, checking every byte.
 
 Takes a handle file (``*.handle.json``, see docs/checkpoint-format.md) or a
-checkpoint data file (``*.cwck``, recognised by its magic). Exit 0 and a
+checkpoint data file, in the project's format (``*.cwck``, recognised by its
+magic) or in Flink's (what ``HeapSnapshotStrategy`` writes, recognised by its
+serialization proxy's version; its handle file says ``"format":
+"flink-key-groups-state-handle"``): by content, never by name. Exit 0 and a
 report on stdout; bad input is one line on stderr naming the file, the
 offset and the problem, exit 2. Every check restore runs when reading a
 checkpoint runs here too (``reference.checkpoint.inspect``). Files are read
@@ -18,7 +21,7 @@ from typing import TextIO
 from properties.cli.common import PrintableOutput
 from properties.core.errors import UsageError
 from properties.core.files import UserFileError, read_user_file
-from reference.checkpoint import inspect_checkpoint
+from reference.checkpoint import FlinkCheckpointInfo, inspect_checkpoint
 from reference.checkpoint.restore import MAX_DATA_BYTES
 from reference.errors import CheckpointFormatError
 
@@ -32,7 +35,8 @@ def register(sub) -> None:
     i = actions.add_parser("inspect", help="print metadata, key groups, offsets and entry counts",
                            description="Read and check a checkpoint; print its metadata, key groups, offsets "
                                        "and entry counts. Exit 0: fine, 2: bad input.")
-    i.add_argument("path", metavar="HANDLE_OR_FILE", help="a handle file (*.handle.json) or a data file (*.cwck)")
+    i.add_argument("path", metavar="HANDLE_OR_FILE",
+                   help="a handle file (*.handle.json) or a data file, in the project's format or Flink's")
     i.set_defaults(handler=inspect)
 
 
@@ -51,22 +55,40 @@ def inspect(args, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def format_info(info) -> str:
-    meta = info.metadata
-    names = [s.name for s in meta.states]
     where = f"file {info.data_path}" if info.storage == "file" else "inline in the handle"
-    lines = [
-        f"checkpoint {meta.checkpoint_id} (format version {meta.format_version})"
-        + (f", handle {info.handle_path}" if info.handle_path else ""),
-        f"data: {where}, {info.size:,} bytes, crc32 {info.checksum:08x} (verified)",
-        f"key groups {meta.key_group_range} of max_parallelism {meta.max_parallelism}, "
-        f"key serializer {meta.key_serializer_id}",
-        "states:",
-    ]
+    handle = f", handle {info.handle_path}" if info.handle_path else ""
+    if isinstance(info, FlinkCheckpointInfo):
+        groups = info.key_groups
+        span = f"{groups[0].key_group}..{groups[-1].key_group}" if groups else "none"
+        mp = info.max_parallelism
+        lines = [
+            f"Flink keyed-state checkpoint (KeyedBackendSerializationProxy version 6){handle}",
+            f"data: {where}, {info.size:,} bytes (Flink's format has no checksum)",
+            f"key groups {span}" + (f" of max_parallelism {mp}" if mp is not None else
+                                    " (max_parallelism not recorded: keys not checked against their key groups)")
+            + f", key serializer {info.proxy.key_serializer_id}",
+            "states:",
+        ]
+        states = [(s.name, s.kind, s.namespace_serializer.serializer_id, s.state_serializer.serializer_id)
+                  for s in info.proxy.states]
+    else:
+        meta = info.metadata
+        lines = [
+            f"checkpoint {meta.checkpoint_id} (format version {meta.format_version}){handle}",
+            f"data: {where}, {info.size:,} bytes, crc32 {info.checksum:08x} (verified)",
+            f"key groups {meta.key_group_range} of max_parallelism {meta.max_parallelism}, "
+            f"key serializer {meta.key_serializer_id}",
+            "states:",
+        ]
+        states = [(s.name, None, s.namespace_serializer_id, s.state_serializer_id) for s in meta.states]
+    names = [name for name, _, _, _ in states]
     name_width = max([4] + [len(n) for n in names])
-    lines.append(f"  {'id':>3}  {'name':<{name_width}}  {'namespace':<16}  state")
-    for state_id, state in enumerate(meta.states):
-        lines.append(f"  {state_id:>3}  {state.name:<{name_width}}  {state.namespace_serializer_id:<16}  "
-                     f"{state.state_serializer_id}")
+    kinds = any(kind is not None for _, kind, _, _ in states)
+    lines.append(f"  {'id':>3}  {'name':<{name_width}}  " + ("kind      " if kinds else "")
+                 + f"{'namespace':<16}  state")
+    for state_id, (name, kind, namespace_id, state_serializer_id) in enumerate(states):
+        lines.append(f"  {state_id:>3}  {name:<{name_width}}  " + (f"{kind:<8}  " if kinds else "")
+                     + f"{namespace_id:<16}  {state_serializer_id}")
     widths = [max(7, len(n)) for n in names]
     header = f"{'key group':>9}  {'offset':>10}  {'bytes':>8}" + "".join(f"  {n:>{w}}" for n, w in zip(names, widths))
     lines += ["", header]

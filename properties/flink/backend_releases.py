@@ -11,6 +11,12 @@ list, and what each key shows. Per reader release Y (one process each) every rec
 rebuilt, restored into a fresh backend of release Y at that time (its own key-group range), the
 states registered again, and every key and value compared.
 
+``reference`` stands for the reference's keyed backend writing and reading Flink's checkpoint
+format (:mod:`reference.checkpoint.flink_format`, issue 28 point 3): the pairs
+``reference:2.3.0,2.3.0:reference`` check that real Flink restores what the reference wrote and the
+reference restores what Flink wrote, both to the model's state. The reference's walks also restore
+every checkpoint (and rescale) in the reference itself, checked by the harness as always.
+
 By default the pairs are every release given against 2.3.0 both ways, each release against the
 next one (both ways) and each against itself. The printed matrix says, per pair, how many
 checkpoints restored to the model's state, how many differ, how many a release could not restore
@@ -30,7 +36,52 @@ from pathlib import Path
 
 from properties.core.processes import module_command
 
-__all__ = ["write", "read", "pairs_of", "main"]
+__all__ = ["write", "read", "pairs_of", "main", "REFERENCE", "describe_handle", "rebuild_handle"]
+
+# The pseudo-release: the reference's keyed backend in Flink's checkpoint format.
+REFERENCE = "reference"
+
+
+def _order(version: str) -> tuple:
+    from properties.flink.releases import parse_version
+
+    return (0,) if version == REFERENCE else (1, *parse_version(version))
+
+
+def describe_handle(handle) -> str:
+    """A reference ``KeyGroupsStateHandle`` as ``BackendHandle.describe`` writes Flink's (the
+    key-group range, each group's offset, then ``bytes BASE64`` or ``file SIZE PATH``)."""
+    import base64
+
+    r = handle.key_group_range
+    lines = [f"range {r.start} {r.end}", "offsets " + " ".join(str(o) for _, o in handle.offsets)]
+    lines.append(f"bytes {base64.b64encode(handle.inline).decode('ascii')}" if handle.path is None
+                 else f"file {handle.size} {handle.path}")
+    return "\n".join(lines)
+
+
+def rebuild_handle(text: str, max_parallelism: int):
+    """The reference ``KeyGroupsStateHandle`` a ``describe`` text stands for (a file is read where
+    it lies: Flink writes its path as a ``file:`` URI or a plain path)."""
+    import base64
+
+    from reference.checkpoint.flink_format import KeyGroupsStateHandle
+    from reference.state_table import KeyGroupRange
+
+    range_line, offsets_line, data_line = text.split("\n")
+    start, end = (int(x) for x in range_line.split()[1:])
+    offsets = [int(x) for x in offsets_line.split()[1:]]
+    pairs = list(zip(range(start, end + 1), offsets))
+    kind, rest = data_line.split(" ", 1)
+    if kind == "bytes":
+        data = base64.b64decode(rest)
+        return KeyGroupsStateHandle(KeyGroupRange(start, end), pairs, len(data), inline=data,
+                                    max_parallelism=max_parallelism)
+    size, path = rest.split(" ", 1)
+    if path.startswith("file:"):
+        path = "/" + path[len("file:"):].lstrip("/")
+    return KeyGroupsStateHandle(KeyGroupRange(start, end), pairs, int(size), path=path,
+                                max_parallelism=max_parallelism)
 
 
 def _reads(kind: str):
@@ -69,18 +120,24 @@ def write(version: str, programs: int, steps: int, out: Path) -> dict:
             return CheckpointStreamFactory(str(out / "files"), threshold=0)
 
     (out / "files").mkdir(parents=True, exist_ok=True)
-    impl = resolve(f"flink@{version}", "backend")
+    if version == REFERENCE:
+        factory = resolve("reference-flink-format", "backend").factory
+        describe = describe_handle
+    else:
+        factory = resolve(f"flink@{version}", "backend").factory
+        # Looked up when called: the JVM starts with the first backend.
+        describe = lambda handle: str(Java.jpype.JClass("cowcheck.bridge.BackendHandle").describe(handle.java))  # noqa: E731
     records, failed = [], []
     with limited(60.0):
         for seed in range(programs):
-            harness = Writer(impl.factory(), async_part="inline")
+            harness = Writer(factory(), async_part="inline")
             seen: set = set()
             try:
                 for step in walk_program(seed, steps):
                     harness.apply(step)
                     for cid in sorted(set(harness.handles) - seen):
                         seen.add(cid)
-                        records.append(_record(harness, cid, seed, STATES, NAMESPACES, Java))
+                        records.append(_record(harness, cid, seed, STATES, NAMESPACES, describe))
             except CheckFailure as exc:
                 failed.append({"seed": seed, "failure": f"{exc.failure.kind} {exc.failure.code}: "
                                                        f"{exc.failure.message[:200]}"})
@@ -90,7 +147,7 @@ def write(version: str, programs: int, steps: int, out: Path) -> dict:
     return {"version": version, "checkpoints": len(records), "programs": programs, "failed": len(failed)}
 
 
-def _record(harness, cid, seed, states, namespaces, java) -> dict:
+def _record(harness, cid, seed, states, namespaces, describe) -> dict:
     frozen, time = harness.frozen[cid], harness.frozen[cid].time
     expected = {}
     for spec in states:
@@ -102,14 +159,14 @@ def _record(harness, cid, seed, states, namespaces, java) -> dict:
                 "must": sorted(map(repr, shows)), "may": sorted(map(repr, may)),
                 "shows": [[key, _answer(value if shape != "map" else list(value.items()), shape)]
                           for key, value in sorted(shows.items(), key=lambda kv: repr(kv[0]))]}
-    handle = java.jpype.JClass("cowcheck.bridge.BackendHandle").describe(harness.handles[cid].java)
     return {"seed": seed, "cid": cid, "key_type": harness.key_type, "max_parallelism": harness.max_parallelism,
-            "time": time, "pool": harness.pool, "handle": str(handle), "expected": expected}
+            "time": time, "pool": harness.pool, "handle": describe(harness.handles[cid]), "expected": expected}
 
 
 def read(version: str, written: Path) -> dict:
     """In this process: every checkpoint recorded in ``written`` restored by ``flink@version``."""
     import properties.flink  # noqa: F401
+    from properties.backend import reference_flink_format_backend
     from properties.backend.ops import NAMESPACES, STATES, descriptor_of
     from properties.core.keys import FAMILIES, fresh
     from properties.flink.backend import FlinkCheckpointHandle, FlinkStateBackend
@@ -118,25 +175,30 @@ def read(version: str, written: Path) -> dict:
     from reference.serializers import IntSerializer
     from reference.state_table import KeyGroupRange
 
-    select_release(version)
-    jvm()
+    if version == REFERENCE:
+        new_backend, rebuild = reference_flink_format_backend, rebuild_handle
+    else:
+        select_release(version)
+        jvm()
+        new_backend = FlinkStateBackend
+        java_rebuild = Java.jpype.JClass("cowcheck.bridge.BackendHandle").rebuild
+        rebuild = lambda text, mp: FlinkCheckpointHandle(java_rebuild(text))  # noqa: E731
     data = json.loads((written / "records.json").read_text())
     out = {"writer": data["version"], "reader": version, "checkpoints": 0, "same": 0, "different": [],
            "unrestorable": [], "writer_failed": len(data["failed"])}
-    rebuild = Java.jpype.JClass("cowcheck.bridge.BackendHandle").rebuild
     for record in data["records"]:
         out["checkpoints"] += 1
         where = f"seed {record['seed']} c{record['cid']}"
         try:
-            backend = FlinkStateBackend()
+            backend = new_backend()
             backend.clock.advance(record["time"])
             mp = record["max_parallelism"]
             kb = backend.create_keyed_state_backend(FAMILIES[record["key_type"]].serializer(), mp,
-                                                    KeyGroupRange(0, mp - 1),
-                                                    [FlinkCheckpointHandle(rebuild(record["handle"]))])
+                                                    KeyGroupRange(0, mp - 1), [rebuild(record["handle"], mp)])
             states = {spec.name: kb.get_or_create_keyed_state(IntSerializer(), descriptor_of(spec)) for spec in STATES}
             difference = _compare(kb, states, record, STATES, NAMESPACES, fresh)
-            kb.dispose()
+            if hasattr(kb, "dispose"):  # Flink's backends hold native resources; the reference's do not
+                kb.dispose()
         except Exception as exc:  # the release could not restore it: reported, with the first line
             if len(out["unrestorable"]) < 5:
                 out["unrestorable"].append(f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
@@ -177,13 +239,11 @@ def _compare(kb, states, record, specs, namespaces, fresh) -> str | None:
 
 def pairs_of(versions: list[str], newest: str = "2.3.0") -> list[tuple[str, str]]:
     """Each release against ``newest`` both ways, against the next both ways, and against itself."""
-    from properties.flink.releases import parse_version
-
-    ordered = sorted(set(versions) | {newest}, key=parse_version)
+    ordered = sorted(set(versions) | {newest}, key=_order)
     pairs = {(v, v) for v in ordered}
     pairs |= {(v, newest) for v in ordered} | {(newest, v) for v in ordered}
     pairs |= {(a, b) for a, b in zip(ordered, ordered[1:])} | {(b, a) for a, b in zip(ordered, ordered[1:])}
-    return sorted(pairs, key=lambda p: (parse_version(p[0]), parse_version(p[1])))
+    return sorted(pairs, key=lambda p: (_order(p[0]), _order(p[1])))
 
 
 def _one(*args: str) -> dict:
@@ -210,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.write:
         from properties.flink.releases import select_release
 
-        select_release(args.write)
+        if args.write != REFERENCE:
+            select_release(args.write)
         print(json.dumps(write(args.write, args.programs, args.steps, Path(args.out))))
         return 0
     if args.read:
@@ -224,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"checkpoints across releases: {args.programs} programs of {args.steps} steps per writer, {len(pairs)} "
           f"pairs, checkpoints in {root}")
     written = {}
-    for writer in sorted({w for w, _ in pairs}, key=lambda v: tuple(map(int, v.split(".")))):
+    for writer in sorted({w for w, _ in pairs}, key=_order):
         try:
             written[writer] = _one("--write", writer, "--programs", str(args.programs), "--steps", str(args.steps),
                                    "--out", str(root / writer))

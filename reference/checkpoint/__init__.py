@@ -64,7 +64,7 @@ from reference.checkpoint.format import (
     StateMetadata,
 )
 from reference.checkpoint.handle import CheckpointHandle
-from reference.checkpoint.inspect import CheckpointInfo, KeyGroupInfo, inspect_checkpoint
+from reference.checkpoint.inspect import CheckpointInfo, FlinkCheckpointInfo, KeyGroupInfo, inspect_checkpoint
 from reference.checkpoint.snapshot import PendingCheckpoint
 from reference.checkpoint.streams import CheckpointOutputStream, CheckpointStreamFactory
 
@@ -80,6 +80,7 @@ __all__ = [
     "CheckpointInfo",
     "KeyGroupInfo",
     "inspect_checkpoint",
+    "FlinkCheckpointInfo",
     "DEFAULT_MEMORY_THRESHOLD",
     "MAX_MEMORY_THRESHOLD",
     "FORMAT_VERSION",

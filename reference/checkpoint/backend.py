@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
+from reference.checkpoint.flink_format import FlinkCheckpointData, FlinkPendingCheckpoint, KeyGroupsStateHandle
 from reference.checkpoint.handle import CheckpointHandle
 from reference.checkpoint.restore import CheckpointData, assign_key_groups, joined_range
 from reference.checkpoint.snapshot import PendingCheckpoint, RegisteredState
@@ -12,7 +13,32 @@ from reference.layout import DEFAULT_CAPACITY
 from reference.serializers import IntSerializer
 from reference.state_table import DEFAULT_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
 
-__all__ = ["HeapKeyedStateBackend", "RegisteredState"]
+__all__ = ["HeapKeyedStateBackend", "RegisteredState", "CHECKPOINT_FORMATS", "open_checkpoints"]
+
+# The project's own format (docs/checkpoint-format.md: checksums, an index) and Flink's (flink_format/).
+CHECKPOINT_FORMATS = ("cowcheck", "flink")
+
+
+def open_checkpoints(handles: list, max_parallelism: Optional[int] = None) -> list:
+    """Each handle's checked bytes: CheckpointData for the project's format, FlinkCheckpointData for
+    Flink's (``max_parallelism``: the job's, which Flink's format does not record). The handles must be
+    of one format; the project's records max_parallelism, which must then agree."""
+    kinds = {type(h) for h in handles}
+    if kinds <= {CheckpointHandle}:
+        datas = [CheckpointData(h.read_bytes(), h.source_name, h) for h in handles]
+        for data in datas:
+            if max_parallelism is not None and data.max_parallelism != max_parallelism:
+                raise ValueError(f"the handles were written with max_parallelism {data.max_parallelism}, "
+                                 f"not {max_parallelism}")
+        return datas
+    if kinds <= {KeyGroupsStateHandle}:
+        datas = [FlinkCheckpointData(h.read_bytes(), h.source_name, h, max_parallelism) for h in handles]
+        if datas[0].max_parallelism is None:
+            raise ValueError("restoring a checkpoint in Flink's format needs the job's max_parallelism (Flink's "
+                             "handles do not record it)")
+        return datas
+    raise TypeError(f"restore takes CheckpointHandle or KeyGroupsStateHandle objects of one kind, got "
+                    f"{', '.join(sorted(k.__name__ for k in kinds))}")
 
 
 class HeapKeyedStateBackend:
@@ -20,14 +46,24 @@ class HeapKeyedStateBackend:
     ``HeapKeyedStateBackend``). One key serializer for all states; each state
     has its namespace and state serializers, recorded by id in checkpoints.
 
-    ``pending_class`` builds the pending checkpoints (a seam for seeded bugs).
+    ``checkpoint_format``: what its checkpoints are written in, the project's own format
+    (``cowcheck``, the default: docs/checkpoint-format.md) or Flink's (``flink``:
+    :mod:`reference.checkpoint.flink_format`); a restore reads either, by its handles.
+
+    ``pending_class`` builds the pending checkpoints of the project's format (a seam for
+    seeded bugs); ``flink_pending_class`` those of Flink's.
     """
 
     pending_class = PendingCheckpoint
+    flink_pending_class = FlinkPendingCheckpoint
 
     def __init__(self, key_group_range: Optional[KeyGroupRange] = None,
                  max_parallelism: int = DEFAULT_MAX_PARALLELISM, *, key_serializer=None,
-                 capacity: int = DEFAULT_CAPACITY, stream_factory: Optional[CheckpointStreamFactory] = None) -> None:
+                 capacity: int = DEFAULT_CAPACITY, stream_factory: Optional[CheckpointStreamFactory] = None,
+                 checkpoint_format: str = "cowcheck") -> None:
+        if checkpoint_format not in CHECKPOINT_FORMATS:
+            raise ValueError(f"checkpoint_format must be one of {', '.join(CHECKPOINT_FORMATS)}, got "
+                             f"{checkpoint_format!r}")
         # A throwaway table validates the range and max_parallelism with the table's own messages.
         probe = CopyOnWriteStateTable(key_group_range, max_parallelism, capacity=capacity)
         self.key_group_range = probe.key_group_range
@@ -35,16 +71,20 @@ class HeapKeyedStateBackend:
         self.key_serializer = key_serializer if key_serializer is not None else IntSerializer()
         self.capacity = capacity
         self.stream_factory = stream_factory if stream_factory is not None else CheckpointStreamFactory()
+        self.checkpoint_format = checkpoint_format
         self._states: dict[str, RegisteredState] = {}
 
     # ------------------------------------------------------- states
 
     def register_state(self, name: str, namespace_serializer, state_serializer, *,
                        state_copier: Optional[Callable[[Any], Any]] = None,
-                       transformer: Optional[Callable[[Any], Any]] = None) -> CopyOnWriteStateTable:
+                       transformer: Optional[Callable[[Any], Any]] = None,
+                       kind: Optional[str] = None) -> CopyOnWriteStateTable:
         """A new empty table for ``name``; ``state_copier`` defaults to
         ``state_serializer.copy`` (Flink copies through the serializer); ``transformer``:
-        what checkpoints apply to each state as they write it (None: nothing)."""
+        what checkpoints apply to each state as they write it (None: nothing); ``kind``:
+        the state's kind if known (``value``, ``list``, ``map``, ``reducing``), which Flink's
+        format records."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"state name must be a non-empty string, got {name!r}")
         if name in self._states:
@@ -54,7 +94,7 @@ class HeapKeyedStateBackend:
         copier = state_copier if state_copier is not None else state_serializer.copy
         table = CopyOnWriteStateTable(self.key_group_range, self.max_parallelism, capacity=self.capacity,
                                       state_copier=copier)
-        self._states[name] = RegisteredState(name, namespace_serializer, state_serializer, table, transformer)
+        self._states[name] = RegisteredState(name, namespace_serializer, state_serializer, table, transformer, kind)
         return table
 
     def state(self, name: str) -> CopyOnWriteStateTable:
@@ -81,35 +121,39 @@ class HeapKeyedStateBackend:
         """The synchronous part of checkpoint ``checkpoint_id``; advance or complete the result."""
         if not isinstance(checkpoint_id, int) or not 0 <= checkpoint_id < 1 << 63:
             raise ValueError(f"checkpoint_id must be an int in [0, 2**63), got {checkpoint_id!r}")
-        return self.pending_class(self, checkpoint_id, stream_factory or self.stream_factory)
+        pending_class = self.pending_class if self.checkpoint_format == "cowcheck" else self.flink_pending_class
+        return pending_class(self, checkpoint_id, stream_factory or self.stream_factory)
 
     @classmethod
-    def restore(cls, handles: Iterable[CheckpointHandle], key_group_range: Optional[KeyGroupRange] = None, *,
-                capacity: int = DEFAULT_CAPACITY,
+    def restore(cls, handles: Iterable, key_group_range: Optional[KeyGroupRange] = None, *,
+                max_parallelism: Optional[int] = None, capacity: int = DEFAULT_CAPACITY,
                 stream_factory: Optional[CheckpointStreamFactory] = None, **options) -> "HeapKeyedStateBackend":
         """A fresh backend for ``key_group_range`` (default: the handles' ranges
         joined) holding the checkpointed state of those key groups: one handle,
         a part of one (scale out) or several merged (scale in). All or
         nothing: on any error nothing is returned and no table escapes.
+        ``handles``: CheckpointHandle (the project's format) or KeyGroupsStateHandle
+        (Flink's, which needs ``max_parallelism``: Flink does not record it).
         ``options`` go to the constructor of ``cls`` (a subclass's own arguments)."""
         handles = list(handles)
         if not handles:
             raise ValueError("restore needs at least one handle")
-        datas = [CheckpointData(h.read_bytes(), h.source_name, h) for h in handles]
+        datas = open_checkpoints(handles, max_parallelism)
         first = datas[0]
         for data in datas[1:]:
             data.check_compatible(first)
         if key_group_range is None:
             key_group_range = joined_range(handles)
         owner = assign_key_groups(handles, key_group_range, cls._restore_range)
-        meta = first.metadata
-        backend = cls(key_group_range, meta.max_parallelism, key_serializer=first.key_serializer,
+        backend = cls(key_group_range, first.max_parallelism, key_serializer=first.key_serializer,
                       capacity=capacity, stream_factory=stream_factory, **options)
-        for state, (ns_ser, st_ser) in zip(meta.states, first.serializers):
-            backend.register_state(state.name, ns_ser, st_ser)
-        tables = [backend.state(s.name) for s in meta.states]
+        restored = first.restored_states()
+        for name, kind, ns_ser, st_ser in restored:
+            backend.register_state(name, ns_ser, st_ser, kind=kind)
+        # By name: each of Flink's handles numbers the states in its own order.
+        tables = [[backend.state(name) for name in data.state_names] for data in datas]
         for group in key_group_range:
-            datas[owner[group]].load_key_group(group, tables)
+            datas[owner[group]].load_key_group(group, tables[owner[group]])
         return backend
 
     @staticmethod

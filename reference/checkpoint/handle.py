@@ -14,7 +14,7 @@ from reference.checkpoint.streams import atomic_write
 from reference.errors import CheckpointFormatError
 from reference.state_table import KeyGroupRange
 
-__all__ = ["CheckpointHandle", "read_file"]
+__all__ = ["CheckpointHandle", "read_file", "parse_handle_json", "json_int", "key_group_offsets"]
 
 # A handle file holds at most MAX_MEMORY_THRESHOLD (1 MiB) of inline data, as base64.
 MAX_HANDLE_BYTES = 4 << 20
@@ -29,8 +29,21 @@ def read_file(path: str, limit: int) -> bytes:
         raise CheckpointFormatError(path, 0, f"cannot read: {exc.strerror or exc}") from None
 
 
-def _offsets(value) -> tuple:
+def key_group_offsets(value) -> tuple:
+    """(key group, offset) pairs as a tuple of int pairs (a handle's ``offsets``)."""
     return tuple((int(g), int(o)) for g, o in value)
+
+
+def parse_handle_json(raw: bytes, path: str):
+    """The JSON document of a handle file's bytes; CheckpointFormatError if it is not JSON."""
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CheckpointFormatError(path, exc.start, "not a handle file (not UTF-8 JSON)") from None
+    except json.JSONDecodeError as exc:
+        raise CheckpointFormatError(path, exc.pos, f"not a handle file (bad JSON: {exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # an integer too long to read, nesting too deep
+        raise CheckpointFormatError(path, 0, f"not a handle file ({str(exc).split(';')[0]})") from None
 
 
 @attrs.frozen
@@ -48,7 +61,7 @@ class CheckpointHandle:
     checkpoint_id: int
     key_group_range: KeyGroupRange
     max_parallelism: int
-    offsets: tuple = attrs.field(converter=_offsets)
+    offsets: tuple = attrs.field(converter=key_group_offsets)
     size: int
     checksum: int
     path: Optional[str] = None
@@ -127,15 +140,7 @@ class CheckpointHandle:
     @classmethod
     def from_bytes(cls, raw: bytes, path: str) -> "CheckpointHandle":
         """A handle from the bytes of its file."""
-        try:
-            doc = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise CheckpointFormatError(path, exc.start, "not a handle file (not UTF-8 JSON)") from None
-        except json.JSONDecodeError as exc:
-            raise CheckpointFormatError(path, exc.pos, f"not a handle file (bad JSON: {exc.msg})") from None
-        except (ValueError, RecursionError) as exc:  # an integer too long to read, nesting too deep
-            raise CheckpointFormatError(path, 0, f"not a handle file ({str(exc).split(';')[0]})") from None
-        return cls.from_json(doc, path)
+        return cls.from_json(parse_handle_json(raw, path), path)
 
     @classmethod
     def from_json(cls, doc: Any, origin: str) -> "CheckpointHandle":
@@ -149,11 +154,11 @@ class CheckpointHandle:
                 path = os.path.join(os.path.dirname(os.path.abspath(origin)), path)
             inline = doc["inline"]
             return cls(
-                checkpoint_id=_json_int(doc["checkpoint_id"]),
-                key_group_range=KeyGroupRange(*(_json_int(x) for x in doc["key_group_range"])),
-                max_parallelism=_json_int(doc["max_parallelism"]),
-                offsets=[(_json_int(g), _json_int(o)) for g, o in doc["offsets"]],
-                size=_json_int(doc["size"]),
+                checkpoint_id=json_int(doc["checkpoint_id"]),
+                key_group_range=KeyGroupRange(*(json_int(x) for x in doc["key_group_range"])),
+                max_parallelism=json_int(doc["max_parallelism"]),
+                offsets=[(json_int(g), json_int(o)) for g, o in doc["offsets"]],
+                size=json_int(doc["size"]),
                 checksum=int(doc[CHECKSUM], 16),
                 path=path,
                 inline=None if inline is None else base64.b64decode(inline, validate=True),
@@ -163,7 +168,8 @@ class CheckpointHandle:
             raise CheckpointFormatError(origin, 0, f"malformed handle: {type(exc).__name__}: {exc}") from None
 
 
-def _json_int(value) -> int:
+def json_int(value) -> int:
+    """A JSON integer (not a bool); TypeError otherwise."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"expected an integer, got {value!r}")
     return value

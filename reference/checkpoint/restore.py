@@ -10,7 +10,6 @@ is read from (rescaling: one handle, part of one, or several merged).
 from __future__ import annotations
 
 import io
-import os
 import struct
 import zlib
 from typing import Optional
@@ -32,14 +31,14 @@ from reference.checkpoint.format import (
     Cursor,
     StateMetadata,
 )
-from reference.checkpoint.handle import MAX_HANDLE_BYTES, CheckpointHandle, read_file
+from reference.checkpoint.handle import CheckpointHandle
 from reference.errors import CheckpointFormatError
 from reference.cow_state_map import CopyOnWriteStateMap
 from reference.hashing import key_group
 from reference.serializers import SerializationError, UnknownSerializerError, serializer_from_id
 from reference.state_table import CopyOnWriteStateTable, KeyGroupRange
 
-__all__ = ["CheckpointData", "load_handle_or_file", "joined_range", "assign_key_groups", "spans"]
+__all__ = ["CheckpointData", "joined_range", "assign_key_groups", "spans", "read_state_entries"]
 
 
 class CheckpointData:
@@ -80,6 +79,20 @@ class CheckpointData:
 
     def _fail(self, offset: int, problem: str):
         raise CheckpointFormatError(self.name, offset, problem)
+
+    @property
+    def max_parallelism(self) -> int:
+        return self.metadata.max_parallelism
+
+    @property
+    def state_names(self) -> list[str]:
+        """The states' names in state-id order."""
+        return [s.name for s in self.metadata.states]
+
+    def restored_states(self) -> list[tuple]:
+        """``(name, kind, namespace serializer, state serializer)`` per state in state-id order; this
+        format does not record a state's kind (None)."""
+        return [(s.name, None, ns, st) for s, (ns, st) in zip(self.metadata.states, self.serializers)]
 
     # ----------------------------------------------------------- structure
 
@@ -221,7 +234,6 @@ class CheckpointData:
         result = []
         mp = self.metadata.max_parallelism
         for state_id, (state, (ns_ser, st_ser)) in enumerate(zip(self.metadata.states, self.serializers)):
-            entries = []
             at = start + inp.tell()
             header = inp.read(6)
             if len(header) != 6:
@@ -232,24 +244,9 @@ class CheckpointData:
                                f"found {found_id}")
             if count < 0:
                 self._fail(at + 2, f"negative entry count {count} for state {state.name!r}")
-            for i in range(count):
-                at = start + inp.tell()
-                try:
-                    namespace = ns_ser.deserialize(inp)
-                    key = self.key_serializer.deserialize(inp)
-                    value = st_ser.deserialize(inp)
-                except (SerializationError, struct.error, UnicodeDecodeError, ValueError) as exc:
-                    self._fail(at, f"state {state.name!r}, key group {group}, entry {i}: {exc}")
-                if key_group(key, mp) != group:
-                    self._fail(at, f"state {state.name!r}: key {key!r} belongs to key group "
-                                   f"{key_group(key, mp)}, found in key group {group}")
-                entries.append((key, namespace, value))
             target = tables[state_id].map_for_key_group(group) if tables is not None else CopyOnWriteStateMap()
-            before = len(target)
-            for key, namespace, value in entries:
-                target.put(key, namespace, value)
-            if len(target) - before != len(entries):
-                self._fail(start, f"state {state.name!r}: key group {group} holds the same (key, namespace) twice")
+            entries = read_state_entries(inp, start, group, state.name, count, self.key_serializer, ns_ser, st_ser,
+                                         mp, target, self._fail)
             result.append(entries)
         left = end - 4 - start - inp.tell()
         if left:
@@ -261,37 +258,35 @@ class CheckpointData:
         self.key_group_entries(group, tables)
 
 
+def read_state_entries(inp, base: int, group: int, name: str, count: int, key_serializer, namespace_serializer,
+                       state_serializer, max_parallelism: Optional[int], target: CopyOnWriteStateMap, fail) -> list:
+    """``count`` entries (namespace, key, state: ``writeStateInKeyGroup``) of state ``name`` in key group
+    ``group``, read from ``inp`` (whose position 0 is offset ``base`` of the checkpoint) and put into
+    ``target``; ``fail(offset, problem)`` raises. Every entry must decode, its key must belong to the
+    group (unless ``max_parallelism`` is None: unknown), and no (key, namespace) may come twice."""
+    entries = []
+    for i in range(count):
+        at = base + inp.tell()
+        try:
+            namespace = namespace_serializer.deserialize(inp)
+            key = key_serializer.deserialize(inp)
+            value = state_serializer.deserialize(inp)
+        except (SerializationError, struct.error, UnicodeDecodeError, ValueError) as exc:
+            fail(at, f"state {name!r}, key group {group}, entry {i}: {exc}")
+        if max_parallelism is not None and key_group(key, max_parallelism) != group:
+            fail(at, f"state {name!r}: key {key!r:.80} belongs to key group {key_group(key, max_parallelism)}, "
+                     f"found in key group {group}")
+        entries.append((key, namespace, value))
+    before = len(target)
+    for key, namespace, value in entries:
+        target.put(key, namespace, value)
+    if len(target) - before != len(entries):
+        fail(base, f"state {name!r}: key group {group} holds the same (key, namespace) twice")
+    return entries
+
 
 # The largest data file read without a handle that records its size (a million entries take 19 MB).
 MAX_DATA_BYTES = 256 << 20
-
-
-def _size(path: str) -> int:
-    """The size the file system gives ``path`` (0 if it gives none: the read then says why)."""
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
-def load_handle_or_file(path: str, read=None) -> CheckpointHandle | "CheckpointData":
-    """A handle file as a CheckpointHandle, or a data file as its parsed data (at most
-    MAX_DATA_BYTES). ``read(path, limit)``: at most ``limit`` bytes of a file, the first
-    ones of a longer file (default: a plain bounded read)."""
-    read = read or read_file
-    raw = read(path, MAX_HANDLE_BYTES + 1)
-    if raw[:len(MAGIC)] == MAGIC:
-        if len(raw) > MAX_HANDLE_BYTES and _size(path) <= MAX_DATA_BYTES:  # a larger one is refused unread
-            raw = read(path, MAX_DATA_BYTES + 1)
-        if len(raw) > MAX_DATA_BYTES or _size(path) > MAX_DATA_BYTES:
-            raise CheckpointFormatError(path, MAX_DATA_BYTES, f"larger than {MAX_DATA_BYTES} bytes, more than "
-                                                              f"this reader reads without a handle")
-        return CheckpointData(raw, path)
-    if len(raw) > MAX_HANDLE_BYTES:
-        raise CheckpointFormatError(path, MAX_HANDLE_BYTES, f"not a handle file (larger than {MAX_HANDLE_BYTES} "
-                                                            f"bytes)")
-    return CheckpointHandle.from_bytes(raw, path)
-
 
 
 def joined_range(handles: list[CheckpointHandle]) -> KeyGroupRange:

@@ -35,15 +35,18 @@ __all__ = ["PendingCheckpoint", "RegisteredState"]
 
 @attrs.frozen
 class RegisteredState:
-    """A state of a backend: its table, the serializers its checkpoint uses, and the
+    """A state of a backend: its table, the serializers its checkpoint uses, the
     transformer its checkpoint applies to each state as it writes it (None: none; a
-    state with time-to-live drops what has expired, Flink's snapshot transformer)."""
+    state with time-to-live drops what has expired, Flink's snapshot transformer), and
+    its kind (``value``, ``list``, ``map``, ``reducing``; None: not known, as for a state
+    restored from the project's own format, which does not record it)."""
 
     name: str
     namespace_serializer: Any
     state_serializer: Any
     table: CopyOnWriteStateTable
     transformer: Optional[Callable[[Any], Any]] = None
+    kind: Optional[str] = None
 
     def metadata(self) -> StateMetadata:
         return StateMetadata(self.name, self.namespace_serializer.serializer_id,

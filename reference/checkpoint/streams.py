@@ -35,8 +35,9 @@ class CheckpointStreamFactory:
     directory: Optional[str] = None
     threshold: int = attrs.field(default=DEFAULT_MEMORY_THRESHOLD, validator=_check_threshold)
 
-    def create_stream(self, checkpoint_id: int) -> "CheckpointOutputStream":
-        return CheckpointOutputStream(self.directory, self.threshold, checkpoint_id)
+    def create_stream(self, checkpoint_id: int, suffix: str = DATA_SUFFIX) -> "CheckpointOutputStream":
+        """A stream for checkpoint ``checkpoint_id``; a spilled one ends in ``chk-<id>-<16 hex><suffix>``."""
+        return CheckpointOutputStream(self.directory, self.threshold, checkpoint_id, suffix)
 
 
 class CheckpointOutputStream:
@@ -46,12 +47,15 @@ class CheckpointOutputStream:
     write buffer (max(4 KB, threshold)) fills; either way a stream of at most
     ``threshold`` bytes ends inline and a larger one in a file."""
 
-    __slots__ = ("directory", "threshold", "checkpoint_id", "_buffer", "_file", "temp_path", "_pos", "closed")
+    __slots__ = ("directory", "threshold", "checkpoint_id", "suffix", "_buffer", "_file", "temp_path", "_pos",
+                 "closed")
 
-    def __init__(self, directory: Optional[str], threshold: int, checkpoint_id: int) -> None:
+    def __init__(self, directory: Optional[str], threshold: int, checkpoint_id: int,
+                 suffix: str = DATA_SUFFIX) -> None:
         self.directory = directory
         self.threshold = threshold
         self.checkpoint_id = checkpoint_id
+        self.suffix = suffix
         self._buffer = bytearray()
         self._file = None
         self.temp_path: Optional[str] = None
@@ -77,7 +81,7 @@ class CheckpointOutputStream:
         self._pos += len(data)
 
     def _spill(self) -> None:
-        name = f"chk-{self.checkpoint_id}-{uuid.uuid4().hex[:16]}{DATA_SUFFIX}"
+        name = f"chk-{self.checkpoint_id}-{uuid.uuid4().hex[:16]}{self.suffix}"
         self.temp_path = os.path.join(self.directory, f".{name}.tmp")
         self._file = open(self.temp_path, "xb")
         self._file.write(self._buffer)

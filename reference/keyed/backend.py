@@ -19,7 +19,9 @@ backends, fresh or restored from checkpoint handles into any key-group range
 (one handle, a part of one, several merged: rescaling).
 
 The byte layout of a checkpoint is the project's own (docs/checkpoint-format.md),
-written by :class:`~reference.checkpoint.PendingCheckpoint`.
+written by :class:`~reference.checkpoint.PendingCheckpoint`, or Flink's
+(``checkpoint_format="flink"``: :mod:`reference.checkpoint.flink_format`, which
+real Flink restores); a restore reads either, by the handles it is given.
 
 Maintenance notes:
 
@@ -164,9 +166,9 @@ class KeyedStateBackend(HeapKeyedStateBackend):
     def __init__(self, key_group_range: Optional[KeyGroupRange] = None,
                  max_parallelism: int = DEFAULT_MAX_PARALLELISM, *, key_serializer=None,
                  capacity: int = DEFAULT_CAPACITY, stream_factory: Optional[CheckpointStreamFactory] = None,
-                 clock: Optional[ManualClock] = None) -> None:
+                 clock: Optional[ManualClock] = None, checkpoint_format: str = "cowcheck") -> None:
         super().__init__(key_group_range, max_parallelism, key_serializer=key_serializer, capacity=capacity,
-                         stream_factory=stream_factory)
+                         stream_factory=stream_factory, checkpoint_format=checkpoint_format)
         self.clock = clock if clock is not None else ManualClock()
         self.current_key = None
         self._created: dict = {}  # name -> (descriptor kind, the state object handed out)
@@ -204,9 +206,10 @@ class KeyedStateBackend(HeapKeyedStateBackend):
             want = (namespace_serializer.serializer_id, state_serializer.serializer_id)
             if have != want:
                 raise StateMigrationError(descriptor.name, " / ".join(have), " / ".join(want))
-            self._states[descriptor.name] = attrs.evolve(registered, transformer=transformer)
+            self._states[descriptor.name] = attrs.evolve(registered, transformer=transformer, kind=descriptor.kind)
         else:
-            self.register_state(descriptor.name, namespace_serializer, state_serializer, transformer=transformer)
+            self.register_state(descriptor.name, namespace_serializer, state_serializer, transformer=transformer,
+                                kind=descriptor.kind)
         state = self._build_state(descriptor, self.state(descriptor.name))
         self._created[descriptor.name] = (descriptor.kind, state)
         return state
@@ -252,23 +255,29 @@ class KeyedStateBackend(HeapKeyedStateBackend):
 
 class HashMapStateBackend:
     """Builds keyed backends (Flink ``HashMapStateBackend.createKeyedStateBackend``), all
-    reading one ``clock``; ``capacity``: of every map of their tables (Flink: 128)."""
+    reading one ``clock``; ``capacity``: of every map of their tables (Flink: 128);
+    ``checkpoint_format``: what their checkpoints are written in (``cowcheck`` or ``flink``)."""
 
     def __init__(self, *, clock: Optional[ManualClock] = None, capacity: int = DEFAULT_CAPACITY,
-                 backend_class: type = KeyedStateBackend) -> None:
+                 backend_class: type = KeyedStateBackend, checkpoint_format: str = "cowcheck") -> None:
         self.clock = clock if clock is not None else ManualClock()
         self.capacity = capacity
         self.backend_class = backend_class
+        self.checkpoint_format = checkpoint_format
 
     def create_keyed_state_backend(self, key_serializer, max_parallelism: int, key_group_range: KeyGroupRange,
-                                   state_handles: Iterable[CheckpointHandle] = ()) -> KeyedStateBackend:
+                                   state_handles: Iterable = ()) -> KeyedStateBackend:
         """A backend owning ``key_group_range``: empty, or holding what ``state_handles`` hold of
-        those key groups (their key serializer must be ``key_serializer``'s)."""
+        those key groups (their key serializer must be ``key_serializer``'s): CheckpointHandle
+        objects (the project's format) or KeyGroupsStateHandle ones (Flink's)."""
         handles = list(state_handles)
         if not handles:
             return self.backend_class(key_group_range, max_parallelism, key_serializer=key_serializer,
-                                      capacity=self.capacity, clock=self.clock)
-        restored = self.backend_class.restore(handles, key_group_range, capacity=self.capacity, clock=self.clock)
+                                      capacity=self.capacity, clock=self.clock,
+                                      checkpoint_format=self.checkpoint_format)
+        restored = self.backend_class.restore(handles, key_group_range, max_parallelism=max_parallelism,
+                                              capacity=self.capacity, clock=self.clock,
+                                              checkpoint_format=self.checkpoint_format)
         if restored.key_serializer.serializer_id != key_serializer.serializer_id:
             raise StateMigrationError("(key)", restored.key_serializer.serializer_id, key_serializer.serializer_id)
         if restored.max_parallelism != max_parallelism:
