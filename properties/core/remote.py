@@ -98,7 +98,7 @@ __all__ = ["Isolation", "RemoteFactory", "RemoteObject", "ImportFailed", "take",
            "shutdown_workers", "remote_factory"]
 
 # Messages.
-_READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP = range(7)
+_READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP, _MORE, _END = range(9)
 # Requests.
 _NEW, _CALL, _OP, _GETATTR, _DRAIN, _CALLS, _SYNC, _NOP, _WALK, _FOLLOWED = range(10)
 # Answers.
@@ -111,8 +111,9 @@ _SCALARS = frozenset({int, str, float, bytes, bool, type(None)})
 _MAX_DEPTH = 32  # containers nest no deeper across the boundary (deeper: a handle)
 _MAX_MESSAGE = 512 << 20  # bytes: a message larger than this is a broken protocol
 # Seconds a side polls for the other's message before it sleeps in select(): a round trip through
-# the kernel's wake-up costs about 60 us on a shared 2-core machine, a poll that finds the message
-# about 4 us, and most answers come well within this (benchmarks/bench_isolation.py).
+# the kernel's wake-up costs about 60 us on an idle 2-core machine, a poll that finds the message
+# about 4 us, and answers to calls made one by one mostly come well within this. Polling for
+# messages that come later only burns a core another process needs: see _Channel._read.
 _SPIN = 0.0005
 _CHUNK_SECONDS = 0.02  # seconds a request of announced calls should take (Session.prefetch)
 _CHUNK_MOST = 4096
@@ -167,16 +168,28 @@ class _Broken(Exception):
 class _Channel:
     """Length-prefixed marshal messages over two file descriptors."""
 
-    __slots__ = ("rfd", "wfd", "buffer")
+    __slots__ = ("rfd", "wfd", "buffer", "spin")
 
     def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd, self.wfd = rfd, wfd
         self.buffer = bytearray()
+        self.spin = _SPIN  # seconds the next wait polls first (_read)
         os.set_blocking(rfd, False)  # read() polls for up to _SPIN, then waits in select()
 
     def send(self, message) -> None:
         data = marshal.dumps(message)
-        data = len(data).to_bytes(4, "big") + data
+        self._write(len(data).to_bytes(4, "big") + data)
+
+    def send_all(self, messages: list) -> None:
+        """The messages, in order, written at once (the other side wakes once for them all)."""
+        parts = []
+        for message in messages:
+            data = marshal.dumps(message)
+            parts.append(len(data).to_bytes(4, "big"))
+            parts.append(data)
+        self._write(b"".join(parts))
+
+    def _write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self.wfd, view):]
@@ -203,19 +216,52 @@ class _Channel:
                 raise EOFError
             buffer += chunk
 
+    def waiting(self) -> bool:
+        """Whether :meth:`receive` returns (or raises) now, without waiting for the other side."""
+        buffer = self.buffer
+        while len(buffer) < 4 or len(buffer) < 4 + int.from_bytes(buffer[:4], "big"):
+            try:
+                chunk = os.read(self.rfd, 1 << 16)
+            except BlockingIOError:
+                return False
+            if not chunk:
+                return True
+            buffer += chunk
+        return True
+
     def _read(self, size: int) -> bytes:
         """Bytes that are there, or the next ones to come (b"" at the end); a signal handler that
-        raises (the step time limit) interrupts the wait."""
-        fd, give_up = self.rfd, None
+        raises (the step time limit) interrupts the wait. It polls first for twice as long
+        as the last wait took, if that was shorter than ``_SPIN`` (the other side answering
+        call by call on a core of its own); a longer wait (the other side busy with work of
+        its own, or waiting for a core on a loaded machine) is spent asleep in select(), and
+        so is the next one, until one is short again."""
+        fd = self.rfd
+        try:
+            return os.read(fd, size)
+        except BlockingIOError:
+            pass
+        started = time.perf_counter()
+        if self.spin:
+            give_up = started + self.spin
+            while True:
+                try:
+                    data = os.read(fd, size)
+                except BlockingIOError:
+                    if time.perf_counter() < give_up:
+                        continue
+                    break
+                self.spin = min(_SPIN, 2 * (time.perf_counter() - started))
+                return data
         while True:
+            select.select([fd], [], [])
             try:
-                return os.read(fd, size)
+                data = os.read(fd, size)
             except BlockingIOError:
-                pass
-            if give_up is None:
-                give_up = time.perf_counter() + _SPIN
-            elif time.perf_counter() >= give_up:
-                select.select([fd], [], [])
+                continue
+            waited = time.perf_counter() - started
+            self.spin = 2 * waited if waited < _SPIN / 2 else 0.0
+            return data
 
     def close(self) -> None:
         for fd in (self.rfd, self.wfd):
@@ -243,6 +289,7 @@ class Worker:
         self.started = 0  # processes started
         self.start_seconds = 0.0
         self.streaming = False  # it runs a walk ahead (properties.core.ahead): no request until it ends
+        self.owed = 0  # answers of walks ended and not read yet: read before the next request's answer
         self.owner = 0  # the process that started it (a forked process starts its own)
 
     @property
@@ -278,6 +325,7 @@ class Worker:
         self.channel = _Channel(from_child_r, to_child_w)
         self.generation += 1
         self.types, self.infos = {}, {}
+        self.owed = 0
         self.started += 1
         try:
             message = self.channel.receive()
@@ -308,6 +356,7 @@ class Worker:
         """Wait for a child whose pipe closed (killing it if it lingers): its wait status."""
         pid, self.pid = self.pid, None
         self.streaming = False
+        self.owed = 0
         if self.channel is not None:
             self.channel.close()
             self.channel = None
@@ -349,6 +398,9 @@ class Worker:
                 if type(reply) is not tuple or not reply:
                     raise _Broken(f"a message {reply!r:.60}")
                 kind = reply[0]
+                if self.owed and kind in (_ANSWER, _STEP):  # the end of a walk (and records not read)
+                    self.owed -= kind == _ANSWER
+                    continue
                 if kind == _ANSWER:
                     if len(reply) != 5:
                         raise _Broken(f"an answer {reply!r:.60}")
@@ -1058,10 +1110,13 @@ class Session:
             if len(columns) != 3 or len({len(column) for column in columns}) != 1:
                 raise _Broken("entries whose columns differ")
             return list(zip(*columns))
-        if tag == _T_TUPLE2:
-            return Tuple2(self.dec(c[1], depth + 1), self.dec(c[2], depth + 1))
-        if tag == _T_WINDOW:
-            return TimeWindow(self.dec(c[1], depth + 1), self.dec(c[2], depth + 1))
+        if tag == _T_TUPLE2 or tag == _T_WINDOW:
+            if len(c) != 3:
+                raise _Broken(f"a key of {len(c) - 1} fields")
+            a, b = c[1], c[2]
+            a = a if type(a) in _SCALARS else self.dec(a, depth + 1)
+            b = b if type(b) in _SCALARS else self.dec(b, depth + 1)
+            return Tuple2(a, b) if tag == _T_TUPLE2 else TimeWindow(a, b)
         if tag == _T_VOID:
             return VOID_NAMESPACE
         if tag == _T_CALLABLE:
@@ -1164,6 +1219,13 @@ def _child_main(parent: int, rfd: int, wfd: int, module: str, attribute: str, is
         pass
     if os.getppid() != parent:
         return
+    try:
+        # Woken by a message, it does not take the core from the checker that sent it (who does not
+        # wait for it: steps run ahead here while the checker goes on); its share of the machine
+        # is unchanged. Linux; elsewhere it is scheduled as any process.
+        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
     os.dup2(2, 1)  # what the implementation prints goes to stderr: stdout is the checker's report
     keep = sorted({0, 1, 2, rfd, wfd})
     for low, high in zip(keep, keep[1:] + [_max_fd()]):
@@ -1380,12 +1442,12 @@ class _Server:
                     if type(x) not in _SCALARS:
                         return (_T_LISTX, h, self.enc_items(v, depth))
                 return (_T_LIST, h, v[:] if self.copies else v)
+            if t is Tuple2 or t is TimeWindow:
+                a, b = (v.f0, v.f1) if t is Tuple2 else (v.start, v.end)
+                return (_T_TUPLE2 if t is Tuple2 else _T_WINDOW, a if type(a) in _SCALARS else self.enc(a, depth + 1),
+                        b if type(b) in _SCALARS else self.enc(b, depth + 1))
             if t is tuple:
                 return (_T_TUPLE, *[self.enc(x, depth + 1) for x in v])
-            if t is Tuple2:
-                return (_T_TUPLE2, self.enc(v.f0, depth + 1), self.enc(v.f1, depth + 1))
-            if t is TimeWindow:
-                return (_T_WINDOW, self.enc(v.start, depth + 1), self.enc(v.end, depth + 1))
         if v is VOID_NAMESPACE:
             return (_T_VOID,)
         h = self.handles.get(id(v))
