@@ -231,18 +231,19 @@ class _Channel:
 
     def _read(self, size: int) -> bytes:
         """Bytes that are there, or the next ones to come (b"" at the end); a signal handler that
-        raises (the step time limit) interrupts the wait. It polls first for twice as long
-        as the last wait took, if that was shorter than ``_SPIN`` (the other side answering
-        call by call on a core of its own); a longer wait (the other side busy with work of
-        its own, or waiting for a core on a loaded machine) is spent asleep in select(), and
-        so is the next one, until one is short again."""
+        raises (the step time limit) interrupts the wait. On a machine with a core to spare
+        it polls first for twice as long as the last wait took, if that was shorter than
+        ``_SPIN`` (the other side answering call by call on a core of its own); a longer wait
+        (the other side busy with work of its own) is spent asleep in select(), and so is the
+        next one, until one is short again. On a loaded machine it never polls: the core it
+        would hold is one the other side, or another process, is waiting for."""
         fd = self.rfd
         try:
             return os.read(fd, size)
         except BlockingIOError:
             pass
         started = time.perf_counter()
-        if self.spin:
+        if self.spin and _core_to_spare():
             give_up = started + self.spin
             while True:
                 try:
@@ -269,6 +270,23 @@ class _Channel:
                 os.close(fd)
             except OSError:
                 pass
+
+
+_SPARE = [0.0, False]  # (time.monotonic() when last asked, whether a core was to spare)
+
+
+def _core_to_spare() -> bool:
+    """Whether the machine has a core nobody waits for (the load average, read at most once a
+    second, under the cores less one): else a side that polls takes the core the other side,
+    or another process, needs."""
+    now = time.monotonic()
+    if now - _SPARE[0] > 1.0:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = float("inf")
+        _SPARE[0], _SPARE[1] = now, load + 1 < (os.cpu_count() or 1)
+    return _SPARE[1]
 
 
 # ----------------------------------------------------------------- worker
