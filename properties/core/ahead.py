@@ -1,14 +1,15 @@
-"""Walks run ahead in the implementation's process, checked step by step by the checker's own harness.
+"""Walks and Hypothesis's examples run ahead in the implementation's process, checked step by step here.
 
 Asking an implementation in another process call by call costs a round trip
-per call (:mod:`properties.core.remote`): fine for Hypothesis, whose own
-cost per step is larger, too slow for the walk phase. So a walk's program is
-sent to the implementation's process at once, and there the very harness of
-the checker runs it over the implementation, through proxies of the same
-classes as the checker's, each call made at once (in-process semantics) and
-recorded (:class:`Recorder`): what was called with what, what it returned or
-raised, what the harness's own functions were given (``transform``). The
-records stream back a step at a time while the next steps run.
+per call (:mod:`properties.core.remote`), and on a loaded machine each one
+waits for both processes to be scheduled. So a walk's program is sent to the
+implementation's process at once (a Hypothesis example's steps one by one, as
+Hypothesis draws them), and there the very harness of the checker runs it
+over the implementation, through proxies of the same classes as the
+checker's, each call made at once (in-process semantics) and recorded
+(:class:`Recorder`): what was called with what, what it returned or raised,
+what the harness's own functions were given (``transform``). The records
+stream back a few steps at a time while the next steps run.
 
 The checker's harness then applies the same steps over a :class:`Replay`
 of the implementation: every call it makes is matched with the next record
@@ -20,11 +21,13 @@ answers depend on something the records do not carry) is :class:`OutOfStep`:
 the checker drops the records and runs the walk again from its first step,
 live (call by call), and goes on live. A failure found on the records is
 confirmed the same way before it is reported (a TIMEOUT, or the process's
-end, the checker saw itself). So a walk costs one request and runs on two
-cores; the verdict is the one a live walk gives.
+end, the checker saw itself). So a walk costs one request, an example one
+message per step and no wait, and both run on two cores; the verdict is the
+one a live walk gives.
 
-Each step's record is read inside that step, under the step time limit: a
-hang or a crash of the implementation shows at the step that caused it.
+Each step's record is read under the step time limit (a walk's inside that
+step, an example's at a later step or at the example's end): a hang or a
+crash of the implementation shows at the step that caused it.
 """
 
 from __future__ import annotations
@@ -49,14 +52,17 @@ from reference.keys import TimeWindow, Tuple2, VoidNamespace
 __all__ = ["AheadHarness", "Recorder", "Replay", "ahead_harness", "example_harness"]
 
 _ROOT = 1  # the implementation's handle in a walk's records
-# Steps a stepwise harness sends at once, and how many it lets run ahead unchecked before it
-# waits for their records (it checks each one whose record is there as soon as it is).
-_AT_ONCE = 1
+# Steps a stepwise harness lets run ahead unchecked before it waits for their records (it checks
+# each one whose record is there as soon as it is): a bound on what a hang over there lets run on.
 _MOST_UNCHECKED = 64
 # A walk's records are sent a few at a time (at most this many, or after this many seconds, and
 # when its steps are done): a checker waiting for them wakes once for several steps.
 _RECORDS_AT_ONCE = 16
 _RECORDS_WAIT = 0.002
+# A step's record is waited for as long as this many of its calls may take, at most: a bulk step
+# that hangs over there goes live (where its first call that hangs is timed alone) within a few
+# limits, not its count of them; a bulk step that was only slow runs again live.
+_CALLS_WAITED = 4
 _PLAIN = _SCALARS | {Tuple2, TimeWindow, VoidNamespace}
 
 
@@ -286,12 +292,7 @@ class Recorder(_Server):
 
     def _returned(self, entry: list, value):
         t = type(value)
-        if t in _SCALARS:
-            entry[5] = value
-            if len(entry) == 8:
-                entry[7] = tuple(stream.getvalue() for stream in entry[7])
-            return value
-        entry[5] = self.enc(value)
+        entry[5] = value if t in _SCALARS else self.enc(value)
         if len(entry) == 8:
             entry[7] = tuple(stream.getvalue() for stream in entry[7])
         return value if t in _PLAIN else self.wrap(value)
@@ -451,8 +452,8 @@ class Replay(Session):
 
     def finish(self, stepwise: bool = False) -> None:
         """After the last step: the walk ends there (a stepwise walk is told to). Its answer
-        (after the records not read) is not waited for: the worker's next request reads it
-        before its own (:attr:`Worker.owed`)."""
+        (after the records not read) is not waited for: it is read before the worker's next
+        request (:meth:`~properties.core.remote.Worker.collect`)."""
         if self.ended:
             return
         if stepwise:
@@ -730,7 +731,6 @@ class AheadHarness(metaclass=_HarnessLike):
         self.replay: Replay | None = None
         self.streaming = False
         self.expected = 0  # steps given to run ahead (a walk)
-        self.unsent: list = []  # indices of the steps given and not sent yet (stepwise)
         self.unchecked: deque = deque()  # indices of the steps sent and not checked yet (stepwise)
         self.live = impl
         session = getattr(impl, "_s", None) if isinstance(impl, RemoteObject) else None
@@ -772,9 +772,7 @@ class AheadHarness(metaclass=_HarnessLike):
         index = len(self.program)
         self.program.append(step)
         if self.stepwise and self.replay is not None:
-            self.unsent.append(index)
-            if len(self.unsent) >= _AT_ONCE:
-                self._send()
+            self._send(index)
             # the steps whose records are here are checked; the others wait, unless too many do
             while self.unchecked and (len(self.unchecked) > _MOST_UNCHECKED or self.replay.ready()):
                 self._check(self.unchecked.popleft())
@@ -785,34 +783,30 @@ class AheadHarness(metaclass=_HarnessLike):
 
     def settle(self) -> None:
         """Check the steps given and not checked yet (a stepwise harness's)."""
-        if self.unsent:
-            self._send()
         while self.unchecked:
             self._check(self.unchecked.popleft())
 
-    def _send(self) -> None:
-        """Stepwise: send the steps given and not sent (the first ones start the walk there).
-        Steps that cannot be sent, and every later one, go live."""
-        indices, self.unsent = self.unsent, []
+    def _send(self, index: int) -> None:
+        """Stepwise: send step ``index`` (the first one starts the walk there). A step that
+        cannot be sent, and every later one, goes live."""
+        step = self.program[index]
         worker = self.replay.worker
         try:
-            codes = [(step.op, [_plain(a) for a in step.args]) for step in (self.program[i] for i in indices)]
+            code = (step.op, [_plain(a) for a in step.args])
             if self.streaming:
-                worker.send_ahead((_MORE, codes))
-            elif indices[0] == 0:
-                worker.send_ahead((_BATCH, [], (_WALK, self.live._h, self.machine, dict(self.options), codes, True)))
+                worker.send_ahead((_MORE, [code]))
+            elif index == 0:
+                worker.send_ahead((_BATCH, [], (_WALK, self.live._h, self.machine, dict(self.options), [code], True)))
                 worker.streaming = self.streaming = True
             else:  # the walk there was ended
-                raise OutOfStep(f"step {indices[0]} after the walk ended")
+                raise OutOfStep(f"step {index} after the walk ended")
         except (_Unrecordable, WorkerFailure, OutOfStep):
-            while self.unchecked:
-                self._check(self.unchecked.popleft())
+            self.settle()
             if self.replay is not None:
-                self._go_live(self.program[:indices[0]])
-            for i in indices:
-                self.inner.apply(self.program[i])
+                self._go_live(self.program[:index])
+            self.inner.apply(step)
             return
-        self.unchecked.extend(indices)
+        self.unchecked.append(index)
 
     def _check(self, index: int) -> None:
         """Check step ``index`` from its record. Out of step (or its record not in time, or
@@ -821,10 +815,10 @@ class AheadHarness(metaclass=_HarnessLike):
         step = self.program[index]
         self.replay.begin(index)
         try:
-            # the step's record, waited for as long as the calls it makes may take (a bulk step:
-            # its count times the limit); not in time, or the process ended: the step goes live,
-            # where each call is timed alone and a real hang is the step's TIMEOUT
-            implementation_calls(self.harness_class.calls_in(step), self.replay.load)
+            # the step's record, waited for as long as a few of the calls it makes may take (a
+            # bulk step: up to _CALLS_WAITED times the limit); not in time, or the process ended:
+            # the step goes live, where each call is timed alone and a real hang is the step's TIMEOUT
+            implementation_calls(min(self.harness_class.calls_in(step), _CALLS_WAITED), self.replay.load)
         except (StepTimeout, WorkerFailure, OutOfStep):
             self._live_from(index)
             return
@@ -846,9 +840,8 @@ class AheadHarness(metaclass=_HarnessLike):
             self._live_from(index)  # confirmed live, or the walk goes on live
 
     def _live_from(self, index: int) -> None:
-        later = [self.program[i] for i in (*self.unchecked, *self.unsent)]
+        later = [self.program[i] for i in self.unchecked]
         self.unchecked.clear()
-        self.unsent.clear()
         self._go_live(self.program[:index])
         self.inner.apply(self.program[index])
         for step in later:

@@ -18,6 +18,11 @@ child answers each final once, with the root object's ``len()`` read after it
 request that raises is answered at once (``LATE``) and the rest of the
 program is skipped: the error reaches the harness at the step's next request
 (:class:`~properties.core.boundary.LateError`), a CRASH of the same step.
+A walk run ahead (:mod:`properties.core.ahead`) is one request whose
+records (``STEP``) come before its answer; a Hypothesis example's walk takes
+its steps in ``(MORE, steps)`` messages until ``(END,)``. The answer that
+ends a walk is not waited for: it is read before the next request
+(:meth:`Worker.collect`).
 
 What crosses, and how identity is kept:
 
@@ -307,7 +312,7 @@ class Worker:
         self.started = 0  # processes started
         self.start_seconds = 0.0
         self.streaming = False  # it runs a walk ahead (properties.core.ahead): no request until it ends
-        self.owed = 0  # answers of walks ended and not read yet: read before the next request's answer
+        self.owed = 0  # answers of walks ended and not read yet: read before the next request (collect)
         self.owner = 0  # the process that started it (a forked process starts its own)
 
     @property
@@ -405,6 +410,8 @@ class Worker:
         meanwhile; ``(answer, late)`` where ``late`` is the error of a deferred request
         (or None). WorkerFailure if the child ends or breaks the protocol; on any other
         BaseException (the step time limit, Ctrl-C) the child is killed first."""
+        if self.owed:
+            self.collect()
         channel = self.channel
         if channel is None:
             raise WorkerFailure("its process had ended")
@@ -416,9 +423,6 @@ class Worker:
                 if type(reply) is not tuple or not reply:
                     raise _Broken(f"a message {reply!r:.60}")
                 kind = reply[0]
-                if self.owed and kind in (_ANSWER, _STEP):  # the end of a walk (and records not read)
-                    self.owed -= kind == _ANSWER
-                    continue
                 if kind == _ANSWER:
                     if len(reply) != 5:
                         raise _Broken(f"an answer {reply!r:.60}")
@@ -438,6 +442,33 @@ class Worker:
         except BaseException:
             self.kill()
             raise
+
+    def collect(self) -> None:
+        """Read the answers owed (:attr:`owed`: the ends of walks run ahead, after their records
+        not read), those already here first. A process that does not give them as the protocol
+        says, or not in time, is ended (the next program starts another): what ends a walk is
+        not the next program's doing."""
+        try:
+            while self.owed and self.channel.waiting():
+                self._owed(self.channel.receive())
+            if self.owed:
+                implementation_call(self._collect_rest)
+        except (EOFError, OSError, _Broken, StepTimeout):
+            self.kill()
+        except BaseException:
+            self.kill()
+            raise
+
+    def _collect_rest(self) -> None:
+        while self.owed:
+            self._owed(self.channel.receive())
+
+    def _owed(self, message) -> None:
+        if type(message) is tuple and message and message[0] == _STEP:
+            return  # the record of a step sent and not checked (its walk failed over there)
+        if not (type(message) is tuple and len(message) == 5 and message[0] == _ANSWER):
+            raise _Broken(f"a message {message!r:.60} where a walk ends")
+        self.owed -= 1
 
     def send_ahead(self, message) -> None:
         """Send ``message``, which awaits no answer."""
@@ -1203,6 +1234,8 @@ class RemoteFactory:
         current = _WORKERS.get((self.module, self.attribute))
         if current is not None and current.streaming:  # a walk abandoned while it ran ahead
             current.kill()
+        elif current is not None and current.owed:  # the end of the last walk, read now
+            current.collect()
         try:
             worker = self.worker
         except ImportFailed as exc:
