@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ZOO_DIR))  # the maps' module (imported in their own proc
 
 from properties.core.ahead import example_harness  # noqa: E402
 from properties.core.failures import CheckFailure  # noqa: E402
+from properties.core.limits import StepTimeLimit  # noqa: E402
 from properties.core.machine import machine_kind  # noqa: E402
 from properties.core.program import Step  # noqa: E402
 from properties.core.remote import remote_factory, shutdown_workers  # noqa: E402
@@ -110,6 +112,26 @@ def test_a_process_that_ends_after_its_walk_is_started_again_and_the_next_progra
     again.apply(PROGRAM[0])
     again.final_check()
     assert again.steps == PROGRAM[:1]
+
+
+
+def test_a_hang_in_a_bulk_step_run_ahead_is_found_at_that_step_within_a_few_limits():
+    # A bulk step's record is waited for as long as a few of its calls may take, not all 200 of
+    # them: then the step goes live, where its first get (which never returns with two snapshots
+    # live) is timed alone. Waiting for every call's limit would take 200 s here.
+    harness_class, make = stepwise("hangs_in_get")
+    program = PROGRAM[:2] + [Step("snapshot", (1,)), Step("get_range", ("int", 0, 200, 0))]
+    harness = harness_class(make(), **OPTIONS)
+    started = time.monotonic()
+    with StepTimeLimit(1.0), pytest.raises(CheckFailure) as raised:
+        for step in program:
+            harness.apply(step)
+        harness.settle()
+    took = time.monotonic() - started
+    failure = raised.value.failure
+    assert (failure.kind, failure.code, failure.step_index) == ("TIMEOUT", "time-limit", 3)
+    assert harness.steps == program
+    assert took < 30, took
 
 
 def cowcheck(*args, cwd):
