@@ -1270,13 +1270,6 @@ def _child_main(parent: int, rfd: int, wfd: int, module: str, attribute: str, is
         pass
     if os.getppid() != parent:
         return
-    try:
-        # Woken by a message, it does not take the core from the checker that sent it (who does not
-        # wait for it: steps run ahead here while the checker goes on); its share of the machine
-        # is unchanged. Linux; elsewhere it is scheduled as any process.
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    except (AttributeError, OSError):
-        pass
     os.dup2(2, 1)  # what the implementation prints goes to stderr: stdout is the checker's report
     keep = sorted({0, 1, 2, rfd, wfd})
     for low, high in zip(keep, keep[1:] + [_max_fd()]):
