@@ -23,11 +23,16 @@ live (call by call), and goes on live. A failure found on the records is
 confirmed the same way before it is reported (a TIMEOUT, or the process's
 end, the checker saw itself). So a walk costs one request, an example one
 message per step and no wait, and both run on two cores; the verdict is the
-one a live walk gives.
+one a live walk gives. While it runs steps ahead, the implementation's
+process is scheduled as a batch process (woken by the checker's message, it
+does not take the core from the checker, who goes on meanwhile); answering
+calls one by one, as any process (the checker waits for each answer).
 
 Each step's record is read under the step time limit (a walk's inside that
-step, an example's at a later step or at the example's end): a hang or a
-crash of the implementation shows at the step that caused it.
+step, an example's at a later step or at the example's end), a bulk step's
+for a few of its calls' limits (``_CALLS_WAITED``) before it goes live, where
+each call is timed alone: a hang or a crash of the implementation shows at
+the step that caused it, within a few limits.
 """
 
 from __future__ import annotations
