@@ -314,6 +314,7 @@ class Worker:
         self.streaming = False  # it runs a walk ahead (properties.core.ahead): no request until it ends
         self.owed = 0  # answers of walks ended and not read yet: read before the next request (collect)
         self.owner = 0  # the process that started it (a forked process starts its own)
+        self.chunks: dict = {}  # method name -> how many of its announced calls a request makes (Session._fetch)
 
     @property
     def alive(self) -> bool:
@@ -723,7 +724,7 @@ class Session:
         self.plain: dict = {}  # handle -> attributes of a new object read with the last answer (no code ran)
         self.prefetched: deque = deque()  # (handle, name, args, outcome) of calls made ahead
         self.announced: deque = deque()  # (handle, name, args) of calls announced, not made yet
-        self.chunk = getattr(worker, "chunk", 1)  # how many announced calls the next request makes
+        self.chunks = getattr(worker, "chunks", {})  # method name -> how many announced calls a request makes
         self.callbacks: dict = {}
         self.errors: dict = {}  # token -> an exception a callback raised here (re-raised as itself)
         self.sinks: list = []
@@ -913,15 +914,17 @@ class Session:
     def prefetch(self, handle, name, calls: list) -> None:
         """The harness's next calls are ``name(*args)`` for each ``args`` of ``calls``, in that
         order: they are made a chunk per request as the harness reaches them. A chunk is sized
-        from the calls' own pace so that it takes about ``_CHUNK_SECONDS`` (one call first): a
-        request never holds many slow calls, so the step time limit still times about one call."""
+        from the pace of that method's calls so that it takes about ``_CHUNK_SECONDS`` (one call
+        first): a request never holds many slow calls, so the step time limit still times about
+        one call (a fast ``put`` does not make a slow ``get``'s chunk large)."""
         self.announced.extend((handle, name, args) for args in calls)
 
     def _fetch(self) -> None:
         """Make the next chunk of announced calls (those on the same object and method)."""
         handle, name, _ = self.announced[0]
         chunk = []
-        while self.announced and len(chunk) < self.chunk:
+        most = self.chunks.get(name, 1)
+        while self.announced and len(chunk) < most:
             h, n, args = self.announced[0]
             if (h, n) != (handle, name):
                 break
@@ -937,8 +940,7 @@ class Session:
             self.prefetched.append((handle, name, args, outcome))
         for args in reversed(chunk[len(codes):]):  # not made (one raised): made when reached
             self.announced.appendleft((handle, name, args))
-        self.chunk = self.worker.chunk = max(1, min(_CHUNK_MOST, int(_CHUNK_SECONDS * len(codes) /
-                                                                    max(seconds, 1e-6))))
+        self.chunks[name] = max(1, min(_CHUNK_MOST, int(_CHUNK_SECONDS * len(codes) / max(seconds, 1e-6))))
 
     def _prefetched(self, handle, name, args):
         if not self.prefetched:
