@@ -1,14 +1,15 @@
-"""Walks run ahead in the implementation's process, checked step by step by the checker's own harness.
+"""Walks and Hypothesis's examples run ahead in the implementation's process, checked step by step here.
 
 Asking an implementation in another process call by call costs a round trip
-per call (:mod:`properties.core.remote`): fine for Hypothesis, whose own
-cost per step is larger, too slow for the walk phase. So a walk's program is
-sent to the implementation's process at once, and there the very harness of
-the checker runs it over the implementation, through proxies of the same
-classes as the checker's, each call made at once (in-process semantics) and
-recorded (:class:`Recorder`): what was called with what, what it returned or
-raised, what the harness's own functions were given (``transform``). The
-records stream back a step at a time while the next steps run.
+per call (:mod:`properties.core.remote`), and on a loaded machine each one
+waits for both processes to be scheduled. So a walk's program is sent to the
+implementation's process at once (a Hypothesis example's steps one by one, as
+Hypothesis draws them), and there the very harness of the checker runs it
+over the implementation, through proxies of the same classes as the
+checker's, each call made at once (in-process semantics) and recorded
+(:class:`Recorder`): what was called with what, what it returned or raised,
+what the harness's own functions were given (``transform``). The records
+stream back a few steps at a time while the next steps run.
 
 The checker's harness then applies the same steps over a :class:`Replay`
 of the implementation: every call it makes is matched with the next record
@@ -20,16 +21,25 @@ answers depend on something the records do not carry) is :class:`OutOfStep`:
 the checker drops the records and runs the walk again from its first step,
 live (call by call), and goes on live. A failure found on the records is
 confirmed the same way before it is reported (a TIMEOUT, or the process's
-end, the checker saw itself). So a walk costs one request and runs on two
-cores; the verdict is the one a live walk gives.
+end, the checker saw itself). So a walk costs one request, an example one
+message per step and no wait, and both run on two cores; the verdict is the
+one a live walk gives. While it runs steps ahead, the implementation's
+process is scheduled as a batch process (woken by the checker's message, it
+does not take the core from the checker, who goes on meanwhile); answering
+calls one by one, as any process (the checker waits for each answer).
 
-Each step's record is read inside that step, under the step time limit: a
-hang or a crash of the implementation shows at the step that caused it.
+Each step's record is read under the step time limit (a walk's inside that
+step, an example's at a later step or at the example's end), a bulk step's
+for a few of its calls' limits (``_CALLS_WAITED``) before it goes live, where
+each call is timed alone: a hang or a crash of the implementation shows at
+the step that caused it, within a few limits.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import time
 from collections import deque
 
 from properties.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, OutOfStep, WorkerFailure, build
@@ -38,15 +48,27 @@ from properties.core.limits import StepTimeout, implementation_call, implementat
 from properties.core.machine import machine_kind
 from properties.core.processes import describe_wait_status
 from properties.core.program import Step
-from properties.core.remote import (_ANSWER, _BATCH, _OPS, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK,
-                                    _T_FN, _T_LIST, _T_LISTX, _T_OBJ, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2,
-                                    _T_VOID, _T_WINDOW, _WALK, RemoteObject, Session, _Bound, _Broken, _next_items,
-                                    _exception_info, _proxy_class, _Server, register_ahead)
+from properties.core.remote import (_ANSWER, _BATCH, _END, _MORE, _OPS, _SCALARS, _STEP, _T_CALLABLE,
+                                    _T_CALLBACK, _T_FN, _T_LIST, _T_LISTX, _T_OBJ, _T_SERIALIZER, _T_SINK, _T_TUPLE,
+                                    _T_TUPLE2, _T_VOID, _T_WINDOW, _WALK, RemoteFactory, RemoteObject, Session,
+                                    _Bound, _Broken, _next_items, _exception_info, _proxy_class, _Server,
+                                    register_ahead)
 from reference.keys import TimeWindow, Tuple2, VoidNamespace
 
-__all__ = ["AheadHarness", "Recorder", "Replay", "ahead_harness"]
+__all__ = ["AheadHarness", "Recorder", "Replay", "ahead_harness", "example_harness"]
 
 _ROOT = 1  # the implementation's handle in a walk's records
+# Steps a stepwise harness lets run ahead unchecked before it waits for their records (it checks
+# each one whose record is there as soon as it is): a bound on what a hang over there lets run on.
+_MOST_UNCHECKED = 64
+# A walk's records are sent a few at a time (at most this many, or after this many seconds, and
+# when its steps are done): a checker waiting for them wakes once for several steps.
+_RECORDS_AT_ONCE = 16
+_RECORDS_WAIT = 0.002
+# A step's record is waited for as long as this many of its calls may take, at most: a bulk step
+# that hangs over there goes live (where its first call that hangs is timed alone) within a few
+# limits, not its count of them; a bulk step that was only slow runs again live.
+_CALLS_WAITED = 4
 _PLAIN = _SCALARS | {Tuple2, TimeWindow, VoidNamespace}
 
 
@@ -99,11 +121,15 @@ def _unplain(c):
 class Recorder(_Server):
     """The session of a walk run ahead in the implementation's process: the proxies the
     harness holds are the checker's classes, each call is made on the real object at once
-    and appended to :attr:`entries` as ``[kind, handle, name, arguments, outcome,
-    invocations, written]``: kind ``c`` a method call, ``o`` an operation (``len``,
+    and appended to :attr:`entries` as ``[kind, handle, name, arguments, ok, code]``, or
+    ``[kind, handle, name, arguments, ok, code, invocations, written]`` for a call given
+    functions or output streams: kind ``c`` a method call, ``o`` an operation (``len``,
     ``iter``, ``eq``...), ``a`` an attribute read, ``d`` ``n`` items of an iterator
-    (``take``); ``invocations``: what the harness's own functions were given and returned
-    during the call; ``written``: the bytes a call wrote to output streams."""
+    (``take``); ``arguments``: the positional arguments' codes, or ``(those, keyword
+    arguments' codes)``; ``ok``: whether it returned (``code``: what) or raised
+    (``code``: the exception's description); ``invocations``: what the harness's own
+    functions were given and returned during the call; ``written``: the bytes a call
+    wrote to output streams."""
 
     copies = True  # records are sent after the step: a list's content is taken when it crosses
 
@@ -166,11 +192,14 @@ class Recorder(_Server):
 
     def call(self, handle, name, args, kwargs):
         target = self.obj(handle)
-        entry = ["c", handle, name, None, None, (), ()]
-        real, entry[3] = self._arguments(args, kwargs, entry)
+        entry = ["c", handle, name, None, True, None]
+        if kwargs:
+            args, kwargs = self._arguments(args, kwargs, entry)
+        else:
+            args = self._positional(args, entry)
         self.entries.append(entry)
         try:
-            value = getattr(target, name)(*real[0], **real[1])
+            value = getattr(target, name)(*args, **kwargs) if kwargs else getattr(target, name)(*args)
         except BaseException as exc:
             self._raised(entry, exc)
             raise
@@ -183,11 +212,14 @@ class Recorder(_Server):
 
     def op(self, handle, name, *args, **kwargs):
         target = self.obj(handle)
-        entry = ["o", handle, name, None, None, (), ()]
-        real, entry[3] = self._arguments(args, kwargs, entry)
+        entry = ["o", handle, name, None, True, None]
+        if kwargs:
+            args, kwargs = self._arguments(args, kwargs, entry)
+        else:
+            args = self._positional(args, entry)
         self.entries.append(entry)
         try:
-            value = _OPS[name](target, *real[0], **real[1])
+            value = _OPS[name](target, *args, **kwargs)
         except BaseException as exc:
             self._raised(entry, exc)
             raise
@@ -203,26 +235,25 @@ class Recorder(_Server):
         if name in self.isolation.hidden:
             raise AttributeError(name)
         target = self.obj(handle)
-        entry = ["a", handle, name, ([], {}), None, (), ()]
+        entry = ["a", handle, name, [], True, None]
         self.entries.append(entry)
         try:
             value = getattr(target, name)
         except BaseException as exc:
-            entry[4] = (False, _exception_info(exc))
+            entry[4], entry[5] = False, _exception_info(exc)
             raise
         if callable(value):
-            entry[4] = (True, (_T_CALLABLE,))
+            entry[5] = (_T_CALLABLE,)
             return _Bound(self, handle, name)
-        entry[4] = (True, self.enc(value))
+        entry[5] = self.enc(value)
         return self.wrap(value)
 
     def drain(self, handle, n: int):
         iterator = self.obj(handle)
-        entry = ["d", handle, n, ([], {}), None, (), ()]
+        entry = ["d", handle, n, [], True, None]
         self.entries.append(entry)
         items, error = _next_items(iterator, n)
-        info = _exception_info(error) if error is not None else None
-        entry[4] = (True, (self.enc_items(items, 0), info))
+        entry[5] = (self.enc_items(items, 0), _exception_info(error) if error is not None else None)
         return self.wrap_all(items), error
 
     def prefetch(self, handle, name, calls) -> None:
@@ -230,44 +261,46 @@ class Recorder(_Server):
 
     # ------------------------------------------------- recording
 
-    def _arguments(self, args, kwargs, entry: list):
-        """``((args, kwargs) the implementation is given, (their codes for the record))``."""
-        real, codes = [], []
-        context = None
+    def _positional(self, args: tuple, entry: list) -> tuple:
+        """The arguments the implementation is given (the record's codes in ``entry``)."""
+        codes = []
         for v in args:
             t = type(v)
             if t in _SCALARS:
-                real.append(v)
                 codes.append(v)
             elif t is list or t is Tuple2 or t is TimeWindow or t is VoidNamespace:
-                real.append(v)
                 codes.append(self.enc(v))
             else:
-                context = context or _Context(entry)
-                r, c = self._translate(v, context)
-                real.append(r)
-                codes.append(c)
+                return self._arguments(args, None, entry)[0]
+        entry[3] = codes
+        return args
+
+    def _arguments(self, args, kwargs, entry: list):
+        """``(args, kwargs)`` the implementation is given (the record's codes in ``entry``)."""
+        real, codes = [], []
+        context = _Context()
+        for v in args:
+            r, c = self._translate(v, context)
+            real.append(r)
+            codes.append(c)
         kw_real, kw_codes = {}, {}
         for key, v in (kwargs or {}).items():
-            context = context or _Context(entry)
             kw_real[key], kw_codes[key] = self._translate(v, context)
-        if context is not None:
-            entry[5], entry[6] = context.invocations, context.sinks
-        return (real, kw_real), (codes, kw_codes)
+        entry[3] = (codes, kw_codes) if kw_codes else codes
+        if context.invocations or context.sinks or context.functions:
+            entry += [context.invocations, context.sinks]
+        return real, kw_real
 
     def _raised(self, entry: list, exc: BaseException) -> None:
-        entry[4] = (False, _exception_info(exc))
-        if entry[6]:
-            entry[6] = tuple(stream.getvalue() for stream in entry[6])
+        entry[4], entry[5] = False, _exception_info(exc)
+        if len(entry) == 8:
+            entry[7] = tuple(stream.getvalue() for stream in entry[7])
 
     def _returned(self, entry: list, value):
         t = type(value)
-        if t in _SCALARS:
-            entry[4] = (True, value)
-        else:
-            entry[4] = (True, self.enc(value))
-        if entry[6]:
-            entry[6] = tuple(stream.getvalue() for stream in entry[6])
+        entry[5] = value if t in _SCALARS else self.enc(value)
+        if len(entry) == 8:
+            entry[7] = tuple(stream.getvalue() for stream in entry[7])
         return value if t in _PLAIN else self.wrap(value)
 
     def _translate(self, v, context: "_Context"):
@@ -320,32 +353,79 @@ class _Context:
 
     __slots__ = ("invocations", "sinks", "functions")
 
-    def __init__(self, entry: list) -> None:
+    def __init__(self) -> None:
         self.invocations, self.sinks, self.functions = [], [], 0
 
 
-def run_ahead(server: _Server, root_handle: int, machine: str, options: dict, steps: list) -> None:
+def run_ahead(server: _Server, root_handle: int, machine: str, options: dict, steps: list,
+              more: bool = False) -> None:
     """In the implementation's process: run ``steps`` through ``machine``'s harness over the
     program's implementation, sending each step's record (``(STEP, index, entries,
-    status)``: status 0 passed, 1 the harness failed, 2 it stopped) as soon as it is made."""
+    status)``: status 0 passed, 1 the harness failed, 2 it stopped) as soon as it is made.
+    With ``more``, the walk goes on with the steps of each ``(MORE, steps)`` message until
+    ``(END,)``; a step given after the harness failed or stopped gets an empty record
+    with that status at once."""
+    _scheduled_as_batch(True)
+    try:
+        _run_ahead(server, root_handle, machine, options, steps, more)
+    finally:
+        _scheduled_as_batch(False)
+
+
+def _run_ahead(server: _Server, root_handle: int, machine: str, options: dict, steps: list, more: bool) -> None:
     recorder = Recorder(server)
     status = 0
     try:
         harness = machine_kind(machine).harness_class(recorder.wrap_root(server.obj(root_handle)), **options)
     except BaseException:
         status = 2
-    for index, code in enumerate(steps):
-        if status:
-            break
-        try:
-            step = Step(code[0], tuple(_unplain(a) for a in code[1]))
-            harness.apply(step)
-        except CheckFailure:
-            status = 1
-        except BaseException:
-            status = 2
-        entries, recorder.entries = recorder.entries, []
-        server.send((_STEP, index, entries, status))
+    index = 0
+    records: list = []  # made and not sent yet
+    send_by = 0.0
+    while True:
+        for code in steps:
+            if status and not more:
+                break
+            if not status:
+                try:
+                    step = Step(code[0], tuple(_unplain(a) for a in code[1]))
+                    harness.apply(step)
+                except CheckFailure:
+                    status = 1
+                except BaseException:
+                    status = 2
+            entries, recorder.entries = recorder.entries, []
+            records.append((_STEP, index, entries, status))
+            index += 1
+            now = time.perf_counter()
+            if len(records) == 1:
+                send_by = now + _RECORDS_WAIT
+            elif len(records) >= _RECORDS_AT_ONCE or now >= send_by:
+                server.channel.send_all(records)
+                records = []
+        if records:
+            server.channel.send_all(records)
+            records = []
+        if not more:
+            return
+        message = server.channel.receive()
+        if type(message) is tuple and len(message) == 2 and message[0] == _MORE and type(message[1]) is list:
+            steps = message[1]
+        elif message == (_END,):
+            return
+        else:
+            raise _Broken(f"a message {message!r:.60} during a walk")
+
+
+def _scheduled_as_batch(batch: bool) -> None:
+    """In the implementation's process, while it runs steps ahead: woken by a message, it does
+    not take the core from the checker that sent it (who goes on meanwhile, not waiting for
+    an answer); its share of the machine is unchanged. Answering calls one by one it is
+    scheduled as any process (the checker waits for each answer). Linux; elsewhere nothing."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_BATCH if batch else os.SCHED_OTHER, os.sched_param(0))
+    except (AttributeError, OSError):
+        pass
 
 
 register_ahead(run_ahead)
@@ -378,6 +458,16 @@ class Replay(Session):
         if not self.loaded:
             self._load()
 
+    def ready(self) -> bool:
+        """Whether the next record (or the process's end) is here, to be read without waiting."""
+        channel = self.worker.channel
+        if channel is None:
+            return True
+        try:
+            return channel.waiting()
+        except OSError:
+            return True
+
     def end(self) -> None:
         """After the harness applied the step: its record must be used up."""
         if not self.loaded:
@@ -385,18 +475,22 @@ class Replay(Session):
         if self.records:
             raise OutOfStep(f"step {self.index}: the harness made fewer calls than the walk recorded")
 
-    def finish(self) -> bool:
-        """After the last step: whether the walk ended there too (its end read)."""
+    def finish(self, stepwise: bool = False) -> None:
+        """After the last step: the walk ends there (a stepwise walk is told to). Its answer
+        (after the records not read) is not waited for: it is read before the worker's next
+        request (:meth:`~properties.core.remote.Worker.collect`)."""
         if self.ended:
-            return True
-        message = self._receive()
-        if type(message) is tuple and message and message[0] == _ANSWER:
-            self.ended = True
-            return True
-        return False
+            return
+        if stepwise:
+            self.worker.send_ahead((_END,))
+        self.worker.owed += 1
+        self.ended = True
 
     def _receive(self):
         worker = self.worker
+        if worker.channel is None:
+            self.closed = WorkerFailure("its process had ended")
+            raise self.closed
         try:
             return worker.channel.receive()
         except (EOFError, OSError):
@@ -428,7 +522,8 @@ class Replay(Session):
         if not self.records:
             raise OutOfStep(f"step {self.index}: the harness made more calls than the walk recorded")
         entry = self.records.popleft()
-        if type(entry) is not list or len(entry) != 7 or entry[1] != handle or entry[2] != name or entry[0] != kind:
+        if type(entry) is not list or not (len(entry) == 6 or len(entry) == 8) or entry[1] != handle \
+                or entry[2] != name or entry[0] != kind or type(entry[4]) is not bool:
             raise OutOfStep(f"step {self.index}: the harness asked {kind} {name!r:.40}, the record has "
                             f"{entry!r:.80}")
         return entry
@@ -437,21 +532,19 @@ class Replay(Session):
 
     def call(self, handle, name, args, kwargs):
         entry = self._next("c", handle, name)
-        recorded = entry[3]
-        codes = recorded[0] if type(recorded) is tuple and len(recorded) == 2 and type(recorded[0]) is list else None
-        if kwargs or codes is None or recorded[1] or len(codes) != len(args):
+        codes = entry[3]
+        if kwargs or type(codes) is not list or len(codes) != len(args):
             self._match_arguments(entry, args, kwargs or {})
         else:
             for code, value in zip(codes, args):
                 if type(code) is not type(value) or type(value) not in _SCALARS or code != value:
                     self._match(code, value)
-        if entry[5] or entry[6]:
+        if len(entry) == 8:
             return self._outcome(entry)
-        outcome = entry[4]
-        if type(outcome) is tuple and len(outcome) == 2 and outcome[0] is True:
-            code = outcome[1]
+        code = entry[5]
+        if entry[4]:
             return code if type(code) in _SCALARS else self.decoded(code)
-        return self._outcome(entry)
+        raise self.error(code)
 
     defer = call
 
@@ -475,14 +568,14 @@ class Replay(Session):
         if name in self.isolation.hidden:
             raise AttributeError(name)
         entry = self._next("a", handle, name)
-        ok, code = self._checked_outcome(entry)
+        ok, code = entry[4], entry[5]
         if ok and type(code) is tuple and code == (_T_CALLABLE,):
             return _Bound(self, handle, name)
         return self._value(ok, code)
 
     def drain(self, handle, n: int):
         entry = self._next("d", handle, n)
-        ok, code = self._checked_outcome(entry)
+        ok, code = entry[4], entry[5]
         if not ok or type(code) is not tuple or len(code) != 2:
             raise OutOfStep(f"step {self.index}: a drained iteration {code!r:.60}")
         items = self.decoded(code[0]) if type(code[0]) is tuple else [self.decoded(x) for x in code[0]]
@@ -504,12 +597,6 @@ class Replay(Session):
 
     # ------------------------------------------------- matching and answering
 
-    def _checked_outcome(self, entry: list):
-        outcome = entry[4]
-        if type(outcome) is not tuple or len(outcome) != 2:
-            raise OutOfStep(f"step {self.index}: an outcome {outcome!r:.60}")
-        return outcome
-
     def _value(self, ok: bool, code):
         if ok:
             return self.decoded(code)
@@ -517,14 +604,18 @@ class Replay(Session):
 
     def _outcome(self, entry: list):
         raised = None
-        for invocation in entry[5]:
-            raised = self._invoke(invocation)
-        written = entry[6]
-        for sink, data in zip(self.sinks, written if type(written) is tuple else ()):
-            if type(data) is bytes:
-                sink.write(data)
+        if len(entry) == 8:
+            invocations, written = entry[6], entry[7]
+            if type(invocations) is not list or type(written) is not tuple:
+                raise OutOfStep(f"step {self.index}: a call's invocations {invocations!r:.40}, writes "
+                                f"{written!r:.40}")
+            for invocation in invocations:
+                raised = self._invoke(invocation)
+            for sink, data in zip(self.sinks, written):
+                if type(data) is bytes:
+                    sink.write(data)
         self.sinks, self.callbacks = [], {}
-        ok, code = self._checked_outcome(entry)
+        ok, code = entry[4], entry[5]
         if not ok and raised is not None and type(code) is tuple and code[:1] == (type(raised).__name__,):
             raise raised  # the harness's function raised, and the implementation let it through
         return self._value(ok, code)
@@ -553,10 +644,10 @@ class Replay(Session):
 
     def _match_arguments(self, entry: list, args, kwargs: dict) -> None:
         recorded = entry[3]
-        if type(recorded) is not tuple or len(recorded) != 2:
-            raise OutOfStep(f"step {self.index}: arguments {recorded!r:.60}")
-        codes, kw_codes = recorded
-        if len(codes) != len(args) or set(kw_codes) != set(kwargs):
+        codes, kw_codes = (recorded, {}) if type(recorded) is list else recorded if (
+            type(recorded) is tuple and len(recorded) == 2 and type(recorded[0]) is list
+            and type(recorded[1]) is dict) else (None, None)
+        if codes is None or len(codes) != len(args) or set(kw_codes) != set(kwargs):
             raise OutOfStep(f"step {self.index}: {entry[2]!r:.40} called with other arguments than recorded")
         for code, value in zip(codes, args):
             self._match(code, value)
@@ -597,8 +688,14 @@ class Replay(Session):
             for c, x in zip(code[1:], v):
                 self._match(c, x)
             return
-        if t is Tuple2 or t is TimeWindow or t is VoidNamespace:
-            if type(self.decoded(code)) is not t or self.decoded(code) != v:
+        if t is Tuple2 or t is TimeWindow:
+            if tag != (_T_TUPLE2 if t is Tuple2 else _T_WINDOW) or len(code) != 3:
+                raise OutOfStep(f"step {self.index}: a key {v!r:.40}, the record has {code!r:.40}")
+            self._match(code[1], v.f0 if t is Tuple2 else v.start)
+            self._match(code[2], v.f1 if t is Tuple2 else v.end)
+            return
+        if t is VoidNamespace:
+            if code != (_T_VOID,):
                 raise OutOfStep(f"step {self.index}: a key {v!r:.40}, the record has {code!r:.40}")
             return
         if isinstance(v, RemoteObject):
@@ -633,10 +730,19 @@ class _HarnessLike(type):
 
 
 class AheadHarness(metaclass=_HarnessLike):
-    """A harness (of the machine's class) for a walk whose implementation runs in a process
-    of its own: given the walk with :meth:`expect`, it runs ahead there and is checked here
-    from the records (:class:`Replay`); out of step, it goes on live. Anything else is the
-    inner harness's (``coverage``, ``steps``...). Bound to a machine by :func:`ahead_harness`."""
+    """A harness (of the machine's class) for a program whose implementation runs in a process
+    of its own: it runs ahead there and is checked here from the records (:class:`Replay`);
+    out of step, it goes on live. Anything else is the inner harness's (``coverage``,
+    ``steps``...). Bound to a machine by :func:`ahead_harness`.
+
+    A walk gives its steps at once (:meth:`expect`), each checked as it is applied. A
+    *stepwise* harness (a Hypothesis example, whose next step is drawn only once the last
+    returned) sends each step as it is given and checks it once its record is here (at a
+    later step, or at :meth:`settle`, :meth:`final_check`; it waits for records only when
+    ``_MOST_UNCHECKED`` steps are unchecked): while Hypothesis draws the next steps here,
+    the implementation's process runs the last ones, and no step waits for an answer. A
+    failure is so raised a few steps late, with the failing step's index, and the
+    harness's ``steps`` end at the failing step."""
 
     # HarnessBase's declared members, this class's own (not the inner harness class's)
     runs_ahead = True
@@ -645,13 +751,15 @@ class AheadHarness(metaclass=_HarnessLike):
     harness_class: type = None
     machine: str = ""
     make = None  # builds the implementation live (the RemoteFactory with the run's arguments)
+    stepwise = False
 
     def __init__(self, impl, **options) -> None:
         self.options = options
         self.program: list = []
         self.replay: Replay | None = None
         self.streaming = False
-        self.expected = 0  # steps given to run ahead
+        self.expected = 0  # steps given to run ahead (a walk)
+        self.unchecked: deque = deque()  # indices of the steps sent and not checked yet (stepwise)
         self.live = impl
         session = getattr(impl, "_s", None) if isinstance(impl, RemoteObject) else None
         if type(session) is Session and session.root == impl._h:
@@ -691,18 +799,56 @@ class AheadHarness(metaclass=_HarnessLike):
     def apply(self, step: Step) -> None:
         index = len(self.program)
         self.program.append(step)
-        if not self.streaming:
+        if self.stepwise and self.replay is not None:
+            self._send(index)
+            # the steps whose records are here are checked; the others wait, unless too many do
+            while self.unchecked and (len(self.unchecked) > _MOST_UNCHECKED or self.replay.ready()):
+                self._check(self.unchecked.popleft())
+        elif self.streaming:
+            self._check(index)
+        else:
+            self.inner.apply(step)
+
+    def settle(self) -> None:
+        """Check the steps given and not checked yet (a stepwise harness's)."""
+        while self.unchecked:
+            self._check(self.unchecked.popleft())
+
+    def _send(self, index: int) -> None:
+        """Stepwise: send step ``index`` (the first one starts the walk there). A step that
+        cannot be sent, and every later one, goes live."""
+        step = self.program[index]
+        worker = self.replay.worker
+        try:
+            code = (step.op, [_plain(a) for a in step.args])
+            if self.streaming:
+                worker.send_ahead((_MORE, [code]))
+            elif index == 0:
+                worker.send_ahead((_BATCH, [], (_WALK, self.live._h, self.machine, dict(self.options), [code], True)))
+                worker.streaming = self.streaming = True
+            else:  # the walk there was ended
+                raise OutOfStep(f"step {index} after the walk ended")
+        except (_Unrecordable, WorkerFailure, OutOfStep):
+            self.settle()
+            if self.replay is not None:
+                self._go_live(self.program[:index])
             self.inner.apply(step)
             return
+        self.unchecked.append(index)
+
+    def _check(self, index: int) -> None:
+        """Check step ``index`` from its record. Out of step (or its record not in time, or
+        the process ended), or failing, the step goes live: the implementation is built
+        again, the steps before it applied live, then it and any sent after it."""
+        step = self.program[index]
         self.replay.begin(index)
         try:
-            # the step's record, waited for as long as the calls it makes may take (a bulk step:
-            # its count times the limit); not in time, or the process ended: the step goes live,
-            # where each call is timed alone and a real hang is the step's TIMEOUT
-            implementation_calls(self.harness_class.calls_in(step), self.replay.load)
+            # the step's record, waited for as long as a few of the calls it makes may take (a
+            # bulk step: up to _CALLS_WAITED times the limit); not in time, or the process ended:
+            # the step goes live, where each call is timed alone and a real hang is the step's TIMEOUT
+            implementation_calls(min(self.harness_class.calls_in(step), _CALLS_WAITED), self.replay.load)
         except (StepTimeout, WorkerFailure, OutOfStep):
-            self._go_live(self.program[:-1])
-            self.inner.apply(step)
+            self._live_from(index)
             return
         try:
             self.inner.apply(step)
@@ -710,16 +856,23 @@ class AheadHarness(metaclass=_HarnessLike):
             if index + 1 == self.expected:
                 self._finish()
         except OutOfStep:
-            self._go_live(self.program[:-1])
-            self.inner.apply(step)
+            self._live_from(index)
         except CheckFailure as exc:
             failure = exc.failure
             if failure.kind == TIMEOUT or failure.code in (WORKER_EXIT, WORKER_PROTOCOL):
+                self.unchecked.clear()
                 self._stop()  # the checker saw it itself: no record is needed to believe it
                 raise
             if self.replay.status == 1:  # the walk failed over there too and ended: its process is kept
                 self._finish()
-            self._go_live(self.program[:-1])  # confirmed live, or the walk goes on live
+            self._live_from(index)  # confirmed live, or the walk goes on live
+
+    def _live_from(self, index: int) -> None:
+        later = [self.program[i] for i in self.unchecked]
+        self.unchecked.clear()
+        self._go_live(self.program[:index])
+        self.inner.apply(self.program[index])
+        for step in later:
             self.inner.apply(step)
 
     def _end_step(self) -> None:
@@ -732,21 +885,20 @@ class AheadHarness(metaclass=_HarnessLike):
             raise OutOfStep(f"step {self.replay.index}: {exc}") from None
 
     def final_check(self) -> None:
+        self.settle()
         self.inner.final_check()
         self._finish()
 
     def _finish(self) -> None:
-        """The walk is over here: read its end there (or end that process, if it goes on)."""
+        """The walk is over here: it ends there too (or that process is ended)."""
         if not self.streaming:
             return
         try:
-            ended = implementation_call(self.replay.finish)
-        except (StepTimeout, WorkerFailure):
-            ended = False
-        if ended:
-            self.replay.worker.streaming = self.streaming = False
-        else:
+            self.replay.finish(self.stepwise)
+        except WorkerFailure:
             self._stop()
+            return
+        self.replay.worker.streaming = self.streaming = False
 
     def close(self) -> None:
         self._stop()
@@ -768,8 +920,19 @@ class AheadHarness(metaclass=_HarnessLike):
             self.inner.apply(step)
 
 
-def ahead_harness(harness_class: type, machine: str, make) -> type:
+def ahead_harness(harness_class: type, machine: str, make, stepwise: bool = False) -> type:
     """The :class:`AheadHarness` of ``machine`` (whose harness is ``harness_class``),
     building its implementation live with ``make``."""
     return type(f"Ahead[{harness_class.__name__}]", (AheadHarness,),
-                {"harness_class": harness_class, "machine": machine, "make": staticmethod(make)})
+                {"harness_class": harness_class, "machine": machine, "make": staticmethod(make),
+                 "stepwise": stepwise})
+
+
+def example_harness(harness_class: type, machine: str, factory, make) -> type:
+    """The harness class a Hypothesis machine of ``machine`` applies its examples through:
+    ``harness_class``, or for a factory of implementations in a process of their own
+    (a :class:`~properties.core.remote.RemoteFactory`) its stepwise :class:`AheadHarness`,
+    building the implementation live with ``make``."""
+    if not isinstance(factory, RemoteFactory):
+        return harness_class
+    return ahead_harness(harness_class, machine, make, stepwise=True)

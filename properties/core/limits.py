@@ -328,8 +328,8 @@ class StepTimeLimit:
             if call is not None:
                 call_took = now - call_since
                 limit = self.pace * _COUNTS.get(call, 1)
-                if signalled:
-                    if call_took > self.seconds + _GRACE:
+                if signalled:  # (a wait for several calls may run past the limit before it is signalled)
+                    if call_took > max(limit, self.seconds) + _GRACE:
                         self._stuck(call_took)
                 elif call_took >= limit:
                     signalled = True

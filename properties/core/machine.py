@@ -108,6 +108,7 @@ class HarnessMachine(RuleBasedStateMachine):
     def attach(self, harness) -> None:
         self.harness = harness
         self.seen: set = set()
+        self.applied = 0  # steps of this example given to the harness
         record = self.record
         record.last = harness
         record.examples += 1
@@ -119,13 +120,27 @@ class HarnessMachine(RuleBasedStateMachine):
         if record.deadline is not None and not self._finishing and time.monotonic() > record.deadline:
             raise BudgetSpent()
         record.steps += 1
+        self.applied += 1
+        self._through_harness(self.harness.apply, Step(op, args))
+
+    def settle(self) -> None:
+        """Every step given so far checked: a harness that checks a step at the next one
+        (``properties.core.ahead``, an implementation in a process of its own) checks the
+        last now. Call it before reading the harness's state (in ``teardown``)."""
+        settle = getattr(self.harness, "settle", None)
+        if settle is not None:
+            self._through_harness(settle)
+
+    def _through_harness(self, fn, *args) -> None:
+        record = self.record
         try:
-            self.harness.apply(Step(op, args))
+            fn(*args)
         except CheckFailure as exc:
             if record.first_failure is None:
-                record.first_failure_at = (record.examples, record.steps)
+                steps = list(self.harness.steps)  # up to the failing step (later ones may have been given)
+                record.first_failure_at = (record.examples, record.steps - (self.applied - len(steps)))
                 record.first_failure = exc.failure
-                record.first_failure_steps = list(self.harness.steps)
+                record.first_failure_steps = steps
             raise
         except (InternalError, UsageError) as exc:  # cowcheck's error, or a driver refusing its input
             if record.internal is None:

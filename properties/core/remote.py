@@ -18,6 +18,11 @@ child answers each final once, with the root object's ``len()`` read after it
 request that raises is answered at once (``LATE``) and the rest of the
 program is skipped: the error reaches the harness at the step's next request
 (:class:`~properties.core.boundary.LateError`), a CRASH of the same step.
+A walk run ahead (:mod:`properties.core.ahead`) is one request whose
+records (``STEP``) come before its answer; a Hypothesis example's walk takes
+its steps in ``(MORE, steps)`` messages until ``(END,)``. The answer that
+ends a walk is not waited for: it is read before the next request
+(:meth:`Worker.collect`).
 
 What crosses, and how identity is kept:
 
@@ -98,7 +103,7 @@ __all__ = ["Isolation", "RemoteFactory", "RemoteObject", "ImportFailed", "take",
            "hidden_methods", "shutdown_workers", "remote_factory"]
 
 # Messages.
-_READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP = range(7)
+_READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP, _MORE, _END = range(9)
 # Requests.
 _NEW, _CALL, _OP, _GETATTR, _DRAIN, _CALLS, _SYNC, _NOP, _WALK, _FOLLOWED = range(10)
 # Answers.
@@ -111,8 +116,9 @@ _SCALARS = frozenset({int, str, float, bytes, bool, type(None)})
 _MAX_DEPTH = 32  # containers nest no deeper across the boundary (deeper: a handle)
 _MAX_MESSAGE = 64 << 20  # bytes: a larger message is a broken protocol (a 50,000-entry map sends 93 KB at most)
 # Seconds a side polls for the other's message before it sleeps in select(): a round trip through
-# the kernel's wake-up costs about 60 us on a shared 2-core machine, a poll that finds the message
-# about 4 us, and most answers come well within this (benchmarks/bench_isolation.py).
+# the kernel's wake-up costs about 60 us on an idle 2-core machine, a poll that finds the message
+# about 4 us, and answers to calls made one by one mostly come well within this. Polling for
+# messages that come later only burns a core another process needs: see _Channel._read.
 _SPIN = 0.0005
 _CHUNK_SECONDS = 0.02  # seconds a request of announced calls should take (Session.prefetch)
 _CHUNK_MOST = 4096
@@ -167,16 +173,28 @@ class _Broken(Exception):
 class _Channel:
     """Length-prefixed marshal messages over two file descriptors."""
 
-    __slots__ = ("rfd", "wfd", "buffer")
+    __slots__ = ("rfd", "wfd", "buffer", "spin")
 
     def __init__(self, rfd: int, wfd: int) -> None:
         self.rfd, self.wfd = rfd, wfd
         self.buffer = bytearray()
+        self.spin = _SPIN  # seconds the next wait polls first (_read)
         os.set_blocking(rfd, False)  # read() polls for up to _SPIN, then waits in select()
 
     def send(self, message) -> None:
         data = marshal.dumps(message)
-        data = len(data).to_bytes(4, "big") + data
+        self._write(len(data).to_bytes(4, "big") + data)
+
+    def send_all(self, messages: list) -> None:
+        """The messages, in order, written at once (the other side wakes once for them all)."""
+        parts = []
+        for message in messages:
+            data = marshal.dumps(message)
+            parts.append(len(data).to_bytes(4, "big"))
+            parts.append(data)
+        self._write(b"".join(parts))
+
+    def _write(self, data: bytes) -> None:
         view = memoryview(data)
         while view:
             view = view[os.write(self.wfd, view):]
@@ -203,19 +221,53 @@ class _Channel:
                 raise EOFError
             buffer += chunk
 
+    def waiting(self) -> bool:
+        """Whether :meth:`receive` returns (or raises) now, without waiting for the other side."""
+        buffer = self.buffer
+        while len(buffer) < 4 or len(buffer) < 4 + int.from_bytes(buffer[:4], "big"):
+            try:
+                chunk = os.read(self.rfd, 1 << 16)
+            except BlockingIOError:
+                return False
+            if not chunk:
+                return True
+            buffer += chunk
+        return True
+
     def _read(self, size: int) -> bytes:
         """Bytes that are there, or the next ones to come (b"" at the end); a signal handler that
-        raises (the step time limit) interrupts the wait."""
-        fd, give_up = self.rfd, None
+        raises (the step time limit) interrupts the wait. On a machine with a core to spare
+        it polls first for twice as long as the last wait took, if that was shorter than
+        ``_SPIN`` (the other side answering call by call on a core of its own); a longer wait
+        (the other side busy with work of its own) is spent asleep in select(), and so is the
+        next one, until one is short again. On a loaded machine it never polls: the core it
+        would hold is one the other side, or another process, is waiting for."""
+        fd = self.rfd
+        try:
+            return os.read(fd, size)
+        except BlockingIOError:
+            pass
+        started = time.perf_counter()
+        if self.spin and _core_to_spare():
+            give_up = started + self.spin
+            while True:
+                try:
+                    data = os.read(fd, size)
+                except BlockingIOError:
+                    if time.perf_counter() < give_up:
+                        continue
+                    break
+                self.spin = min(_SPIN, 2 * (time.perf_counter() - started))
+                return data
         while True:
+            select.select([fd], [], [])
             try:
-                return os.read(fd, size)
+                data = os.read(fd, size)
             except BlockingIOError:
-                pass
-            if give_up is None:
-                give_up = time.perf_counter() + _SPIN
-            elif time.perf_counter() >= give_up:
-                select.select([fd], [], [])
+                continue
+            waited = time.perf_counter() - started
+            self.spin = 2 * waited if waited < _SPIN / 2 else 0.0
+            return data
 
     def close(self) -> None:
         for fd in (self.rfd, self.wfd):
@@ -223,6 +275,23 @@ class _Channel:
                 os.close(fd)
             except OSError:
                 pass
+
+
+_SPARE = [0.0, False]  # (time.monotonic() when last asked, whether a core was to spare)
+
+
+def _core_to_spare() -> bool:
+    """Whether the machine has a core nobody waits for (the load average, read at most once a
+    second, under the cores less one): else a side that polls takes the core the other side,
+    or another process, needs."""
+    now = time.monotonic()
+    if now - _SPARE[0] > 1.0:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = float("inf")
+        _SPARE[0], _SPARE[1] = now, load + 1 < (os.cpu_count() or 1)
+    return _SPARE[1]
 
 
 # ----------------------------------------------------------------- worker
@@ -243,7 +312,9 @@ class Worker:
         self.started = 0  # processes started
         self.start_seconds = 0.0
         self.streaming = False  # it runs a walk ahead (properties.core.ahead): no request until it ends
+        self.owed = 0  # answers of walks ended and not read yet: read before the next request (collect)
         self.owner = 0  # the process that started it (a forked process starts its own)
+        self.chunks: dict = {}  # method name -> how many of its announced calls a request makes (Session._fetch)
 
     @property
     def alive(self) -> bool:
@@ -278,6 +349,7 @@ class Worker:
         self.channel = _Channel(from_child_r, to_child_w)
         self.generation += 1
         self.types, self.infos = {}, {}
+        self.owed = 0
         self.started += 1
         try:
             message = self.channel.receive()
@@ -308,6 +380,7 @@ class Worker:
         """Wait for a child whose pipe closed (killing it if it lingers): its wait status."""
         pid, self.pid = self.pid, None
         self.streaming = False
+        self.owed = 0
         if self.channel is not None:
             self.channel.close()
             self.channel = None
@@ -338,6 +411,8 @@ class Worker:
         meanwhile; ``(answer, late)`` where ``late`` is the error of a deferred request
         (or None). WorkerFailure if the child ends or breaks the protocol; on any other
         BaseException (the step time limit, Ctrl-C) the child is killed first."""
+        if self.owed:
+            self.collect()
         channel = self.channel
         if channel is None:
             raise WorkerFailure("its process had ended")
@@ -368,6 +443,33 @@ class Worker:
         except BaseException:
             self.kill()
             raise
+
+    def collect(self) -> None:
+        """Read the answers owed (:attr:`owed`: the ends of walks run ahead, after their records
+        not read), those already here first. A process that does not give them as the protocol
+        says, or not in time, is ended (the next program starts another): what ends a walk is
+        not the next program's doing."""
+        try:
+            while self.owed and self.channel.waiting():
+                self._owed(self.channel.receive())
+            if self.owed:
+                implementation_call(self._collect_rest)
+        except (EOFError, OSError, _Broken, StepTimeout):
+            self.kill()
+        except BaseException:
+            self.kill()
+            raise
+
+    def _collect_rest(self) -> None:
+        while self.owed:
+            self._owed(self.channel.receive())
+
+    def _owed(self, message) -> None:
+        if type(message) is tuple and message and message[0] == _STEP:
+            return  # the record of a step sent and not checked (its walk failed over there)
+        if not (type(message) is tuple and len(message) == 5 and message[0] == _ANSWER):
+            raise _Broken(f"a message {message!r:.60} where a walk ends")
+        self.owed -= 1
 
     def send_ahead(self, message) -> None:
         """Send ``message``, which awaits no answer."""
@@ -622,7 +724,7 @@ class Session:
         self.plain: dict = {}  # handle -> attributes of a new object read with the last answer (no code ran)
         self.prefetched: deque = deque()  # (handle, name, args, outcome) of calls made ahead
         self.announced: deque = deque()  # (handle, name, args) of calls announced, not made yet
-        self.chunk = getattr(worker, "chunk", 1)  # how many announced calls the next request makes
+        self.chunks = getattr(worker, "chunks", {})  # method name -> how many announced calls a request makes
         self.callbacks: dict = {}
         self.errors: dict = {}  # token -> an exception a callback raised here (re-raised as itself)
         self.sinks: list = []
@@ -812,15 +914,17 @@ class Session:
     def prefetch(self, handle, name, calls: list) -> None:
         """The harness's next calls are ``name(*args)`` for each ``args`` of ``calls``, in that
         order: they are made a chunk per request as the harness reaches them. A chunk is sized
-        from the calls' own pace so that it takes about ``_CHUNK_SECONDS`` (one call first): a
-        request never holds many slow calls, so the step time limit still times about one call."""
+        from the pace of that method's calls so that it takes about ``_CHUNK_SECONDS`` (one call
+        first): a request never holds many slow calls, so the step time limit still times about
+        one call (a fast ``put`` does not make a slow ``get``'s chunk large)."""
         self.announced.extend((handle, name, args) for args in calls)
 
     def _fetch(self) -> None:
         """Make the next chunk of announced calls (those on the same object and method)."""
         handle, name, _ = self.announced[0]
         chunk = []
-        while self.announced and len(chunk) < self.chunk:
+        most = self.chunks.get(name, 1)
+        while self.announced and len(chunk) < most:
             h, n, args = self.announced[0]
             if (h, n) != (handle, name):
                 break
@@ -836,8 +940,7 @@ class Session:
             self.prefetched.append((handle, name, args, outcome))
         for args in reversed(chunk[len(codes):]):  # not made (one raised): made when reached
             self.announced.appendleft((handle, name, args))
-        self.chunk = self.worker.chunk = max(1, min(_CHUNK_MOST, int(_CHUNK_SECONDS * len(codes) /
-                                                                    max(seconds, 1e-6))))
+        self.chunks[name] = max(1, min(_CHUNK_MOST, int(_CHUNK_SECONDS * len(codes) / max(seconds, 1e-6))))
 
     def _prefetched(self, handle, name, args):
         if not self.prefetched:
@@ -1058,10 +1161,13 @@ class Session:
             if len(columns) != 3 or len({len(column) for column in columns}) != 1:
                 raise _Broken("entries whose columns differ")
             return list(zip(*columns))
-        if tag == _T_TUPLE2:
-            return Tuple2(self.dec(c[1], depth + 1), self.dec(c[2], depth + 1))
-        if tag == _T_WINDOW:
-            return TimeWindow(self.dec(c[1], depth + 1), self.dec(c[2], depth + 1))
+        if tag == _T_TUPLE2 or tag == _T_WINDOW:
+            if len(c) != 3:
+                raise _Broken(f"a key of {len(c) - 1} fields")
+            a, b = c[1], c[2]
+            a = a if type(a) in _SCALARS else self.dec(a, depth + 1)
+            b = b if type(b) in _SCALARS else self.dec(b, depth + 1)
+            return Tuple2(a, b) if tag == _T_TUPLE2 else TimeWindow(a, b)
         if tag == _T_VOID:
             return VOID_NAMESPACE
         if tag == _T_CALLABLE:
@@ -1139,6 +1245,8 @@ class RemoteFactory:
         current = _WORKERS.get((self.module, self.attribute))
         if current is not None and current.streaming:  # a walk abandoned while it ran ahead
             current.kill()
+        elif current is not None and current.owed:  # the end of the last walk, read now
+            current.collect()
         try:
             worker = self.worker
         except ImportFailed as exc:
@@ -1389,12 +1497,12 @@ class _Server:
                     if type(x) not in _SCALARS:
                         return (_T_LISTX, h, self.enc_items(v, depth))
                 return (_T_LIST, h, v[:] if self.copies else v)
+            if t is Tuple2 or t is TimeWindow:
+                a, b = (v.f0, v.f1) if t is Tuple2 else (v.start, v.end)
+                return (_T_TUPLE2 if t is Tuple2 else _T_WINDOW, a if type(a) in _SCALARS else self.enc(a, depth + 1),
+                        b if type(b) in _SCALARS else self.enc(b, depth + 1))
             if t is tuple:
                 return (_T_TUPLE, *[self.enc(x, depth + 1) for x in v])
-            if t is Tuple2:
-                return (_T_TUPLE2, self.enc(v.f0, depth + 1), self.enc(v.f1, depth + 1))
-            if t is TimeWindow:
-                return (_T_WINDOW, self.enc(v.start, depth + 1), self.enc(v.end, depth + 1))
         if v is VOID_NAMESPACE:
             return (_T_VOID,)
         h = self.handles.get(id(v))

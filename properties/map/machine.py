@@ -32,6 +32,7 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, precondition, rule
 
+from properties.core.ahead import example_harness
 from properties.core.api import StateMapFactory
 from properties.core.machine import HarnessMachine, RunRecord, add_space, identify
 from properties.map.harness import CONTRACTS, Harness
@@ -206,7 +207,7 @@ def _rule_for(op, strategies: Strategies, snapshots: Bundle, written: Bundle):
     apply.__name__ = op.rule_name
     decorated = rule(**target, **arguments)(apply)
     if op.needs is not None:
-        decorated = precondition(lambda self, needs=op.needs: hasattr(self.harness.impl, needs))(decorated)
+        decorated = precondition(lambda self, needs=op.needs: needs in self.offered)(decorated)
     return decorated
 
 
@@ -221,11 +222,17 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
     snapshots = Bundle("snapshots")
     written = Bundle("written")
 
+    make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)  # noqa: E731
+    harness_class = example_harness(Harness, "map", factory, make)
+
     def __init__(self) -> None:
         HarnessMachine.__init__(self)
-        impl = self.construct(lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy))
-        self.attach(Harness(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration,
-                            capacity=config.capacity, contract=config.contract))
+        impl = self.construct(make)
+        # the optional methods it offers, asked once (an implementation in a process of its own is
+        # not asked while it runs an example's steps ahead)
+        self.offered = frozenset(op.needs for op in MAP_OPS if op.needs is not None and hasattr(impl, op.needs))
+        self.attach(harness_class(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration,
+                                  capacity=config.capacity, contract=config.contract))
         self.next_sid = 0
         self.world = None
         self.bulk_entries = 0  # entries bulk puts may have added (the example's size class bounds it)
@@ -251,6 +258,8 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
 
     def teardown(self) -> None:
         # Hypothesis calls teardown after a failing rule too: keep that failure.
+        if self.harness.failure is None:
+            self.settle()
         if self.harness.failure is not None:
             return
         # P2 at the end: every snapshot the model holds live must equal its frozen copy
@@ -258,6 +267,7 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
         for sid, (_, model_snapshot) in list(self.harness.snapshots.items()):
             if not model_snapshot.released:
                 self.apply("read_snapshot", sid)
+        self.settle()
         self.harness.final_check()
         record.coverage.update(self.harness.coverage)
         record.findings.update(self.harness.findings)
