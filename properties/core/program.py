@@ -8,10 +8,12 @@ steps, stored as JSON and printed as runnable Python.
 Each machine declares its operations once, in an :class:`OperationTable` of
 :class:`Operation` records: the name, the arguments, how a step prints as
 Python, how its arguments are checked when read from a file and how they
-simplify when shrinking. A machine's package extends :class:`Operation` with
-what its own consumers need (argument domains for strategies and walks, the
-encoding of the Flink bridge's batches, regression rendering), so that adding
-an operation is a change to that package alone.
+simplify when shrinking, and the :class:`Domain` of each argument, from which
+generators draw them (the Hypothesis rules of every machine are made from the
+table: :func:`properties.core.rules.operation_rules`). A machine's package
+extends :class:`Operation` and :class:`Domain` with what its own consumers need
+(the encoding of the Flink bridge's batches, regression rendering), so that
+adding an operation is a change to that package alone.
 
 >>> table = OperationTable("demo", [Operation(name="put", args=("key", "value"), template="m.put({0!r}, {1!r})")])
 >>> table.render(Step("put", (1, [7])))
@@ -30,7 +32,8 @@ import attrs
 
 from properties.core.keys import decode_value, encode_value
 
-__all__ = ["Step", "Operation", "OperationTable", "step_to_json"]
+__all__ = ["Step", "Domain", "Operation", "OperationTable", "step_to_json", "check_by_domain", "simplify_by_domain",
+           "draw_args"]
 
 
 @attrs.frozen
@@ -46,6 +49,61 @@ def step_to_json(step: Step) -> dict[str, Any]:
     return {"op": step.op, "args": encode_value(list(step.args))}
 
 
+@attrs.frozen
+class Domain:
+    """A kind of argument. ``kind`` names the method a generation context draws it with (a
+    Hypothesis strategy, a walk's random draw); ``arity`` is how many step arguments it fills
+    (a key and namespace pair fills two); ``check`` finds a problem with values read from a
+    file; ``simpler`` proposes simpler values (shrinking). The id of something the program
+    made (a snapshot, a checkpoint) says how the step uses it (``ids``): ``new`` makes one
+    (the program numbers it; it then lives in the pool named ``pool``), ``live`` names one of
+    ``pool``, ``taken`` names one of ``pool`` and takes it out."""
+
+    kind: str
+    arity: int = 1
+    check: Callable[[tuple], str | None] = lambda values: None
+    simpler: Callable[[tuple], Iterable[tuple]] = lambda values: ()
+    ids: str = attrs.field(default="", validator=attrs.validators.in_(("", "new", "live", "taken")))
+    pool: str = ""
+
+    def draw(self, context) -> tuple:
+        """Values drawn by ``context`` (a method per kind), as a tuple of ``arity``."""
+        got = getattr(context, self.kind)()
+        return got if self.arity > 1 else (got,)
+
+
+def check_by_domain(domains: tuple) -> Callable[[tuple], str | None]:
+    """An operation's ``check``: each domain's, on its slice of the arguments."""
+    def check(args: tuple):
+        at = 0
+        for domain in domains:
+            problem = domain.check(args[at: at + domain.arity])
+            if problem:
+                return problem
+            at += domain.arity
+        return None
+    return check
+
+
+def simplify_by_domain(domains: tuple) -> Callable[[tuple], Iterable[tuple]]:
+    """An operation's ``simplify``: each domain's simpler values in place of its slice, in order."""
+    def simplify(args: tuple):
+        at = 0
+        for domain in domains:
+            for values in domain.simpler(args[at: at + domain.arity]):
+                yield args[:at] + tuple(values) + args[at + domain.arity:]
+            at += domain.arity
+    return simplify
+
+
+def draw_args(op: "Operation", context) -> tuple:
+    """The arguments of ``op`` drawn by ``context`` (a method per domain kind), domain by domain, in order."""
+    out: tuple = ()
+    for domain in op.domains:
+        out += domain.draw(context)
+    return out
+
+
 @attrs.frozen(kw_only=True)
 class Operation:
     """One operation of a machine.
@@ -56,6 +114,12 @@ class Operation:
     ``simplify``: simpler argument tuples, simplest first (for shrinking);
     ``legacy``: the arguments of an older file's form of the step in today's form
     (None: not an older form), so stored counterexamples keep replaying.
+
+    What generators need (:func:`properties.core.rules.operation_rules`): ``domains``,
+    the arguments' :class:`Domain` in order; ``rule``, the Hypothesis rule's name (the
+    operation's by default); ``joins``, the pool the step's id joins after it (a completed
+    checkpoint; a new id joins its own pool anyway); ``requires(harness)``, whether the step
+    may run now (None: always); ``repeat``, ``(least, most)`` steps a rule makes in a row.
     """
 
     name: str
@@ -65,6 +129,15 @@ class Operation:
     check: Callable[[tuple], str | None] | None = None
     simplify: Callable[[tuple], Iterable[tuple]] | None = None
     legacy: Callable[[list], list | None] | None = None
+    domains: tuple = ()
+    rule: str = ""
+    joins: str = ""
+    requires: Callable[[Any], bool] | None = None
+    repeat: tuple | None = None
+
+    @property
+    def rule_name(self) -> str:
+        return self.rule or self.name
 
     def render(self, args: tuple) -> str:
         if self.render_with is not None:

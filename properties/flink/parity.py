@@ -4,9 +4,10 @@
 [--every K] [--release VERSION]`` runs ``N`` seeded parity programs
 (:func:`properties.map.parity.random_program`: one key family and one namespace
 family each, bulk steps and ``hold_keys`` included) on the reference at
-capacity 128 in Python and on Flink in one Java call each
-(:func:`~properties.flink.batch.run_batch`); every step's result, size and
-structure summary and the final structure digest must be identical. Every
+capacity 128 in Python and on Flink a Java call each
+(:func:`~properties.flink.walk.run_batch`), the map harness driving both;
+every step's answers, size and structure summary and the final structure
+digest must be identical. Every
 ``K``-th program also runs call by call through the bridge
 (:class:`~properties.flink.map.FlinkStateMap`) with the full digest after every
 step. Programs are spread over ``W`` processes forked before any JVM exists.
