@@ -82,6 +82,30 @@ _EVERY_FAMILY = {"int", "long", "string", "tuple", "void", "window", "hold_keys"
                  "get_range"}
 
 
+def test_past_512_entries_both_paths_check_the_invariants_at_the_same_steps():
+    """White-box checks run after every step up to 512 entries, then after every
+    ceil(entries / 512)-th step: the batched walk counts the unchecked steps as the Python
+    harness does, so a structure broken by a put_range of 643 keys is reported one step later
+    on both paths (it was reported a step earlier batched)."""
+    program = [Step("snapshot", (0,)), Step("put_range", ("string", 0, 643, VOID_NAMESPACE, [6, 3])),
+               Step("read_snapshot_transformed", (0, "drop_even"))]
+    batched = _run(WalkHarness(WalkMap(corruption="misplace"), white_box=True), program)
+    per_call = _run(Harness(FlinkStateMap(corruption="misplace"), white_box=True), program)
+    assert _verdict(batched) == _verdict(per_call) == ("INVARIANT", "I1", 2)
+
+
+@pytest.mark.parametrize("white_box", [False, True], ids=["black-box", "white-box"])
+def test_an_identity_comparing_map_breaks_fail_fast_iteration_on_both_paths(white_box):
+    """A remove across a live iteration that misses the key (another object than the one put)
+    changes nothing where the model changed the structure: the iteration goes on (P7)."""
+    program = [Step("put", (1000, 0, [1])), Step("iterate_modify", (0, 1000, 0, "remove"))]
+    batched = _run(WalkHarness(WalkMap(corruption="identity-keys"), white_box=white_box), program)
+    per_call = _run(Harness(FlinkStateMap(corruption="identity-keys"), white_box=white_box), program)
+    assert _verdict(batched) == _verdict(per_call) == ("DIVERGENCE", "P7", 1)
+    corruption = CORRUPTIONS["identity-keys"]
+    assert "P7" in (corruption.white_box if white_box else corruption.black_box)
+
+
 def _families(program) -> set:
     """The key and namespace families of a program's keyed steps, and its bulk and hold_keys steps."""
     out = set()
