@@ -89,6 +89,8 @@ def parity_chunk(args: tuple) -> dict:
                 counts["hold_keys steps"] += 1
         rehashing = False
         for _, _, summary in flink[0]:
+            if type(summary) is not list:  # the step the harness failed (a difference already)
+                continue
             now = summary[1] > 2
             counts["steps while rehashing"] += now
             counts["steps with a live snapshot"] += summary[8] > 0
