@@ -1,13 +1,10 @@
 """A Hypothesis state machine over the async execution controller (docs/contract.md §12).
 
 ``make_async_machine(factory, config, record)`` returns a
-``RuleBasedStateMachine`` class with a rule per operation of
-:data:`~properties.async_exec.ops.ASYNC_OPS`, made from the table
-(:func:`properties.core.rules.operation_rules`): record arrivals, time
-passing (the periodic buffer-timeout check then an idle mailbox), forced
-triggers, drains to a target, partial mailbox runs and non-records (whose
-trigger actions may start records); one more rule, a burst of 2 to 5
-arrivals, is written here. Each step is a :class:`~properties.core.program.Step` applied
+``RuleBasedStateMachine`` class whose rules interleave record arrivals (one
+record, or a burst of them), time passing (the periodic buffer-timeout check
+then an idle mailbox), forced triggers, drains to a target, partial
+mailbox runs and non-records (whose trigger actions may start records). Each rule becomes a :class:`~properties.core.program.Step` applied
 through the :class:`~properties.async_exec.harness.AsyncHarness`, which checks
 A1–A11 after every step; every example ends with a drain to 0, which checks
 that everything finished and the state equals the serial model's. Steps of
@@ -31,10 +28,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
 from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
-from properties.async_exec.ops import ASYNC_OPS
 from properties.async_exec.walks import statement_choices, waits
 from properties.core.machine import HarnessMachine, RunRecord, identify
-from properties.core.rules import RuleContext, operation_rules
 
 __all__ = ["AsyncMachineConfig", "make_async_machine", "record_programs", "replay_setup"]
 
@@ -45,64 +40,62 @@ def record_programs(config: AsyncMachineConfig) -> st.SearchStrategy:
     return st.lists(st.sampled_from(statement_choices(config)), min_size=1, max_size=config.max_statements)
 
 
-class _Draws(RuleContext):
-    """The values the machine's rules draw, per domain kind of :data:`~properties.async_exec.ops.ASYNC_OPS`:
-    few keys, and time steps around the buffer timeout."""
-
-    def __init__(self, config: AsyncMachineConfig) -> None:
-        self.config = config
-        self.arrivals = st.tuples(st.integers(0, config.keys - 1), record_programs(config))
-
-    def arrival(self):
-        return self.arrivals
-
-    def millis(self):
-        return st.sampled_from(waits(self.config))
-
-    def in_flight(self):  # what a drain waits down to
-        return st.integers(0, self.config.max_in_flight)
-
-    def limit(self):
-        return st.integers(1, 6)
-
-    def spawn(self):
-        return st.lists(self.arrivals.map(list), max_size=2)
-
-
 def make_async_machine(factory: Callable, config: AsyncMachineConfig = AsyncMachineConfig(),
                        record: RunRecord | None = None) -> type:
     """A machine class testing controllers built by ``factory(batch_size=,
     max_in_flight=, buffer_timeout=, clock=, backend=)``."""
     record = record if record is not None else RunRecord()
-    draws = _Draws(config)
-    rules = operation_rules(ASYNC_OPS, draws, {})
+    keys = st.integers(0, config.keys - 1)
+    programs = record_programs(config)
+    arrival = st.tuples(keys, programs)
+    pauses = waits(config)
 
-    def __init__(self) -> None:
-        HarnessMachine.__init__(self)
-        self.attach(AsyncHarness(factory, config))
+    class AsyncMachine(HarnessMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attach(AsyncHarness(factory, config))
 
-    @rule(arrivals=st.lists(draws.arrivals, min_size=2, max_size=5))
-    def arrive_burst(self, arrivals):
-        """Several records arrive between two other steps (a rule of their own: the table's
-        ``repeat`` repeats one step, and a burst's records differ)."""
-        for key, program in arrivals:
-            self.apply("arrive", key, program)
+        @rule(arrival=arrival)
+        def arrive(self, arrival):
+            self.apply("arrive", *arrival)
 
-    def teardown(self) -> None:
-        try:
-            # Hypothesis calls teardown after a failing rule too: keep that failure.
-            if self.harness.failure is None:
-                self.apply("drain", 0)
-                record.coverage.update(self.harness.coverage)
-        finally:
-            self.harness.close()
+        @rule(arrivals=st.lists(arrival, min_size=2, max_size=5))
+        def arrive_burst(self, arrivals):
+            for key, program in arrivals:
+                self.apply("arrive", key, program)
 
-    name = f"AsyncMachine[{getattr(factory, '__name__', 'impl')}]"
-    machine = type(name, (HarnessMachine,), {**rules, "arrive_burst": arrive_burst, "__init__": __init__,
-                                             "teardown": teardown})
-    machine.__qualname__ = name
-    machine.record = record
-    return identify(machine, "async", factory, config)
+        @rule(millis=st.sampled_from(pauses))
+        def advance_time(self, millis):
+            self.apply("advance_time", millis)
+
+        @rule()
+        def trigger(self):
+            self.apply("trigger")
+
+        @rule(limit=st.integers(0, config.max_in_flight))
+        def drain(self, limit):
+            self.apply("drain", limit)
+
+        @rule(limit=st.integers(1, 6))
+        def run_mail(self, limit):
+            self.apply("run_mail", limit)
+
+        @rule(spawn=st.lists(arrival.map(list), max_size=2))
+        def non_record(self, spawn):
+            self.apply("non_record", spawn)
+
+        def teardown(self) -> None:
+            try:
+                # Hypothesis calls teardown after a failing rule too: keep that failure.
+                if self.harness.failure is None:
+                    self.apply("drain", 0)
+                    record.coverage.update(self.harness.coverage)
+            finally:
+                self.harness.close()
+
+    AsyncMachine.__name__ = AsyncMachine.__qualname__ = f"AsyncMachine[{getattr(factory, '__name__', 'impl')}]"
+    AsyncMachine.record = record
+    return identify(AsyncMachine, "async", factory, config)
 
 
 def replay_setup(factory: Callable, config: AsyncMachineConfig):

@@ -7,8 +7,7 @@ trigger action may start records of its own, ``spawn``). The harness applies ope
 its method ``_op_NAME``; rendering, reading from files (every argument has a
 check, within what the machine generates: small ints that no sum of a
 program overflows in Java, short programs, time steps of at most a minute)
-the shrinker's simplifications and the Hypothesis machine's rules (an
-argument's :class:`~properties.core.program.Domain`) come from here.
+and the shrinker's simplifications come from here.
 
 >>> from properties.core.program import Step
 >>> ASYNC_OPS.render(Step("drain", (0,)))
@@ -19,7 +18,7 @@ from __future__ import annotations
 
 from model.async_model import STATEMENT_ARITY
 from properties.core.checks import INT32, arguments, int_in, name_like
-from properties.core.program import Domain, Operation, OperationTable
+from properties.core.program import Operation, OperationTable
 
 __all__ = ["ASYNC_OPS"]
 
@@ -91,20 +90,16 @@ def _down_to(target: int):
     return simplify
 
 
-# What the machine's rules draw (properties.async_exec.machine): a domain kind per argument.
-ARRIVAL = Domain("arrival", 2)  # a key and its record's program
-MILLIS, IN_FLIGHT, LIMIT, SPAWN = Domain("millis"), Domain("in_flight"), Domain("limit"), Domain("spawn")
-
 ASYNC_OPS = OperationTable("async", [
     Operation(name="arrive", args=("key", "program"), template="arrive(aec, {0!r}, {1!r})", check=_check_arrive,
-              simplify=_simpler_arrival, domains=(ARRIVAL,)),
+              simplify=_simpler_arrival),
     Operation(name="advance_time", args=("millis",), template="clock.advance({0!r}); aec.run_mailbox(timers=True)",
-              simplify=_down_to(1), check=arguments(int_in(1, 60_000)), domains=(MILLIS,)),
+              simplify=_down_to(1), check=arguments(int_in(1, 60_000))),
     Operation(name="trigger", args=(), template="aec.trigger_if_needed(True)"),
     Operation(name="drain", args=("target",), template="aec.drain_inflight_records({0!r})", simplify=_down_to(0),
-              check=arguments(int_in(0, 10_000)), domains=(IN_FLIGHT,)),
+              check=arguments(int_in(0, 10_000))),
     Operation(name="run_mail", args=("limit",), template="aec.run_mailbox({0!r})", simplify=_down_to(1),
-              check=arguments(int_in(1, 10_000)), domains=(LIMIT,)),
+              check=arguments(int_in(1, 10_000))),
     Operation(name="non_record", args=("spawn",), template="non_record(aec, {0!r})", check=_check_non_record,
-              simplify=_simpler_non_record, domains=(SPAWN,)),
+              simplify=_simpler_non_record),
 ])
