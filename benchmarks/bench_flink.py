@@ -11,8 +11,9 @@ What it does, in this order:
    split evenly over the ``--seeds``; one key family and one namespace family
    each, bulk steps included; most of them double the table and run the
    incremental rehash under snapshots) run on the reference at capacity 128 in
-   Python and on Flink in one Java call each (``run_batch``); every step's
-   result, size and structure summary, and the final structure digest (chains,
+   Python and on Flink in one Java call each (``run_batch``: the harness over a
+   batched walk on each side); every step's answers, size and structure summary,
+   and the final structure digest (chains,
    entry and state versions, entry and state identity, every live snapshot's
    entries in order) must be identical. Every ``--every``-th program also runs
    call by call through the bridge with the full digest after every step
@@ -24,10 +25,12 @@ What it does, in this order:
 3. **Calls one at a time** through the bridge: get, contains_key, put of a
    known list, put of a new list (two Java calls), and an empty Java call.
 4. **Batched**: a 200k-op put/get/contains/remove sequence in one Java call
-   (Java time alone, and end to end), and the parity programs' ops/s in Java.
+   of the interpreter (``Walk.java``, black-box: Java time alone, and end to
+   end: encoding, the call and its records decoded), and the parity programs'
+   ops/s in Java.
 5. **Bulk steps**: a ``put_range`` of ``--bulk`` keys (computed in Java) against
-   as many single puts, per key family, in one Java call and walked through
-   the harness (batched) next to the reference's harness.
+   as many single puts, per key family, in one Java call (alone, and end to end)
+   and walked through the harness (batched) next to the reference's harness.
 6. **Harness** (campaign-style): steps/s of ``Harness.apply`` on
    ``--impl flink`` and ``--impl reference`` (capacity 128), white-box and
    black-box, over the same programs.
@@ -56,8 +59,9 @@ import time
 from properties.core.failures import CheckFailure
 from properties.core.program import Step
 from properties.flink import FlinkStateMap, jvm
-from properties.flink.batch import DETAILS, encode_program, java_keys, run_batch
+from properties.flink.batch import encode, java_keys
 from properties.flink.jvm import Java
+from properties.flink.walk import WalkHarness, WalkMap
 from properties.flink.parity import program_seeds, report, run_parity
 from properties.map.harness import Harness
 from properties.map.parity import random_program
@@ -95,17 +99,17 @@ def batched(ops: int, parity_programs: list) -> dict:
         op = ("put", "get", "contains_key", "get", "put", "remove")[i % 6]
         program.append(Step(op, (k, 0, [i % 10]) if op == "put" else (k, 0)))
     code, table = _java_program(program)
-    Java.Batch.run(code, table, DETAILS["results"])  # warm up the JIT
+    _java_walk(code, table, len(program))  # warm up the JIT
     t = time.perf_counter()
-    Java.Batch.run(code, table, DETAILS["results"])
+    _java_walk(code, table, len(program))
     java = time.perf_counter() - t
     t = time.perf_counter()
-    run_batch(program, detail="results")
+    _end_to_end(program)
     end_to_end = time.perf_counter() - t
-    encoded = [_java_program(p) for p in parity_programs]
+    encoded = [_java_program(p) + (len(p),) for p in parity_programs]
     t = time.perf_counter()
-    for c, tb in encoded:
-        Java.Batch.run(c, tb, DETAILS["results"])
+    for c, tb, bound in encoded:
+        _java_walk(c, tb, bound)
     mixed = time.perf_counter() - t
     return {"put/get/contains/remove, Java alone": ops / java,
             "put/get/contains/remove, end to end": ops / end_to_end,
@@ -113,8 +117,20 @@ def batched(ops: int, parity_programs: list) -> dict:
 
 
 def _java_program(program: list) -> tuple:
-    code, table = encode_program(program)
+    code, table = encode(program)
     return Java.int_array(code), java_keys(table)
+
+
+def _java_walk(code, table, bound: int):
+    """The program on a fresh Flink map in one call of the interpreter (black-box: answers only)."""
+    return Java.Walk(False, "").run(code, table, bound)
+
+
+def _end_to_end(program: list) -> None:
+    """Encoding, the interpreter's call and its records decoded (what a batched walk pays besides the harness)."""
+    walk = WalkMap()
+    walk.start(False)
+    walk.run(program, len(program))
 
 
 def harness_rates(programs: list) -> dict:
@@ -174,7 +190,6 @@ def bulk_steps(n: int, families=("int", "string", "tuple")) -> list[dict]:
     call (Java alone, best of 3, and end to end), and walked through the harness (``WalkHarness``,
     batched, black-box) next to the reference's harness."""
     from properties.core.keys import nth_key
-    from properties.flink.walk import WalkHarness, WalkMap
 
     def best(fn, times: int) -> float:
         out = []
@@ -197,10 +212,10 @@ def bulk_steps(n: int, families=("int", "string", "tuple")) -> list[dict]:
                     "single puts": [Step("put", (nth_key(family, i), 0, [1])) for i in range(n)]}
         for name, program in programs.items():
             code, table = _java_program(program)
-            Java.Batch.run(code, table, DETAILS["results"])  # warm up
+            _java_walk(code, table, n)  # warm up
             rows.append({"family": family, "name": name,
-                         "java": best(lambda: Java.Batch.run(code, table, DETAILS["results"]), 3),
-                         "end_to_end": best(lambda: run_batch(program, detail="results"), 2),
+                         "java": best(lambda: _java_walk(code, table, n), 3),
+                         "end_to_end": best(lambda: _end_to_end(program), 2),
                          "walk": best(lambda: walk(WalkHarness(WalkMap(), white_box=False), program), 2),
                          "reference": best(lambda: walk(Harness(CopyOnWriteStateMap(capacity=128), white_box=False),
                                                         program), 2)})

@@ -24,8 +24,8 @@ A seed range is the unit of work a Spark task runs, of resume and of the
 
 >>> from spark_fuzz.executor import CampaignConfig
 >>> result = run_range(0, 2, CampaignConfig(steps=20), isolate=False)
->>> [o.kind for o in result.outcomes], result.ops
-(['PASS', 'PASS'], 49)
+>>> [o.kind for o in result.outcomes], result.ops == sum(o.ops for o in result.outcomes) > 0
+(['PASS', 'PASS'], True)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ in this process's JVM, behind the docs/contract.md §15 API. Every test here run
 import io
 import json
 import os
-import re
+import random
 import subprocess
 import sys
 import textwrap
@@ -12,16 +12,17 @@ from pathlib import Path
 
 import pytest
 
-import properties.flink
 from properties.core.counterexample import load
 from properties.core.impls import resolve
 from properties.core.keys import fresh
 from properties.core.program import Step
 from properties.core.shrink import replay, shrink
-from properties.flink import BATCH_OPS, FlinkCapacityError, FlinkStateMap, jvm, run_batch
+from properties.flink import FlinkCapacityError, FlinkStateMap, jvm, run_batch
+from properties.flink.jvm import GENERATED, Java
+from properties.flink.opcodes import OPS_JAVA, ops_java
 from properties.map.harness import Harness
-from properties.map.ops import MAP_OPS
-from properties.flink.jvm import Java
+from properties.map.ops import MAP_OPS, draw_args
+from properties.map.parity import Failed, ParityContext, Raised, first_difference, observe
 from reference import VOID_NAMESPACE, ConcurrentModificationError, CopyOnWriteStateMap, TimeWindow, Tuple2
 from reference.serializers import IntSerializer, ListSerializer
 
@@ -409,31 +410,35 @@ def test_introspection_shows_flinks_table_at_the_98th_insert():
 # ------------------------------------------------------------------- batch
 
 
-def test_java_numbers_operations_in_the_order_of_the_maps_table():
-    source = (Path(properties.flink.__file__).parent / "java" / "cowcheck" / "bridge" / "Ops.java").read_text()
-    codes = {name.lower(): int(code) for name, code in re.findall(r"static final int ([A-Z_]+) = (\d+);", source)
-             if name != "LAST_BATCH"}
-    assert sorted(codes, key=codes.get) == list(MAP_OPS.names)
-    batch = [op.name for op in MAP_OPS if op.batch]
-    assert re.search(r"LAST_BATCH = ([A-Z_]+);", source).group(1).lower() == batch[-1]
-    assert list(BATCH_OPS) == batch
-    # The batch operations come first in the table: op code = position in the table, in a batch as in a walk.
-    assert batch == list(MAP_OPS.names[: len(batch)])
-    assert {"write_snapshot"} == set(MAP_OPS.names) - set(batch)  # the harness drives it through FlinkStateMap
-    jvm()
-    assert list(Java.Batch.operations()) == list(Java.Walk.operations()) == list(MAP_OPS.names)
-    for name in ("Batch.java", "Walk.java"):  # one numbering: the constants are Ops.java's only
-        text = (Path(properties.flink.__file__).parent / "java" / "cowcheck" / "bridge" / name).read_text()
-        assert not re.search(r"static final int (PUT|GET|REHASH) = ", text), name
+def test_the_helper_compiles_the_ops_java_generated_from_the_maps_table():
+    """Java's operation codes are not written by hand: the compiled helper's Ops.java is the one
+    rendered from MAP_OPS (kept beside the classes), and Java names the operations as the table does."""
+    info = jvm()
+    classes = Path(info.classpath[-1])
+    assert (classes / GENERATED / OPS_JAVA).read_text(encoding="utf-8") == ops_java()
+    assert list(Java.Walk.operations()) == list(MAP_OPS.names)
+
+
+def test_a_program_of_every_operation_runs_on_flink_in_one_call_as_on_the_reference():
+    context = ParityContext(random.Random(0), list(range(8)), [0, 1], 0.5, False)
+    program = [Step("put", (k, 0, [k])) for k in range(8)]
+    for op in MAP_OPS:
+        if not context.allows(op):
+            program.append(Step("snapshot", draw_args(MAP_OPS["snapshot"], context)))
+        program.append(Step(op.name, draw_args(op, context)))
+    assert {s.op for s in program} == set(MAP_OPS.names)
+    flink = run_batch(program, "every_step")
+    assert first_difference(observe(CopyOnWriteStateMap(capacity=128), program, "every_step"), flink) is None
+    assert len(flink[0]) == len(program) and not any(isinstance(a, Failed) for row in flink[0] for a in row[0])
 
 
 def test_batch_runs_a_program_in_one_call_with_identity_numbers():
     program = [Step("put", (1, 0, [5])), Step("get", (1, 0)), Step("snapshot", (0,)), Step("get_mutate", (1, 0, 6)),
                Step("read_snapshot", (0,)), Step("iterate_modify", (0, 2, 0, "put"))]
     steps, final = run_batch(program, detail="results")
-    results = [row[0] for row in steps]
-    assert results[:5] == [None, [[5], 1], [1, 1], [[5], 2], [[1, 0, [5], 1]]]
-    assert results[5] == [[], "ConcurrentModificationError"]  # an insert before the first next()
+    answers = [row[0] for row in steps]  # states as [content, number]: the copy under the snapshot is a new one
+    assert answers == [[None], [[[5], 1]], [1, 1], [[[5], 2]], [False, [1, 0, [[5], 1]], "end", 1],
+                       [None, Raised("ConcurrentModificationError")]]  # an insert before the first next()
     assert final is None
 
 

@@ -28,7 +28,7 @@ def reference():
 
 @functools.cache
 def flink_summaries(seed: int) -> list:
-    """Per step ``[result, size, summary]`` of parity program ``seed`` on Flink."""
+    """Per step ``[answers, size, summary]`` of parity program ``seed`` on Flink."""
     return run_batch(random_program(seed, STEPS), "summary")[0]
 
 
@@ -70,7 +70,8 @@ def test_snapshot_taken_mid_rehash_iterates_in_the_same_order_on_both():
                 Step("read_snapshot", (0,))]
     ref, flink = observe(reference(), program, "every_step"), run_batch(program, "every_step")
     _no_difference(ref, flink, program)
-    rows = flink[0][-1][0]
+    released, *rows, end, size = flink[0][-1][0]  # the read's answers: released(), each row, the end, len()
+    assert (released, end, size) == (False, "end", 98)
     assert len(rows) == 98 and [r[0] for r in rows] != sorted(r[0] for r in rows)
 
 

@@ -1,13 +1,15 @@
 """A Hypothesis state machine for checkpoints of key-grouped heap state (docs/contract.md §10, §11).
 
 ``make_checkpoint_machine(factory)`` returns a ``RuleBasedStateMachine``
-class whose rules interleave keyed operations on two list states (put, get,
-get-then-mutate-in-place, remove, transform) with checkpoints: start (the
-synchronous part), write one key group, complete, cancel, fail (an injected
-write error), and restores of completed checkpoints into the same range,
-into smaller ranges, rescaled round trips (split, checkpoint each part,
-merge) and recovery that continues on the restored state. Every rule is a
-:class:`~properties.core.program.Step` applied through the
+class with a rule per operation of :data:`~properties.checkpoint.ops.CHECKPOINT_OPS`
+(:func:`properties.core.rules.operation_rules`): keyed operations on two list
+states (put, get, get-then-mutate-in-place, remove, transform) interleaved with
+checkpoints: start (the synchronous part), write key groups (1-4 in a row),
+complete, cancel, fail (an injected write error), and restores of completed
+checkpoints into the same range, into smaller ranges, rescaled round trips
+(split, checkpoint each part, merge) and recovery that continues on the
+restored state. Every rule is a :class:`~properties.core.program.Step` applied
+through the
 :class:`~properties.checkpoint.harness.CheckpointHarness`, which checks the
 model and the C1–C5 properties after every step.
 
@@ -29,10 +31,11 @@ from typing import Callable
 
 import attrs
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, consumes, rule
 
 from properties.checkpoint.harness import STATES, CheckpointHarness, key_pool as keys_of
+from properties.checkpoint.ops import CHECKPOINT_OPS
 from properties.core.machine import HarnessMachine, RunRecord, identify
+from properties.core.rules import RuleContext, operation_rules, pools
 from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, HeapKeyedStateBackend
 from reference.state_table import KeyGroupRange
 
@@ -61,6 +64,35 @@ def small_backend(backend_class: type = HeapKeyedStateBackend, max_parallelism: 
                              capacity=capacity)
 
 
+class _Draws(RuleContext):
+    """The values the machine's rules draw, per domain kind of :data:`~properties.checkpoint.ops.CHECKPOINT_OPS`:
+    keyed steps on the backend's own keys, thresholds either side of the machine's checkpoint sizes,
+    key-group ranges within the backend's."""
+
+    def __init__(self, key_pool: list, namespaces: int, owned) -> None:
+        self.key_pool, self.namespaces, self.owned = key_pool, namespaces, owned
+
+    def at(self):
+        return st.tuples(st.sampled_from([name for name, _, _ in STATES]), st.sampled_from(self.key_pool),
+                         st.integers(0, self.namespaces - 1))
+
+    def values(self):
+        return st.lists(st.integers(0, 9), max_size=3)
+
+    def value(self):
+        return st.integers(0, 9)
+
+    def threshold(self):
+        return st.sampled_from(THRESHOLDS)
+
+    def groups(self):
+        groups = st.integers(self.owned.start, self.owned.end)
+        return st.tuples(groups, groups).map(sorted)
+
+    def parts(self):
+        return st.integers(2, 4)
+
+
 def make_checkpoint_machine(factory: Callable[[], object] | None = None,
                             config: CheckpointMachineConfig = CheckpointMachineConfig(),
                             record: RunRecord | None = None) -> type:
@@ -72,94 +104,31 @@ def make_checkpoint_machine(factory: Callable[[], object] | None = None,
     key_pool = keys_of(probe, config.keys)  # the first keys of the backend's key groups, as the walks use
     if not key_pool:
         raise ValueError(f"make_checkpoint_machine: no key in 0..99999 falls into the backend's key groups {owned}")
-    keyed = st.tuples(st.sampled_from([name for name, _, _ in STATES]), st.sampled_from(key_pool),
-                      st.integers(0, config.namespaces - 1))
-    values = st.lists(st.integers(0, 9), max_size=3)
-    groups = st.integers(owned.start, owned.end)
+    bundles = pools("running", "completed")
+    rules = operation_rules(CHECKPOINT_OPS, _Draws(key_pool, config.namespaces, owned), bundles)
 
-    class CheckpointMachine(HarnessMachine):
-        running = Bundle("running")
-        completed = Bundle("completed")
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.attach(CheckpointHarness(factory(), white_box=config.white_box))
-            self.next_cid = 0
+    def __init__(self) -> None:
+        HarnessMachine.__init__(self)
+        self.attach(CheckpointHarness(factory(), white_box=config.white_box))
 
-        @rule(at=keyed, value=values)
-        def put(self, at, value):
-            self.apply("kv_put", *at, value)
-
-        @rule(at=keyed)
-        def get(self, at):
-            self.apply("kv_get", *at)
-
-        @rule(at=keyed, value=st.integers(0, 9))
-        def get_then_mutate_in_place(self, at, value):
-            self.apply("kv_get_mutate", *at, value)
-
-        @rule(at=keyed)
-        def remove(self, at):
-            self.apply("kv_remove", *at)
-
-        @rule(at=keyed, value=st.integers(0, 9))
-        def transform(self, at, value):
-            self.apply("kv_transform", *at, value)
-
-        @rule(target=running, threshold=st.sampled_from(THRESHOLDS))
-        def start_checkpoint(self, threshold):
-            cid = self.next_cid
-            self.next_cid += 1
-            self.apply("checkpoint", cid, threshold)
-            return cid
-
-        # The asynchronous part often writes several key groups between two
-        # operations of the task thread: one step per key group, 1-4 in a row.
-        @rule(cid=running, count=st.integers(1, 4))
-        def write_key_groups(self, cid, count):
-            for _ in range(count):
-                self.apply("write_key_group", cid)
-
-        @rule(target=completed, cid=consumes(running))
-        def complete(self, cid):
-            self.apply("complete", cid)
-            return cid
-
-        @rule(cid=consumes(running))
-        def cancel(self, cid):
-            self.apply("cancel", cid)
-
-        @rule(cid=consumes(running))
-        def fail_write(self, cid):
-            self.apply("fail", cid)
-
-        @rule(cid=completed, bounds=st.tuples(groups, groups).map(sorted))
-        def restore(self, cid, bounds):
-            self.apply("restore", cid, bounds[0], bounds[1])
-
-        @rule(cid=completed, parts=st.integers(2, 4))
-        def rescale(self, cid, parts):
-            self.apply("rescale", cid, parts)
-
-        @rule(cid=completed)
-        def recover(self, cid):
-            self.apply("recover", cid)
-
-        def teardown(self) -> None:
-            try:
-                # Hypothesis calls teardown after a failing rule too: keep that failure.
-                if self.harness.failure is None:
-                    for cid in self.harness.model.running():
-                        self.apply("cancel", cid)
-                    record.coverage.update(self.harness.coverage)
-                    record.findings.update(self.harness.findings)
-            finally:
-                self.harness.close()
+    def teardown(self) -> None:
+        try:
+            # Hypothesis calls teardown after a failing rule too: keep that failure.
+            if self.harness.failure is None:
+                for cid in self.harness.model.running():
+                    self.apply("cancel", cid)
+                record.coverage.update(self.harness.coverage)
+                record.findings.update(self.harness.findings)
+        finally:
+            self.harness.close()
 
     name = getattr(factory, "__name__", None) or getattr(getattr(factory, "func", None), "__name__", "backend")
-    CheckpointMachine.__name__ = CheckpointMachine.__qualname__ = f"CheckpointMachine[{name}]"
-    CheckpointMachine.record = record
-    return identify(CheckpointMachine, "checkpoint", factory, config)
+    name = f"CheckpointMachine[{name}]"
+    machine = type(name, (HarnessMachine,), {**bundles, **rules, "__init__": __init__, "teardown": teardown})
+    machine.__qualname__ = name
+    machine.record = record
+    return identify(machine, "checkpoint", factory, config)
 
 
 def replay_setup(factory: Callable, config: CheckpointMachineConfig):

@@ -38,7 +38,7 @@ from properties.core.impls import UnknownImplementationError, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
 from properties.core.regression import test_name_for, to_pytest
 from properties.core.failures import CheckFailure
-from properties.core.replay import ReplayOutcome, implementation_for, replay_setup, replay_subject, replay_traced
+from properties.core.replay import implementation_for, replay_setup, replay_subject, replay_traced
 from properties.core.report import nondeterminism_note
 from properties.core.settle import settle
 from properties.core.shrink import replay, signature_of

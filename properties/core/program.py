@@ -8,10 +8,12 @@ steps, stored as JSON and printed as runnable Python.
 Each machine declares its operations once, in an :class:`OperationTable` of
 :class:`Operation` records: the name, the arguments, how a step prints as
 Python, how its arguments are checked when read from a file and how they
-simplify when shrinking. A machine's package extends :class:`Operation` with
-what its own consumers need (argument domains for strategies and walks, the
-encoding of the Flink bridge's batches, regression rendering), so that adding
-an operation is a change to that package alone.
+simplify when shrinking, and the :class:`Domain` of each argument, from which
+generators draw them (the Hypothesis rules of every machine are made from the
+table: :func:`properties.core.rules.operation_rules`). A machine's package
+extends :class:`Operation` and :class:`Domain` with what its own consumers need
+(the encoding of the Flink bridge's batches, regression rendering), so that
+adding an operation is a change to that package alone.
 
 >>> table = OperationTable("demo", [Operation(name="put", args=("key", "value"), template="m.put({0!r}, {1!r})")])
 >>> table.render(Step("put", (1, [7])))
@@ -30,7 +32,8 @@ import attrs
 
 from properties.core.keys import decode_value, encode_value
 
-__all__ = ["Step", "Domain", "Operation", "OperationTable", "domains_checker", "domains_simplifier", "step_to_json"]
+__all__ = ["Step", "Domain", "Operation", "OperationTable", "domains_checker", "domains_simplifier", "draw_args",
+           "step_to_json"]
 
 
 @attrs.frozen
@@ -52,14 +55,18 @@ class Domain:
     context (Hypothesis strategies, a seeded walk) draws it with; ``arity`` is
     how many step arguments it fills (a pair fills two); ``check`` finds a
     problem with values read from a file; ``simpler`` proposes simpler values
-    (shrinking); ``encode(values, ref)`` gives the ints of the Flink bridge's
-    batch encoding of the map (``ref`` numbers keys and namespaces)."""
+    (shrinking). The id of
+    something the program made (a snapshot, a checkpoint) says how the step uses
+    it (``ids``): ``new`` makes one (the program numbers it; it then lives in the
+    pool named ``pool``), ``live`` names one of ``pool``, ``taken`` names one of
+    ``pool`` and takes it out."""
 
     kind: str
     arity: int = 1
     check: Callable[[tuple], str | None] = lambda values: None
     simpler: Callable[[tuple], Iterable[tuple]] = lambda values: ()
-    encode: Callable[[tuple, Callable], list] = lambda values, ref: [values[0]]
+    ids: str = attrs.field(default="", validator=attrs.validators.in_(("", "new", "live", "taken")))
+    pool: str = ""
 
     def draw(self, context) -> tuple:
         """Values drawn by ``context`` (a method per kind), as a tuple of ``arity``."""
@@ -91,6 +98,14 @@ def domains_simplifier(domains: tuple):
     return simplify
 
 
+def draw_args(op: "Operation", context) -> tuple:
+    """The arguments of ``op`` drawn by ``context`` (a method per domain kind), domain by domain, in order."""
+    out: tuple = ()
+    for domain in op.domains:
+        out += domain.draw(context)
+    return out
+
+
 @attrs.frozen(kw_only=True)
 class Operation:
     """One operation of a machine.
@@ -101,6 +116,12 @@ class Operation:
     ``simplify``: simpler argument tuples, simplest first (for shrinking);
     ``legacy``: the arguments of an older file's form of the step in today's form
     (None: not an older form), so stored counterexamples keep replaying.
+
+    What generators need (:func:`properties.core.rules.operation_rules`): ``domains``,
+    the arguments' :class:`Domain` in order; ``rule``, the Hypothesis rule's name (the
+    operation's by default); ``joins``, the pool the step's id joins after it (a completed
+    checkpoint; a new id joins its own pool anyway); ``requires(harness)``, whether the step
+    may run now (None: always); ``repeat``, ``(least, most)`` steps a rule makes in a row.
     """
 
     name: str
@@ -110,6 +131,15 @@ class Operation:
     check: Callable[[tuple], str | None] | None = None
     simplify: Callable[[tuple], Iterable[tuple]] | None = None
     legacy: Callable[[list], list | None] | None = None
+    domains: tuple = ()
+    rule: str = ""
+    joins: str = ""
+    requires: Callable[[Any], bool] | None = None
+    repeat: tuple | None = None
+
+    @property
+    def rule_name(self) -> str:
+        return self.rule or self.name
 
     def render(self, args: tuple) -> str:
         if self.render_with is not None:

@@ -3,7 +3,10 @@
 - ``jvm``: the Flink jar, our Java helper (``java/``) compiled against it, the JVM started once;
 - ``convert``: what crosses the boundary (keys, namespaces, states, answers, exceptions);
 - ``map``: Flink's ``CopyOnWriteStateMap`` behind the docs/contract.md §15 API (``--impl flink``);
-- ``batch``: a whole program in one Java call, observed as ``properties.map.parity`` observes;
+- ``batch``, ``opcodes``: the batched encoding of map programs, and the helper's ``Ops.java`` generated
+  from the map's table;
+- ``walk``: map programs on Flink a segment per Java call (``Walk.java``): batched walks checked by the
+  harness, and ``run_batch``, a program observed as ``properties.map.parity`` observes;
 - ``serializers``: Flink's own serializers, for byte-for-byte parity with the reference's;
 - ``backend``: Flink's ``HeapKeyedStateBackend`` at the state level (``--machine backend``).
 
@@ -20,7 +23,6 @@ import attrs
 
 from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
 from properties.core.machine import MachineKind
-from properties.flink.batch import BATCH_OPS, DETAILS, run_batch
 from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, compile_helper, jvm
 from properties.flink.async_controller import FLINK_ASYNC_SINCE, FlinkAsyncController, api_of
 from properties.flink.releases import (DEFAULT_VERSION, check_version, fetch_needed, parse_version, release_lib,
@@ -31,9 +33,9 @@ from properties.flink.serializers import flink_deserialize, flink_serialize
 from properties.flink.backend import FlinkStateBackend, warm_up
 from properties.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 from properties.flink.table import FlinkStateTable
-from properties.flink.walk import WalkHarness, WalkMap
+from properties.flink.walk import DETAILS, WalkHarness, WalkMap, run_batch
 
-__all__ = ["FLINK_CAPACITY", "BATCH_OPS", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",
+__all__ = ["FLINK_CAPACITY", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",
            "FlinkSnapshot", "FlinkView", "EntryMirror", "JvmInfo", "FlinkImplementation", "available", "jvm",
            "flink_serialize", "flink_deserialize", "run_batch", "resolve_flink"]
 

@@ -1,11 +1,11 @@
-"""A whole map program in one Java call (``Batch.java``), observed as ``properties.map.parity`` observes.
+"""The batched encoding: map programs as the ints ``Walk.java`` reads, keys and namespaces as a table.
 
-The batched encoding, shared with batched walks (``properties.flink.walk``,
-``Walk.java``): an operation's code is its position in the map's table
-(:data:`~properties.map.ops.MAP_OPS`; batch operations come first, so a batch
-and a walk number them alike; ``Ops.java`` declares the same codes and a test
-holds the two to each other), and each argument is encoded by its domain
-(``Domain.encode``): keys and namespaces as indexes into a table of values
+Batched walks (:mod:`properties.flink.walk`) and parity programs send their
+steps to the Java helper in this encoding: an operation's code is its
+position in the map's table (:data:`~properties.map.ops.MAP_OPS`; the Java
+side's ``Ops.java`` is generated from the same table, :mod:`properties.flink.opcodes`),
+and each argument is encoded by its domain (``MapDomain.encode``, read back in
+Java by ``Domain.wire``): keys and namespaces as indexes into a table of values
 (``Java.object_array`` of :func:`~properties.flink.convert.java_template`
 objects: the Java side hands the map a new copy per use, one object per value
 after ``hold_keys``), states as their length and ints, snapshot ids, counts,
@@ -13,25 +13,24 @@ key families (their position in :data:`~properties.core.keys.FAMILIES`) and
 choices as ints. Bulk steps carry their family, first index and count: Java
 computes the keys (``Keys.nth``, held equal to :func:`~properties.core.keys.nth_key`
 by a test).
+
+>>> encode([Step("put", ("a", 0, [7, 8])), Step("get", ("a", 0))])
+([0, 0, 1, 2, 7, 8, 2, 0, 1], ['a', 0])
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from properties.core.program import Step
-from properties.flink.convert import answer, java_template
-from properties.flink.jvm import Java, jvm
+from properties.flink.convert import java_template
+from properties.core.program import Step  # noqa: F401  (the examples above)
+from properties.flink.jvm import Java
 from properties.map.ops import MAP_OPS
 
-__all__ = ["BATCH_OPS", "OP_CODES", "DETAILS", "run_batch", "encode", "encode_program", "key_table",
-           "java_keys"]
+__all__ = ["OP_CODES", "encode", "key_table", "java_keys"]
 
-# op code = position in the map's table; the table's batch operations come first (a test holds that)
-OP_CODES = {op.name: i for i, op in enumerate(MAP_OPS)}
-BATCH_OPS = tuple(op.name for op in MAP_OPS if op.batch)
+OP_CODES = {op.name: i for i, op in enumerate(MAP_OPS)}  # op code = position in the map's table (Ops.java)
 _DOMAINS = {op.name: tuple(op.domains) for op in MAP_OPS}
-DETAILS = {"results": 0, "summary": 1, "final": 2, "every_step": 3}  # Batch.DETAIL_*
 
 
 def key_table() -> tuple[list, Callable]:
@@ -51,18 +50,18 @@ def key_table() -> tuple[list, Callable]:
     return table, ref
 
 
-def encode(steps, allowed: frozenset | None = None, check: bool = False) -> tuple[list[int], list]:
-    """Steps as op codes and argument ints (``Ops.java``); keys and namespaces as indexes into a
-    table of values, returned with them. ``allowed``: the operations the receiver runs (a
-    ValueError for another); ``check``: check each argument against its domain first."""
+def encode(steps, check: bool = False) -> tuple[list[int], list]:
+    """Steps as op codes and argument ints; keys and namespaces as indexes into a table of
+    values, returned with them. ``check``: check each argument against its domain first
+    (a ValueError naming the problem)."""
     table, ref = key_table()
     out: list[int] = []
     append, extend = out.append, out.extend
     for step in steps:
         op = step.op
         code = OP_CODES.get(op)
-        if code is None or (allowed is not None and op not in allowed):
-            raise ValueError(f"run_batch: unknown operation {op!r}")
+        if code is None:
+            raise ValueError(f"batched encoding: unknown operation {op!r}")
         append(code)
         domains = _DOMAINS[op]
         args = step.args
@@ -75,36 +74,12 @@ def encode(steps, allowed: frozenset | None = None, check: bool = False) -> tupl
             if check:
                 problem = domain.check(values)
                 if problem:
-                    raise ValueError(f"run_batch: {op}: {problem}")
+                    raise ValueError(f"{op}: {problem}")
             extend(domain.encode(values, ref))
             at += domain.arity
     return out, table
 
 
-_BATCH = frozenset(BATCH_OPS)
-
-
-def encode_program(steps: list[Step]) -> tuple[list[int], list]:
-    """A parity program as Batch.java's codes and argument ints, arguments checked; and its key table."""
-    return encode(steps, _BATCH, check=True)
-
-
 def java_keys(table: list):
     """The key table as the Java array the helper reads."""
     return Java.object_array([java_template(v) for v in table])
-
-
-def run_batch(steps: list[Step], detail: str = "final") -> list:
-    """Run a whole program on a fresh Flink map inside Java, in one call.
-
-    Returns ``[per-step observations, final digest or None]`` exactly as
-    ``properties.map.parity.observe`` computes them for any white-box map (so the
-    reference's observations equal Flink's iff they behave the same).
-    ``detail``: ``results``, ``summary``, ``final`` or ``every_step``
-    (see ``observe``).
-    """
-    if detail not in DETAILS:
-        raise ValueError(f"run_batch: detail must be one of {', '.join(DETAILS)}, got {detail!r}")
-    jvm()
-    program, table = encode_program(steps)
-    return answer(Java.Batch.run(Java.int_array(program), java_keys(table), DETAILS[detail]))

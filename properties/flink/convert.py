@@ -32,7 +32,6 @@ from properties.core.errors import UsageError
 from properties.core.keys import pinned
 from properties.flink.jvm import Java
 from properties.flink.releases import selected_release
-from properties.map.parity import Raised
 from reference.errors import ConcurrentModificationError, IllegalStateError, RehashInProgressError
 from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 
@@ -221,9 +220,8 @@ def int_array(state) -> Any:
 
 
 def decode_tagged(obj: dict):
-    """A JSON object of the helper's answers as Python: ``{"raised": name}`` -> Raised, and the
-    tagged key types (``{"Tuple2": [f0, f1]}``, ``{"TimeWindow": [start, end]}``,
-    ``{"VoidNamespace": []}``)."""
+    """A JSON object of the helper's answers as Python: the tagged key types (``{"Tuple2": [f0, f1]}``,
+    ``{"TimeWindow": [start, end]}``, ``{"VoidNamespace": []}``)."""
     if len(obj) == 1:
         (tag, fields), = obj.items()
         if tag == "Tuple2":
@@ -232,7 +230,7 @@ def decode_tagged(obj: dict):
             return TimeWindow(*fields)
         if tag == "VoidNamespace":
             return VOID_NAMESPACE
-    return Raised(obj["raised"])
+    raise ValueError(f"not a tagged key of the helper's answers: {obj!r:.80}")
 
 
 def decode_json(text: str, object_hook=decode_tagged):
@@ -241,7 +239,7 @@ def decode_json(text: str, object_hook=decode_tagged):
 
 
 def answer(text):
-    """A JSON answer of the helper (Json.java) as Python data; ``{"raised": name}`` -> Raised."""
+    """A JSON answer of the helper (Json.java) as Python data, tagged keys decoded."""
     return json.loads(str(text), object_hook=decode_tagged)
 
 

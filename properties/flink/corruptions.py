@@ -43,8 +43,10 @@ CORRUPTIONS = {c.name: c for c in (
     Corruption("identity-keys", "keys and namespaces compared with == (as a map written with identity comparison "
                                 "would): during a keyed call, entries whose key and namespace equal the call's but "
                                 "are other objects are hidden from the lookup, so a get misses them and a put "
-                                "inserts the key twice; harmless while the caller hands the same objects "
-                                "(hold_keys, small ints)", ("P1", "P4", "P2", "P6"), ("P1", "P4", "I3")),
+                                "inserts the key twice (and a remove or put across a live iteration changes the "
+                                "structure when the model's does not, or the other way round); harmless while the "
+                                "caller hands the same objects (hold_keys, small ints)",
+               ("P1", "P4", "P2", "P6", "P7"), ("P1", "P4", "I3", "P7")),
 )}
 
 

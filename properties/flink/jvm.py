@@ -1,8 +1,10 @@
 """The JVM of this process: the Flink jar, our Java helper compiled against it, JPype started once.
 
-The helper (``properties/flink/java/cowcheck/bridge/*.java``) is compiled
+The helper (``properties/flink/java/cowcheck/bridge/*.java``, and ``Ops.java``
+generated from the map's table by :mod:`properties.flink.opcodes`) is compiled
 with ``javac`` on first use into ``~/.cache/cowcheck/java/<hash of the
-sources and the Flink jar>/`` (``COWCHECK_CACHE_DIR`` or ``XDG_CACHE_HOME``
+sources, the generated one included, and the Flink jar>/`` (the generated source
+is kept there under ``generated/``; ``COWCHECK_CACHE_DIR`` or ``XDG_CACHE_HOME``
 move it) and put on the class path next to ``flink-dist-2.3.0.jar`` from the
 ``apache-flink-libraries`` wheel (``pip install 'cowcheck[flink]'``;
 ``COWCHECK_FLINK_LIB`` points elsewhere).
@@ -29,12 +31,15 @@ from typing import Any
 import attrs
 
 from properties.core.limits import steps_through
+from properties.flink.opcodes import OPS_JAVA, ops_java
 from properties.flink.releases import DEFAULT_VERSION, cache_root, dist_jar, release_lib, selected_release
 
-__all__ = ["FlinkUnavailableError", "JvmInfo", "available", "compile_helper", "jvm", "started", "JAVA_SOURCES", "Java"]
+__all__ = ["FlinkUnavailableError", "JvmInfo", "available", "compile_helper", "jvm", "started", "JAVA_SOURCES", "Java",
+           "helper_sources", "GENERATED"]
 
 FLINK_JAR = "flink-dist-2.3.0.jar"
 JAVA_SOURCES = Path(__file__).with_name("java")
+GENERATED = "generated"  # the directory of a compiled helper that holds the sources generated for it
 _HELPER_CLASS = "cowcheck.bridge.MapHandle"
 # The work on the Java side is many short calls: a quick JIT (C1) and the serial collector
 # start and warm up faster than the server defaults (COWCHECK_JVM_OPTIONS replaces them).
@@ -118,17 +123,29 @@ def compile_helper() -> float:
     return _compiled_helper(dist_jar(lib) if selected_release() != DEFAULT_VERSION else lib / FLINK_JAR)[1]
 
 
-def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
-    """The directory with our compiled helper classes, compiling them on first use;
-    ``(directory, seconds spent compiling)``. Keyed by a hash of the sources and of
-    the jar's name and size, so an edit or another Flink build recompiles."""
-    sources = sorted(JAVA_SOURCES.rglob("*.java"))
-    if not sources:
+def helper_sources() -> list[tuple[str, str]]:
+    """The helper's sources as ``(path relative to the source root, text)``: the hand-written
+    ones, and ``Ops.java`` generated from the map's table (:func:`~properties.flink.opcodes.ops_java`)."""
+    written = sorted(JAVA_SOURCES.rglob("*.java"))
+    if not written:
         raise FlinkUnavailableError(f"the bridge's Java sources are missing from this installation ({JAVA_SOURCES}); "
                                     f"reinstall cowcheck")
+    sources = [(source.relative_to(JAVA_SOURCES).as_posix(), source.read_text(encoding="utf-8")) for source in written]
+    if any(path == OPS_JAVA for path, _ in sources):
+        raise FlinkUnavailableError(f"{JAVA_SOURCES / OPS_JAVA} must not exist: the helper's Ops.java is generated "
+                                    f"from the map's table (properties.flink.opcodes)")
+    return sorted(sources + [(OPS_JAVA, ops_java())])
+
+
+def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
+    """The directory with our compiled helper classes, compiling them on first use;
+    ``(directory, seconds spent compiling)``. Keyed by a hash of the sources (the generated
+    ``Ops.java`` included) and of the jar's name and size, so an edit, a change of the map's
+    table or another Flink build recompiles."""
+    sources = helper_sources()
     digest = hashlib.sha256()
-    for source in sources:
-        digest.update(str(source.relative_to(JAVA_SOURCES)).encode() + b"\0" + source.read_bytes() + b"\0")
+    for path, text in sources:
+        digest.update(path.encode() + b"\0" + text.encode("utf-8") + b"\0")
     digest.update(f"{flink_jar.name}:{flink_jar.stat().st_size}".encode())
     target = _cache_root() / "java" / digest.hexdigest()[:20]
     if (target / "COMPLETE").is_file():
@@ -141,9 +158,17 @@ def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
     target.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="build-", dir=target.parent))
     try:
+        files = []
+        for path, text in sources:  # the written sources from the package, the generated ones from the build
+            if path == OPS_JAVA:
+                file = scratch / GENERATED / path
+                file.parent.mkdir(parents=True, exist_ok=True)
+                file.write_text(text, encoding="utf-8")
+            else:
+                file = JAVA_SOURCES / path
+            files.append(str(file))
         result = subprocess.run([javac, "--release", "11", "-nowarn", "-encoding", "UTF-8", "-cp", str(flink_jar),
-                                 "-d", str(scratch)] + [str(s) for s in sources],
-                                capture_output=True, text=True)
+                                 "-d", str(scratch)] + files, capture_output=True, text=True)
         if result.returncode != 0:
             raise FlinkUnavailableError(f"javac failed on {JAVA_SOURCES}:\n{result.stderr.strip()}")
         (scratch / "COMPLETE").write_text("")
@@ -195,7 +220,7 @@ def _start() -> JvmInfo:
                                     "cowcheck helper on its class path (JPype allows one JVM per process)")
     jpype.startJVM(*_JVM_OPTIONS, classpath=list(classpath), convertStrings=False)
     jpype.JClass(_HELPER_CLASS)  # load (and link) the helper and Flink's map now, not in the first operation
-    jpype.JClass("cowcheck.bridge.Batch")
+    jpype.JClass("cowcheck.bridge.Walk")
     version = str(jpype.java.lang.System.getProperty("java.version"))
     Java.load()
     return JvmInfo(os.getpid(), compile_seconds, time.perf_counter() - started, classpath, version,
@@ -218,7 +243,6 @@ class Java:
     int_array: Any = None
     object_array: Any = None
     MapHandle: Any = None
-    Batch: Any = None
     Walk: Any = None
     Keys: Any = None
     Repr: Any = None
@@ -241,7 +265,6 @@ class Java:
         cls.int_array = jpype.JArray(jpype.JInt)
         cls.object_array = jpype.JArray(jpype.JObject)
         cls.MapHandle = jpype.JClass(_HELPER_CLASS)
-        cls.Batch = jpype.JClass("cowcheck.bridge.Batch")
         cls.Walk = jpype.JClass("cowcheck.bridge.Walk")
         cls.Keys = jpype.JClass("cowcheck.bridge.Keys")
         cls.Repr = jpype.JClass("cowcheck.bridge.Repr")

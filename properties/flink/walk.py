@@ -29,6 +29,13 @@ two sides disagree on how a step is driven), :class:`OutOfStep` is raised: an
 error of cowcheck's, never the map's. Campaigns confirm every failure found this
 way on the per-operation bridge before they store it.
 
+Parity runs here too (:func:`run_batch`): the same harness over a walk that
+also records the structure after each step (``detail``), observed by
+:func:`properties.map.parity.observe` as any map is; ``WalkMap.introspect``
+builds the white-box view from those records (one Python object per Java entry
+and state), so Flink's digest is computed by the same function as the
+reference's.
+
 >>> harness = WalkHarness(WalkMap(), white_box=True)     # doctest: +SKIP
 >>> program = [Step("put", (1, 0, [5])), Step("get", (1, 0))]
 >>> harness.expect(program); [harness.apply(s) for s in program]   # doctest: +SKIP
@@ -41,6 +48,8 @@ from array import array
 from collections import deque
 from itertools import islice
 
+import attrs
+
 from properties.core.errors import InternalError
 from properties.core.failures import INVARIANT
 from properties.core.limits import implementation_call
@@ -49,17 +58,21 @@ from properties.core.states import copy_state
 from properties.flink.batch import encode, java_keys
 from properties.flink.convert import decode_tagged, exception_for
 from properties.flink.jvm import Java, jvm
-from properties.flink.map import FLINK_CAPACITY, FlinkCapacityError
+from properties.flink.map import FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkView
 from properties.map.harness import Harness, _count
 from properties.map.ops import MAP_OPS
+from properties.map.parity import observe
 from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
 
-__all__ = ["WalkMap", "WalkHarness", "OutOfStep", "SEGMENT", "encode_steps"]
+__all__ = ["WalkMap", "WalkHarness", "WalkView", "OutOfStep", "SEGMENT", "DETAILS", "encode_steps", "run_batch"]
 
 SEGMENT = 512  # steps per Java call at most
 SEGMENT_CALLS = 1 << 16  # and calls into the map at most (bulk steps make one per key), beyond its first step
 _BULK = frozenset(op.name for op in MAP_OPS if op.bulk)
 _END = object()
+# What a walk records after each step, per detail of properties.map.parity.observe (Walk.DETAIL_*):
+# nothing, the structure summary (a final digest is read from Java once no step runs ahead), the structure.
+DETAILS = {"results": 0, "summary": 1, "final": 1, "every_step": 2}
 
 
 class OutOfStep(InternalError):
@@ -108,13 +121,18 @@ class WalkMap:
     """Flink's map as the harness sees it in a batched walk: docs/contract.md §15's calls,
     answered from what ``Walk.java`` recorded for the current step.
 
-    ``corruption``: a seeded Java-side corruption (``properties.flink.corruptions``)."""
+    ``corruption``: a seeded Java-side corruption (``properties.flink.corruptions``);
+    ``detail``: what the walk records of the structure after each step (:data:`DETAILS`'s values:
+    0 nothing, 1 its summary, 2 the whole structure), for :meth:`introspect`."""
 
-    def __init__(self, capacity: int = FLINK_CAPACITY, state_copier=None, corruption: str = "") -> None:
+    def __init__(self, capacity: int = FLINK_CAPACITY, state_copier=None, corruption: str = "",
+                 detail: int = 0) -> None:
         if capacity != FLINK_CAPACITY or type(capacity) is not int:
             raise FlinkCapacityError(capacity)
         self.corruption = corruption
+        self.detail = detail
         self.white_box: bool | None = None
+        self._mirrors: dict[int, EntryMirror] = {}  # entry number -> its Python object (introspect)
         self._walk = None
         self._records: deque = deque()
         self._events = iter(())
@@ -130,7 +148,7 @@ class WalkMap:
             raise InternalError("WalkMap.start called twice")
         jvm()
         self.white_box = white_box
-        self._walk = Java.Walk(white_box, self.corruption)
+        self._walk = Java.Walk(white_box, self.corruption, self.detail)
 
     def pending(self) -> int:
         """Steps recorded and not yet applied."""
@@ -250,8 +268,52 @@ class WalkMap:
         version, count = self._value("snapshot")
         return _Snapshot(self, version, count)
 
+    # --------------------------------------------------------- white box
+
+    def introspect(self) -> "WalkView":
+        """The structure after the current step, as the walk recorded it (``detail``); once no
+        step has run ahead of the current one, as Java reads it now (``Walk.structure``)."""
+        if not self._records:
+            return self._view(json.loads(str(self._walk.structure()), object_hook=_hook))
+        if not self.detail or self._record is None:
+            raise OutOfStep("introspect: the walk records no structure (detail 0)")
+        return self._view(self._record[5 if self.white_box else 2])
+
+    def _view(self, recorded: list) -> "WalkView":
+        """The view of a recorded structure (``Walk.structure``), or of a recorded summary
+        (``[summary, rehashing]``: tables of their lengths without their entries)."""
+        if len(recorded) == 2:
+            (plen, rlen, psize, rsize, rehash_index, threshold, mod_count, version, required), rehashing = recorded
+            return WalkView([None] * plen, [None] * rlen, rehashing, psize, rsize, rehash_index, threshold,
+                            mod_count, version, required, set())
+        (plen, rlen, psize, rsize, rehash_index, threshold, mod_count, version, required), rehashing, versions, \
+            records, primary, rehash, live = recorded
+        mirrors = self._mirrors
+        for number, key, namespace, _, seen, entry_version, state_version, h in records:  # in Java's order
+            mirror = mirrors.get(number)
+            if mirror is None:
+                mirror = mirrors[number] = EntryMirror(key, namespace)
+            mirror.state = self._state(seen)
+            mirror.entry_version, mirror.state_version, mirror.hash = entry_version, state_version, h
+        for number, _, _, following, *_ in records:
+            mirrors[number].next = mirrors[following] if following else None
+        heads = [mirrors[n] if n else None for n in primary]
+        rehash_heads = [mirrors[n] if n else None for n in rehash]
+        return WalkView(heads, rehash_heads, rehashing, psize, rsize, rehash_index, threshold, mod_count, version,
+                        required, set(versions), live_snapshots=[(v, [mirrors[n] for n in numbers])
+                                                                 for v, numbers in live])
+
     def __repr__(self) -> str:
         return f"WalkMap(corruption={self.corruption!r})"
+
+
+@attrs.define
+class WalkView(FlinkView):
+    """The white-box view of a batched walk's map (``WalkMap.introspect``): the tables' entries
+    as one :class:`~properties.flink.map.EntryMirror` per Java entry, and ``live_snapshots``,
+    the unreleased snapshots in creation order as ``(version, their entries in order)``."""
+
+    live_snapshots: list = attrs.Factory(list)
 
 
 class _Rows:
@@ -423,16 +485,17 @@ class WalkHarness(Harness):
                          strict_live_iteration=strict_live_iteration, symbolic=symbolic, capacity=capacity,
                          contract=contract)
         self.white_box = True if white_box is None else bool(white_box)
+        self.walk = impl  # the harness calls self.impl (this walk, or parity's tap over it)
         impl.start(self.white_box)
         self._ahead: deque = deque()
 
     def expect(self, steps) -> None:
         """The steps about to be applied, in order (they run ahead, a segment per Java call)."""
-        self.impl.discard()
+        self.walk.discard()
         self._ahead = deque(steps)
 
     def _apply(self, step: Step) -> None:
-        impl, ahead = self.impl, self._ahead
+        impl, ahead = self.walk, self._ahead
         if ahead and ahead[0] is step:
             ahead.popleft()
         else:  # applied without expect (or another step than announced): this step alone
@@ -463,8 +526,22 @@ class WalkHarness(Harness):
         return _Before(self._record[3])
 
     def check_invariants(self, step: Step) -> None:
+        self._unchecked = 0  # as Harness.check_invariants: past 512 entries the checks are sampled alike
         violations = self._record[4]
         if violations:
             code, message = violations[0]
             more = f" (+{len(violations) - 1} more)" if len(violations) > 1 else ""
             self._fail(INVARIANT, code, f"after {MAP_OPS.render(step)}: {message}{more}")
+
+
+def run_batch(steps: list[Step], detail: str = "final") -> list:
+    """A whole program on a fresh Flink map, observed as :func:`properties.map.parity.observe`
+    observes any map: the map harness over a batched walk (a Java call per :data:`SEGMENT` steps)
+    that records the structure ``detail`` asks for. ``observe(reference, p) == run_batch(p)`` is
+    the parity of Flink and the reference on program ``p``. A step the map's table does not allow
+    is a ValueError before anything runs."""
+    if detail not in DETAILS:
+        raise ValueError(f"run_batch: detail must be one of {', '.join(DETAILS)}, got {detail!r}")
+    encode(steps, check=True)
+    return observe(WalkMap(detail=DETAILS[detail]), steps, detail, harness_class=WalkHarness)
+

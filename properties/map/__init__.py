@@ -41,7 +41,7 @@ from properties.map import mutants  # noqa: F401  (registers the map's seeded bu
 from properties.map.harness import Harness, describe_state, has_introspection
 from properties.map.introspection import introspection_problem, snapshot_problem
 from properties.map.machine import MachineConfig, make_map_machine, replay_setup
-from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, SNAPSHOT_TRANSFORMERS
+from properties.map.ops import MAP_OPS, SNAPSHOT_TRANSFORMERS
 from properties.map.rendering import imports_for, program_lines
 from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
 from properties.map.walks import SampledHarness, walk_program

@@ -30,15 +30,15 @@ from typing import Callable
 
 import attrs
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, consumes, initialize, precondition, rule
+from hypothesis.stateful import Bundle, initialize, rule
 
 from properties.core.ahead import example_harness
 from properties.core.api import StateMapFactory
 from properties.core.machine import HarnessMachine, RunRecord, add_space, identify
+from properties.core.rules import RuleContext, operation_rules, pools
 from properties.map.harness import CONTRACTS, Harness
 from properties.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
-from properties.map.ops import (COUNT, FAMILY, LIVE_SNAPSHOT, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, RELEASED_SNAPSHOT,
-                                SIZE_CLASSES, TRANSFORMER_NAMES)
+from properties.map.ops import COUNT, FAMILY, MAP_OPS, NAMESPACE, PAIR, SIZE_CLASSES, TRANSFORMER_NAMES
 from properties.map.walks import SPACES
 
 __all__ = ["MachineConfig", "World", "make_map_machine", "replay_setup", "Strategies"]
@@ -85,16 +85,19 @@ class World:
         return self.namespaces[j % len(self.namespaces)]
 
 
-class Strategies:
+class Strategies(RuleContext):
     """A Hypothesis strategy per argument domain of the map's operations (the
     machine's context; ``properties.map.walks`` and ``properties.map.parity``
     draw the same domains their own way). Keys and namespaces are drawn as
-    indexes into the example's :class:`World`, drawn once per example."""
+    indexes into the example's :class:`World`, drawn once per example; pairs a
+    rule wrote go to the ``written`` pool, from which reading rules draw half
+    the time."""
 
-    def __init__(self, config: MachineConfig) -> None:
+    def __init__(self, config: MachineConfig, written: Bundle | None = None) -> None:
         self.config = config
         index = st.integers(0, 255)
         self.pairs = st.tuples(index, index, st.booleans())
+        self.written = written
         self.per_step = _PER_STEP[config.sizes] if config.space == "full" else 0
 
     def world(self):
@@ -152,63 +155,43 @@ class Strategies:
     def count(self):
         return st.integers(1, max(self.per_step, 1))
 
+    # --------------------------------------------- the rules' hooks (properties.core.rules)
+
+    def strategy(self, op, domain):
+        if domain is FAMILY:
+            return None  # the example's key family
+        if domain is PAIR and op.reads_written:
+            return self.pairs | self.written
+        return super().strategy(op, domain)
+
+    def resolve(self, machine, op, domain, drawn) -> tuple:
+        world = machine.world
+        if domain is PAIR:
+            return world.pair(*drawn)
+        if domain is NAMESPACE:
+            return (world.namespace(drawn),)
+        if domain is FAMILY:
+            return (world.family,)
+        if domain is COUNT:
+            return (machine.room(drawn),)
+        return super().resolve(machine, op, domain, drawn)
+
+    def target(self, op) -> str:
+        return "written" if op.writes and PAIR in op.domains else super().target(op)
+
+    def result(self, op, drawn: dict, ident):
+        return drawn["pair"] if op.writes and "pair" in drawn else ident
+
+    def condition(self, op):
+        needs = op.needs
+        return None if needs is None else (lambda machine: needs in machine.offered)
+
+    def after(self, machine, op, args: tuple) -> None:
+        if op.bulk and op.writes:
+            machine.bulk_entries += args[2]
+
 
 _PER_STEP = {"tiny": 4, "small": 32, "medium": 1_000, "large": 25_000}
-
-# Keyword names of the rules' arguments, per domain kind (a rule's arguments are drawn in this order).
-_ARGUMENT = {"pair": "kn", "live_snapshot": "sid", "released_snapshot": "sid"}
-
-
-def _rule_for(op, strategies: Strategies, snapshots: Bundle, written: Bundle):
-    """The Hypothesis rule applying ``op``: its arguments drawn per domain."""
-    arguments = {}
-    for domain in op.domains:
-        if domain is NEW_SNAPSHOT or domain is FAMILY:
-            continue  # numbered by the machine; the example's key family
-        name = _ARGUMENT.get(domain.kind, domain.kind)
-        if domain is PAIR:
-            arguments[name] = strategies.pairs | written if op.reads_written else strategies.pairs
-        elif domain is LIVE_SNAPSHOT:
-            arguments[name] = snapshots
-        elif domain is RELEASED_SNAPSHOT:
-            arguments[name] = consumes(snapshots)
-        else:
-            arguments[name] = getattr(strategies, domain.kind)()
-
-    if op.domains and op.domains[0] is NEW_SNAPSHOT:
-        def apply(self):
-            sid = self.next_sid
-            self.next_sid += 1
-            self.apply(op.name, sid)
-            return sid
-
-        target = {"target": snapshots}
-    else:
-        def apply(self, **drawn):
-            world = self.world
-            args: tuple = ()
-            for domain in op.domains:
-                if domain is PAIR:
-                    args += world.pair(*drawn["kn"])
-                elif domain is NAMESPACE:
-                    args += (world.namespace(drawn["namespace"]),)
-                elif domain is FAMILY:
-                    args += (world.family,)
-                elif domain is COUNT:
-                    args += (self.room(drawn["count"]),)
-                else:
-                    args += (drawn[_ARGUMENT.get(domain.kind, domain.kind)],)
-            if op.name == "put_range":
-                self.bulk_entries += args[2]
-            self.apply(op.name, *args)
-            return drawn["kn"] if op.writes and "kn" in drawn else None
-
-        target = {"target": written} if op.writes and PAIR in op.domains else {}
-    apply.__name__ = op.rule_name
-    decorated = rule(**target, **arguments)(apply)
-    if op.needs is not None:
-        decorated = precondition(lambda self, needs=op.needs: needs in self.offered)(decorated)
-    return decorated
 
 
 def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineConfig(),
@@ -218,9 +201,8 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
     ``impl_spec`` names the implementation in stored counterexamples (by
     default derived from the factory)."""
     record = record if record is not None else RunRecord()
-    strategies = Strategies(config)
-    snapshots = Bundle("snapshots")
-    written = Bundle("written")
+    bundles = pools("snapshots", "written")
+    strategies = Strategies(config, bundles["written"])
 
     make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)  # noqa: E731
     harness_class = example_harness(Harness, "map", factory, make)
@@ -233,7 +215,6 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
         self.offered = frozenset(op.needs for op in MAP_OPS if op.needs is not None and hasattr(impl, op.needs))
         self.attach(harness_class(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration,
                                   capacity=config.capacity, contract=config.contract))
-        self.next_sid = 0
         self.world = None
         self.bulk_entries = 0  # entries bulk puts may have added (the example's size class bounds it)
 
@@ -273,13 +254,11 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
         record.findings.update(self.harness.findings)
         record.space = add_space(record.space, self.harness.space)
 
-    namespace = {"snapshots": snapshots, "written": written, "__init__": __init__, "choose_world": choose_world,
-                 "room": room,
+    namespace = {**bundles, "__init__": __init__, "choose_world": choose_world, "room": room,
                  "burst_of_colliding_puts": burst_of_colliding_puts, "teardown": teardown}
-    for op in MAP_OPS:
-        if op.name == "hold_keys" or (op.bulk and not strategies.per_step):
-            continue  # chosen once per example with its world; the classic world has no bulk steps
-        namespace[op.rule_name] = _rule_for(op, strategies, snapshots, written)
+    # hold_keys is chosen once per example with its world; the classic world has no bulk steps
+    namespace.update(operation_rules(MAP_OPS, strategies, bundles, skip=lambda op: op.name == "hold_keys" or (
+        op.bulk and not strategies.per_step)))
     name = f"MapMachine[{getattr(factory, '__name__', 'impl')}]"
     machine = type(name, (HarnessMachine,), namespace)
     machine.__qualname__ = name

@@ -7,9 +7,10 @@ one rule per operation from the argument domains; seeded walks
 draw arguments per domain; replay and counterexamples render and parse
 steps with it; the shrinker simplifies arguments per domain; regression
 tests render each step through the public API; the Flink bridge numbers
-operations in this order and encodes arguments per domain (``Batch.java``
-follows the same order). Adding an operation is a record here, a harness
-method, and (for the bridge) its Java case.
+operations in this order and encodes arguments per domain (its ``Ops.java``
+is generated from this table, ``properties.flink.opcodes``). Adding an
+operation is a record here, a harness method, the model's method if it is a
+new semantic, and (for the bridge) its case in ``Walk.java``.
 
 An argument *domain* names a kind of value (a key-and-namespace pair, a
 state, a snapshot id...). Where values come from is the business of a
@@ -31,10 +32,11 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from properties.core.keys import FAMILIES, family_of, nth_key
-from properties.core.program import Domain, Operation, OperationTable, Step, domains_checker, domains_simplifier
+from properties.core.program import (Domain, Operation, OperationTable, Step, domains_checker,
+                                     domains_simplifier, draw_args)
 from properties.core.states import decode_written, write_serializers
 
-__all__ = ["Domain", "MapOperation", "MAP_OPS", "SNAPSHOT_TRANSFORMERS", "TRANSFORMER_NAMES", "visit_and_prune_even",
+__all__ = ["MapDomain", "MapOperation", "MAP_OPS", "SNAPSHOT_TRANSFORMERS", "TRANSFORMER_NAMES", "visit_and_prune_even",
            "write_serializers", "decode_written", "written_entries",
            "render", "render_program", "draw_args", "PAIR", "STATE", "VALUE", "READS", "NEW_SNAPSHOT",
            "LIVE_SNAPSHOT", "RELEASED_SNAPSHOT", "TRANSFORMER", "POSITION", "CHANGE", "NAMESPACE", "MAX_EMPTY",
@@ -53,7 +55,7 @@ def _append_marker(state):
 
 
 # TTL-style snapshot transformers, by name (replayable).
-SNAPSHOT_TRANSFORMERS = {  # the bridge's Batch.java numbers them in this order
+SNAPSHOT_TRANSFORMERS = {  # the bridge's Walk.java numbers them in this order
     "drop_even": _drop_even_length,
     "append_marker": _append_marker,
     "none": None,  # iterate(None): docs/contract.md §15's default, every entry as it is
@@ -86,6 +88,18 @@ def visit_and_prune_even(m, max_empty: int) -> None:
 # ---------------------------------------------------------------- domains
 
 _INT32 = (-(1 << 31), (1 << 31) - 1)
+
+
+@attrs.frozen
+class MapDomain(Domain):
+    """A kind of argument of the map (:class:`~properties.core.program.Domain`):
+    ``encode(values, ref)`` gives the ints of the Flink bridge's batch encoding
+    (``ref`` numbers keys and namespaces); ``wire``: how ``Walk.java`` decodes
+    those, a letter per encoded value (``k`` a key or namespace index, ``s`` a
+    state as its length and elements, ``i`` an int; ``properties.flink.opcodes``)."""
+
+    encode: Callable[[tuple, Callable], list] = lambda values, ref: [values[0]]
+    wire: str = "i"
 
 
 def _int_in(lo: int, hi: int | None = None):
@@ -173,28 +187,30 @@ def _family_check(values):
     return None
 
 
-PAIR = Domain("pair", 2, check=_pair_check, simpler=_simpler_pairs,
-              encode=lambda values, ref: [ref(values[0]), ref(values[1])])
-STATE = Domain("state", check=_state_check, simpler=lambda v: [([],)] if v[0] else [], encode=_state_encode)
-VALUE = Domain("value", check=_int_in(-(1 << 31), (1 << 31) - 1), simpler=lambda v: [(0,)] if v[0] != 0 else [])
-READS = Domain("reads", check=_int_in(1, MAX_READS), simpler=lambda v: [(1,)] if v[0] > 1 else [])
+PAIR = MapDomain("pair", 2, check=_pair_check, simpler=_simpler_pairs,
+              encode=lambda values, ref: [ref(values[0]), ref(values[1])], wire="kk")
+STATE = MapDomain("state", check=_state_check, simpler=lambda v: [([],)] if v[0] else [], encode=_state_encode,
+               wire="s")
+VALUE = MapDomain("value", check=_int_in(-(1 << 31), (1 << 31) - 1), simpler=lambda v: [(0,)] if v[0] != 0 else [])
+READS = MapDomain("reads", check=_int_in(1, MAX_READS), simpler=lambda v: [(1,)] if v[0] > 1 else [])
 MAX_SID = 1 << 20
-NEW_SNAPSHOT = Domain("new_snapshot", check=_int_in(0, MAX_SID))
-LIVE_SNAPSHOT = Domain("live_snapshot", check=_int_in(0, MAX_SID))
-RELEASED_SNAPSHOT = Domain("released_snapshot", check=_int_in(0, MAX_SID))  # the step releases it
-TRANSFORMER = Domain("transformer", check=_choice(TRANSFORMER_NAMES),  # encoded in declaration order
+NEW_SNAPSHOT = MapDomain("new_snapshot", check=_int_in(0, MAX_SID), ids="new", pool="snapshots")
+LIVE_SNAPSHOT = MapDomain("live_snapshot", check=_int_in(0, MAX_SID), ids="live", pool="snapshots")
+RELEASED_SNAPSHOT = MapDomain("released_snapshot", check=_int_in(0, MAX_SID), ids="taken",
+                              pool="snapshots")  # the step releases it
+TRANSFORMER = MapDomain("transformer", check=_choice(TRANSFORMER_NAMES),  # encoded in declaration order
                      encode=lambda values, ref: [list(SNAPSHOT_TRANSFORMERS).index(values[0])])
-POSITION = Domain("position", check=_int_in(0, MAX_COUNT * 4), simpler=lambda v: [(0,)] if v[0] > 0 else [])
-CHANGE = Domain("change", check=_choice(("put", "remove")),
+POSITION = MapDomain("position", check=_int_in(0, MAX_COUNT * 4), simpler=lambda v: [(0,)] if v[0] > 0 else [])
+CHANGE = MapDomain("change", check=_choice(("put", "remove")),
                 encode=lambda values, ref: [0 if values[0] == "put" else 1])
-NAMESPACE = Domain("namespace", check=_namespace_check, simpler=_simpler_namespace,
-                   encode=lambda values, ref: [ref(values[0])])
-MAX_EMPTY = Domain("max_empty", check=_int_in(1, 1 << 20))
-FAMILY = Domain("key_family", check=_family_check, encode=lambda values, ref: [list(FAMILIES).index(values[0])])
+NAMESPACE = MapDomain("namespace", check=_namespace_check, simpler=_simpler_namespace,
+                   encode=lambda values, ref: [ref(values[0])], wire="k")
+MAX_EMPTY = MapDomain("max_empty", check=_int_in(1, 1 << 20))
+FAMILY = MapDomain("key_family", check=_family_check, encode=lambda values, ref: [list(FAMILIES).index(values[0])])
 # A bulk step's first index and count: both shrink by halving (and count 1 becomes the single step).
-FIRST = Domain("first", check=_int_in(0, MAX_FIRST), simpler=lambda v: [(0,), (v[0] // 2,)] if v[0] > 1 else
+FIRST = MapDomain("first", check=_int_in(0, MAX_FIRST), simpler=lambda v: [(0,), (v[0] // 2,)] if v[0] > 1 else
                [(0,)] if v[0] else [])
-COUNT = Domain("count", check=_int_in(1, MAX_COUNT))
+COUNT = MapDomain("count", check=_int_in(1, MAX_COUNT))
 
 _SNAPSHOT_DOMAINS = (NEW_SNAPSHOT, LIVE_SNAPSHOT, RELEASED_SNAPSHOT)
 
@@ -204,35 +220,26 @@ _SNAPSHOT_DOMAINS = (NEW_SNAPSHOT, LIVE_SNAPSHOT, RELEASED_SNAPSHOT)
 
 @attrs.frozen(kw_only=True)
 class MapOperation(Operation):
-    """A map operation. ``domains``: the argument domains, in argument order;
+    """A map operation (its ``domains``: :class:`MapDomain`, in argument order).
     ``keyed``: docs/contract.md §4's keyed operations (one rehash step first); ``writes``:
     a rule that stores its pair for later reads; ``reads_written``: a rule
     that draws its pair from stored ones half the time; ``needs``: an
-    optional API the operation uses (``incremental_visitor``); ``rule``: the
-    Hypothesis rule's name; ``regression(args, expected)``: lines of a
+    optional API the operation uses (``incremental_visitor``);
+    ``regression(args, expected)``: lines of a
     regression test through the public API; ``plainer(args)``: plainer steps
     that do part of this one's work (the shrinker tries them in its place,
-    before simplifying arguments); ``batch``: whether the Flink
-    bridge's batches (``Batch.java``) run it (parity programs draw only those);
-    ``whole_map``: it costs O(entries) on both sides (iteration, snapshot reads), so
+    before simplifying arguments); ``whole_map``: it costs O(entries) on both sides (iteration, snapshot reads), so
     walks over large maps draw it rarely; ``bulk``: it applies its keyed operation to
     ``count`` keys of a family's bulk sequence (:func:`~properties.core.keys.nth_key`)."""
 
-    domains: tuple = ()
     keyed: bool = False
     writes: bool = False
     reads_written: bool = False
     needs: str | None = None
-    batch: bool = True
     whole_map: bool = False
     bulk: bool = False
     plainer: Callable[[tuple], Iterable[Step]] | None = None
-    rule: str = ""
     regression: Callable[[tuple, Any], list[str]] | None = None
-
-    @property
-    def rule_name(self) -> str:
-        return self.rule or self.name
 
     @property
     def snapshot_role(self) -> Domain | None:
@@ -254,14 +261,6 @@ def pick_weighted(r, weighted: tuple) -> str:
         if x < 0:
             return name
     return weighted[-1][0]
-
-
-def draw_args(op: MapOperation, context) -> tuple:
-    """The arguments of ``op`` drawn by ``context``, domain by domain, in order."""
-    out: tuple = ()
-    for domain in op.domains:
-        out += domain.draw(context)
-    return out
 
 
 # Regression rendering (readable tests through the public API).
@@ -369,7 +368,7 @@ MAP_OPS = OperationTable("map", [
     _op("hold_keys", (), "# the caller holds its key objects from here on: equal keys are the same object",
         args=(), regression=lambda a, want: ["# from here on the caller passes the same key objects (held_keys)"]),
     _op("write_snapshot", (LIVE_SNAPSHOT,), "written_entries(s{0})  # s{0}.write_state(out, *write_serializers())",
-        whole_map=True, args=("sid",), batch=False,
+        whole_map=True, args=("sid",),
         regression=lambda a, want: [f"assert entries(written_entries(s{a[0]})) == {want!r}"]),
 ])
 

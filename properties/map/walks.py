@@ -24,8 +24,9 @@ Determinism: generation uses ``random.Random(seed)`` only (never ``hash()``,
 never set or dict order of strings), so a seed gives the same program in
 every process, executor and machine.
 
->>> [s.op for s in walk_program(3, 4)]
-['get', 'remove_range', 'put_range', 'put_range']
+>>> walk = list(walk_program(3, 40))
+>>> walk == list(walk_program(3, 40)) and all(step.op in WALK_OPS for step in walk)
+True
 """
 
 from __future__ import annotations

@@ -6,11 +6,12 @@ import random
 from typing import Callable, Iterator
 
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, consumes, precondition, rule
 
 from properties.core.machine import HarnessMachine, RunRecord, identify
 from properties.core.program import Step
+from properties.core.rules import RuleContext, operation_rules, pools
 from properties.table.harness import TableHarness, TableMachineConfig
+from properties.table.ops import TABLE_OPS
 
 __all__ = ["make_table_machine", "replay_setup", "walk_program", "walk", "same_object"]
 
@@ -20,68 +21,49 @@ def same_object(state):
     return state
 
 
+class _Draws(RuleContext):
+    """The values the machine's rules draw, per domain kind of :data:`~properties.table.ops.TABLE_OPS`."""
+
+    def __init__(self, config: TableMachineConfig) -> None:
+        self.config = config
+
+    def key(self):
+        return st.integers(0, self.config.keys - 1)
+
+    def namespace(self):
+        return st.integers(0, self.config.namespaces - 1)
+
+    def state(self):
+        return st.lists(st.integers(0, 9), max_size=3)
+
+    def value(self):
+        return st.integers(0, 9)
+
+
 def make_table_machine(factory: Callable, config: TableMachineConfig = TableMachineConfig(),
                        record: RunRecord | None = None) -> type:
+    """A machine class testing tables built by ``factory()``: a rule per operation of
+    :data:`~properties.table.ops.TABLE_OPS` (:func:`properties.core.rules.operation_rules`)."""
     record = record if record is not None else RunRecord()
-    keys = st.integers(0, config.keys - 1)
-    namespaces = st.integers(0, config.namespaces - 1)
-    states = st.lists(st.integers(0, 9), max_size=3)
+    bundles = pools("snapshots")
+    rules = operation_rules(TABLE_OPS, _Draws(config), bundles)
 
-    class TableMachine(HarnessMachine):
-        snapshots = Bundle("snapshots")
+    def __init__(self) -> None:
+        HarnessMachine.__init__(self)
+        self.attach(TableHarness(factory()))
 
-        def __init__(self) -> None:
-            super().__init__()
-            self.attach(TableHarness(factory()))
-            self.next_sid = 0
+    def teardown(self) -> None:
+        if self.harness.failure is None:
+            for sid in list(self.harness.snapshots):
+                if sid not in self.harness.released:
+                    self.apply("read_snapshot", sid)
+            record.coverage.update(self.harness.coverage)
 
-        @rule(key=keys, namespace=namespaces, state=states)
-        def put(self, key, namespace, state):
-            self.apply("put", key, namespace, state)
-
-        @rule(key=keys, namespace=namespaces)
-        def get(self, key, namespace):
-            self.apply("get", key, namespace)
-
-        @precondition(lambda self: self.harness.copying)
-        @rule(key=keys, namespace=namespaces, value=st.integers(0, 9))
-        def get_mutate(self, key, namespace, value):
-            self.apply("get_mutate", key, namespace, value)
-
-        @precondition(lambda self: not self.harness.copying)
-        @rule()
-        def set_meta_info(self):
-            self.apply("set_meta_info")
-
-        @rule(target=snapshots)
-        def snapshot(self):
-            sid = self.next_sid
-            self.next_sid += 1
-            self.apply("snapshot", sid)
-            return sid
-
-        @rule(sid=snapshots)
-        def read_snapshot(self, sid):
-            self.apply("read_snapshot", sid)
-
-        @rule(sid=consumes(snapshots))
-        def release(self, sid):
-            self.apply("release", sid)
-
-        @rule(sid=consumes(snapshots))
-        def write_snapshot(self, sid):
-            self.apply("write_snapshot", sid)
-
-        def teardown(self) -> None:
-            if self.harness.failure is None:
-                for sid in list(self.harness.snapshots):
-                    if sid not in self.harness.released:
-                        self.apply("read_snapshot", sid)
-                record.coverage.update(self.harness.coverage)
-
-    TableMachine.__name__ = TableMachine.__qualname__ = f"TableMachine[{getattr(factory, '__name__', 'table')}]"
-    TableMachine.record = record
-    return identify(TableMachine, "table", factory, config)
+    name = f"TableMachine[{getattr(factory, '__name__', 'table')}]"
+    machine = type(name, (HarnessMachine,), {**bundles, **rules, "__init__": __init__, "teardown": teardown})
+    machine.__qualname__ = name
+    machine.record = record
+    return identify(machine, "table", factory, config)
 
 
 def replay_setup(factory: Callable, config: TableMachineConfig):

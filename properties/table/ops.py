@@ -6,7 +6,9 @@ state is first registered with a serializer that declares values immutable
 (``set_meta_info``: schema evolution on restore). Keyed puts and reads,
 in-place mutation of a returned state (only once the copying serializer is
 registered: before, values are declared immutable and mutating one breaks
-that contract), snapshots, reads of snapshots, releases.
+that contract), snapshots, reads of snapshots, releases. The Hypothesis rules
+come from here (``domains``, drawn per kind by ``properties.table.machine``;
+``requires``: what the program must have done first).
 
 >>> from properties.core.program import Step
 >>> TABLE_OPS.render(Step("set_meta_info", ()))
@@ -16,7 +18,7 @@ that contract), snapshots, reads of snapshots, releases.
 from __future__ import annotations
 
 from properties.core.checks import INT32, arguments, int_in, list_of
-from properties.core.program import Operation, OperationTable
+from properties.core.program import Domain, Operation, OperationTable
 
 __all__ = ["TABLE_OPS", "key_groups_written"]
 
@@ -62,20 +64,32 @@ _INT = int_in(*INT32)
 _STATE = list_of(_INT, 1000)
 _SID = arguments(int_in(0, 1_000_000))
 
+KEY, NAMESPACE, STATE, VALUE = Domain("key"), Domain("namespace"), Domain("state"), Domain("value")
+NEW_SID = Domain("sid", ids="new", pool="snapshots")
+LIVE_SID = Domain("sid", ids="live", pool="snapshots")
+RELEASED_SID = Domain("sid", ids="taken", pool="snapshots")  # the step releases the snapshot
+
+
+def _copying(harness) -> bool:
+    """Whether the copying serializer is registered (values are declared immutable until then)."""
+    return harness.copying
+
+
 TABLE_OPS = OperationTable("table", [
     Operation(name="put", args=("key", "namespace", "state"), template="t.put({0!r}, {1!r}, {2!r})",
-              simplify=_simpler_state, check=arguments(_INT, _INT, _STATE)),
+              simplify=_simpler_state, check=arguments(_INT, _INT, _STATE), domains=(KEY, NAMESPACE, STATE)),
     Operation(name="get", args=("key", "namespace"), template="t.get({0!r}, {1!r})", simplify=_simpler_pair,
-              check=arguments(_INT, _INT)),
+              check=arguments(_INT, _INT), domains=(KEY, NAMESPACE)),
     Operation(name="get_mutate", args=("key", "namespace", "value"),
               template="v = t.get({0!r}, {1!r}); v is not None and v.append({2!r})  # mutate in place",
-              simplify=_simpler_pair, check=arguments(_INT, _INT, _INT)),
+              simplify=_simpler_pair, check=arguments(_INT, _INT, _INT), domains=(KEY, NAMESPACE, VALUE),
+              requires=_copying),
     Operation(name="set_meta_info", args=(), template="t.set_meta_info()  # re-register the state with a copying "
-                                                      "serializer"),
-    Operation(name="snapshot", args=("sid",), template="s{0} = t.snapshot()", check=_SID),
-    Operation(name="read_snapshot", args=("sid",), template="list(s{0})", check=_SID),
-    Operation(name="release", args=("sid",), template="s{0}.release()", check=_SID),
+                                                      "serializer", requires=lambda harness: not _copying(harness)),
+    Operation(name="snapshot", args=("sid",), template="s{0} = t.snapshot()", check=_SID, domains=(NEW_SID,)),
+    Operation(name="read_snapshot", args=("sid",), template="list(s{0})", check=_SID, domains=(LIVE_SID,)),
+    Operation(name="release", args=("sid",), template="s{0}.release()", check=_SID, domains=(RELEASED_SID,)),
     Operation(name="write_snapshot", args=("sid",),
               template="key_groups_written(s{0})  # writeStateInKeyGroup for key groups 0-127, as a checkpoint does",
-              check=_SID),
+              check=_SID, domains=(RELEASED_SID,)),
 ])

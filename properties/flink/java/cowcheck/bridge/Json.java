@@ -5,7 +5,7 @@ import java.util.List;
 /**
  * Answers for Python as JSON text (parsed by the C json module, far faster than decoding values
  * one by one in Python): arrays, ints (Integer and Long), strings, booleans, null, and
- * {"raised": name} for an exception.
+ * {"raised": name, "message": text} for an exception.
  */
 final class Json {
     private static final char[] HEX = "0123456789abcdef".toCharArray();
@@ -61,14 +61,6 @@ final class Json {
         return this;
     }
 
-    Json error(String name) {
-        separate();
-        out.append("{\"raised\":");
-        quote(name);
-        out.append('}');
-        return this;
-    }
-
     private void quote(String s) {
         out.append('"');
         for (int k = 0; k < s.length(); k++) {
@@ -83,10 +75,6 @@ final class Json {
             }
         }
         out.append('"');
-    }
-
-    Json error(Throwable t) {
-        return error(Errors.pythonName(t));
     }
 
     /** {"raised": name, "message": text}: an exception with its message (Walk's answers). */
@@ -164,15 +152,6 @@ final class Json {
         separate();
         out.append(values);
         return this;
-    }
-
-    /** A position to {@link #reset} to (drops what was written after it). */
-    int mark() {
-        return out.length();
-    }
-
-    void reset(int mark) {
-        out.setLength(mark);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package cowcheck.bridge;
 
+import static cowcheck.bridge.Ops.ARGUMENTS;
 import static cowcheck.bridge.Ops.CONTAINS_KEY;
 import static cowcheck.bridge.Ops.GET;
 import static cowcheck.bridge.Ops.GET_MUTATE;
@@ -46,34 +47,52 @@ import org.apache.flink.runtime.state.heap.CopyOnWriteStateMapSnapshot;
 import org.apache.flink.runtime.state.internal.InternalKvState.StateIncrementalVisitor;
 
 /**
- * A walk on one Flink CopyOnWriteStateMap, a segment of steps per Java call (properties/flink/walk.py).
+ * The one interpreter of the batched encoding: a program on one Flink CopyOnWriteStateMap, a segment
+ * of steps per Java call (properties/flink/walk.py). Campaign walks, the walk phase of cowcheck
+ * check and parity programs (properties/flink/parity.py) all run here.
  *
  * <p>For every step this class makes the calls the map harness (properties/map/harness.py) makes
  * into an implementation, in the same order and with the same decisions, and records each call's
  * answer (a value, or the exception it raised): the Python side then runs the harness itself
  * against these answers, so every model check is the harness's own, step by step, and a failure
  * names its exact step. White-box, the invariants I1–I9 and the scenarios of the step are
- * computed here ({@link Checker}) over Flink's object graph.
+ * computed here ({@link Checker}) over Flink's object graph. Operation codes, names and argument
+ * layouts are {@link Ops}'s, generated from the map's table; each operation's application is its
+ * one case of {@link #execute}.
  *
  * <p>Per step: {@code [answers, size after the step]}, white-box followed by {@code scenarios,
- * rehashing before the step, violations}. States cross as {@code [content, number]}, or as the
- * number alone when Python's object already holds that content: objects are numbered by identity
- * in order of first appearance (a state put gets its number at the put), so Python hands the
- * harness one Python object per Java object. States are Java lists through Flink's
- * plain ListSerializer, mutated here exactly where the harness mutates what it was handed.
+ * rehashing before the step, violations}, then by {@code detail}: nothing, {@code [summary,
+ * rehashing]}, or the whole structure ({@link #structure()}: what parity compares). States cross as
+ * {@code [content, number]}, or as the number alone when Python's object already holds that
+ * content: objects are numbered by identity in order of first appearance (a state put gets its
+ * number at the put), so Python hands the harness one Python object per Java object. States are
+ * Java lists through Flink's plain ListSerializer, mutated here exactly where the harness mutates
+ * what it was handed.
  */
 public final class Walk {
+    /** What each step reports beyond its answers: nothing, the structure summary, the whole structure. */
+    public static final int DETAIL_NONE = 0;
+    public static final int DETAIL_SUMMARY = 1;
+    public static final int DETAIL_STRUCTURE = 2;
+
+    // Arguments of one step at most, by kind (execute reads the first two keys and three ints of any step)
+    private static final int MOST_KEYS = Math.max(2, most('k'));
+    private static final int MOST_INTS = Math.max(3, most('i'));
+
     private final CopyOnWriteStateMap<Object, Object, List<Integer>> map =
             Internals.newMap(new ListSerializer<>(IntSerializer.INSTANCE));
     private final Checker checker;
+    private final int detail;
     private final KeyObjects keyObjects = new KeyObjects(); // the objects the harness hands the map
     private final Corruption corruption;
     private final IdentityHashMap<Object, Integer> numbers = new IdentityHashMap<>();
+    private final IdentityHashMap<Object, Integer> entryNumbers = new IdentityHashMap<>(); // for structures
     // The content Python's object for each state holds (what was sent, plus the harness's own
     // appends, which this class mirrors): a state whose content is unchanged crosses as its number.
     private final IdentityHashMap<Object, List<Integer>> sent = new IdentityHashMap<>();
     private final Map<Integer, CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>>> snapshots =
             new HashMap<>();
+    private final List<CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>>> taken = new ArrayList<>();
     private final Set<Integer> released = new HashSet<>(); // sids the program released (the model's view)
     private final Map<Integer, Integer> liveVersions = new LinkedHashMap<>(); // sid -> version reported
 
@@ -82,15 +101,33 @@ public final class Walk {
     private Object[] keys;
     private Json out;
     private int bound;
+    // The arguments of the step being run, decoded by Ops.ARGUMENTS: keys and namespaces (values, made
+    // into the objects a call is handed by use()), ints and a state's content, each in argument order.
+    private final Object[] keyArgs = new Object[MOST_KEYS];
+    private final int[] intArgs = new int[MOST_INTS];
+    private int[] stateArg;
 
     public Walk(boolean whiteBox, String corruption) {
+        this(whiteBox, corruption, DETAIL_NONE);
+    }
+
+    public Walk(boolean whiteBox, String corruption, int detail) {
         this.checker = whiteBox ? new Checker() : null;
         this.corruption = Corruption.forName(corruption);
+        this.detail = detail;
     }
 
     /** The operation names in code order ({@link Ops#OPERATIONS}). */
     public static String[] operations() {
         return Ops.names();
+    }
+
+    private static int most(char kind) {
+        int most = 0;
+        for (String layout : ARGUMENTS) {
+            most = Math.max(most, (int) layout.chars().filter(c -> c == kind).count());
+        }
+        return most;
     }
 
     /**
@@ -104,7 +141,7 @@ public final class Walk {
         this.pc = 0;
         this.keys = keys;
         this.bound = bound;
-        this.out = new Json(48 * program.length + 64);
+        this.out = new Json((detail == DETAIL_STRUCTURE ? 512 : 48) * program.length + 64);
         out.open();
         while (pc < program.length) {
             out.open();
@@ -142,84 +179,38 @@ public final class Walk {
 
     // ------------------------------------------------------------------ steps
 
+    /** Reads operation {@code op}'s arguments as its layout says ({@link Ops#ARGUMENTS}). */
+    private void decode(int op) {
+        if (op < 0 || op >= ARGUMENTS.length) {
+            throw new IllegalArgumentException("unknown operation code " + op);
+        }
+        String layout = ARGUMENTS[op];
+        int k = 0;
+        int i = 0;
+        stateArg = null;
+        for (int at = 0; at < layout.length(); at++) {
+            char kind = layout.charAt(at);
+            if (kind == 'k') {
+                keyArgs[k++] = key();
+            } else if (kind == 's') {
+                stateArg = content();
+            } else {
+                intArgs[i++] = arg();
+            }
+        }
+    }
+
     private void step() {
         int op = arg();
-        Object k = null;
-        Object n = null;
-        int[] content = null;
-        int a = 0;
-        int b = 0;
-        int c = 0;
-        switch (op) {
-            case PUT:
-            case PUT_AND_GET_OLD:
-                k = key();
-                n = key();
-                content = content();
-                break;
-            case GET:
-            case CONTAINS_KEY:
-            case REMOVE:
-            case REMOVE_AND_GET_OLD:
-                k = key();
-                n = key();
-                break;
-            case GET_MUTATE:
-            case TRANSFORM:
-            case REHASH:
-                k = key();
-                n = key();
-                a = arg();
-                break;
-            case ITERATE_MODIFY:
-                a = arg();
-                k = key();
-                n = key();
-                b = arg();
-                break;
-            case KEYS:
-            case SIZE_OF_NAMESPACE:
-                n = key();
-                break;
-            case ITERATE:
-            case HOLD_KEYS:
-                break;
-            case READ_SNAPSHOT_TRANSFORMED:
-                a = arg();
-                b = arg();
-                break;
-            case PUT_RANGE:
-                a = arg(); // family
-                b = arg(); // first
-                c = arg(); // count
-                n = key();
-                content = content();
-                break;
-            case REMOVE_RANGE:
-            case GET_RANGE:
-                a = arg();
-                b = arg();
-                c = arg();
-                n = key();
-                break;
-            case SNAPSHOT:
-            case READ_SNAPSHOT:
-            case RELEASE:
-            case VISIT:
-            case WRITE_SNAPSHOT:
-                a = arg();
-                break;
-            default:
-                throw new IllegalArgumentException("unknown operation code " + op);
-        }
+        decode(op);
         boolean keyed = Ops.keyed(op);
         List<String> scenarios = null;
         boolean rehashingBefore = false;
         int[] before = null;
         if (checker != null) {
             rehashingBefore = Internals.isRehashing(map);
-            if (keyed) {
-                scenarios = Checker.classifyKeyed(map, OPERATIONS[op], k, n);
+            if (keyed) { // a keyed operation's first argument is its key and namespace
+                scenarios = Checker.classifyKeyed(map, OPERATIONS[op], keyArgs[0], keyArgs[1]);
             } else if (op == SNAPSHOT) {
                 scenarios = Checker.classifySnapshot(map);
             }
@@ -228,26 +219,30 @@ public final class Walk {
             }
         }
         out.open();
-        execute(op, k, n, content, a, b, c);
+        execute(op);
         out.close();
         out.i(map.size());
-        if (checker == null) {
-            return;
+        if (checker != null) {
+            out.open();
+            for (String name : scenarios == null ? List.<String>of() : scenarios) {
+                out.str(name);
+            }
+            out.close().bool(rehashingBefore).open();
+            for (String[] v : checker.violations(map, liveVersions.values())) {
+                out.open().str(v[0]).str(v[1]).close();
+            }
+            if (before != null && Internals.isRehashing(map) && Internals.primaryTable(map).length == before[1]
+                    && Internals.summary(map)[4] <= before[0]) {
+                out.open().str("I4").str("a rehash is in progress but rehash_index stayed at "
+                        + Internals.summary(map)[4] + " (every keyed operation moves at least one bucket)").close();
+            }
+            out.close();
         }
-        out.open();
-        for (String name : scenarios == null ? List.<String>of() : scenarios) {
-            out.str(name);
+        if (detail == DETAIL_SUMMARY) {
+            out.open().ints(Internals.summary(map)).bool(Internals.isRehashing(map)).close();
+        } else if (detail == DETAIL_STRUCTURE) {
+            structure(out);
         }
-        out.close().bool(rehashingBefore).open();
-        for (String[] v : checker.violations(map, liveVersions.values())) {
-            out.open().str(v[0]).str(v[1]).close();
-        }
-        if (before != null && Internals.isRehashing(map) && Internals.primaryTable(map).length == before[1]
-                && Internals.summary(map)[4] <= before[0]) {
-            out.open().str("I4").str("a rehash is in progress but rehash_index stayed at "
-                    + Internals.summary(map)[4] + " (every keyed operation moves at least one bucket)").close();
-        }
-        out.close();
     }
 
     private static List<Integer> newState(int[] content) {
@@ -321,16 +316,24 @@ public final class Walk {
         }
     }
 
-    /** Runs step {@code op} as the harness does, recording every call's answer. */
-    private void execute(int op, Object k, Object n, int[] content, int a, int b, int c) {
+    /**
+     * Runs step {@code op} (its arguments decoded into {@link #keyArgs}, {@link #intArgs} and
+     * {@link #stateArg}) as the harness does, recording every call's answer.
+     */
+    private void execute(int op) {
+        Object k = keyArgs[0];
+        Object n = keyArgs[1];
+        int a = intArgs[0];
+        int b = intArgs[1];
+        int c = intArgs[2];
         switch (op) {
-            case PUT:
-                put(use(k), use(n), newState(content));
+            case PUT: // key, namespace, state
+                put(use(k), use(n), newState(stateArg));
                 return;
-            case PUT_AND_GET_OLD: {
+            case PUT_AND_GET_OLD: { // key, namespace, state
                 Object key = use(k);
                 Object namespace = use(n);
-                List<Integer> s = newState(content);
+                List<Integer> s = newState(stateArg);
                 try {
                     corruption.before(map, "put_and_get_old", key, namespace);
                     int id = number(s);
@@ -345,17 +348,19 @@ public final class Walk {
                 }
                 return;
             }
-            case GET:
-            case GET_MUTATE:
-                get(use(k), use(n), op == GET_MUTATE, a);
+            case GET: // key, namespace
+                get(use(k), use(n), false, 0);
                 return;
-            case CONTAINS_KEY:
+            case GET_MUTATE: // key, namespace, value
+                get(use(k), use(n), true, a);
+                return;
+            case CONTAINS_KEY: // key, namespace
                 containsKey(use(k), use(n));
                 return;
-            case REMOVE:
+            case REMOVE: // key, namespace
                 remove(use(k), use(n));
                 return;
-            case REMOVE_AND_GET_OLD: {
+            case REMOVE_AND_GET_OLD: { // key, namespace
                 Object key = use(k);
                 Object namespace = use(n);
                 try {
@@ -368,26 +373,26 @@ public final class Walk {
                 }
                 return;
             }
-            case TRANSFORM:
+            case TRANSFORM: // key, namespace, value
                 transform(use(k), use(n), a);
                 return;
-            case REHASH:
+            case REHASH: // key, namespace, reads
                 for (int i = 0; i < a; i++) {
                     if (!containsKey(use(k), use(n))) {
                         return; // it raised: the harness fails this step
                     }
                 }
                 return;
-            case SNAPSHOT:
+            case SNAPSHOT: // sid
                 snapshot(a);
                 return;
-            case READ_SNAPSHOT:
+            case READ_SNAPSHOT: // sid
                 readSnapshot(a);
                 return;
-            case READ_SNAPSHOT_TRANSFORMED:
+            case READ_SNAPSHOT_TRANSFORMED: // sid, transformer
                 readTransformed(a, b);
                 return;
-            case RELEASE:
+            case RELEASE: // sid
                 if (snapshots.containsKey(a)) {
                     release(a);
                     release(a);
@@ -400,44 +405,45 @@ public final class Walk {
                     out.open().close().thrown(e);
                 }
                 return;
-            case ITERATE_MODIFY:
+            case ITERATE_MODIFY: // position, key, namespace, change
                 iterateModify(a, k, n, b);
                 return;
-            case KEYS:
+            case KEYS: // namespace
                 try {
-                    rows(map.getKeys(use(n)).iterator(), rowBound(), true);
+                    rows(map.getKeys(use(k)).iterator(), rowBound(), true);
                 } catch (RuntimeException e) {
                     out.open().close().thrown(e);
                 }
                 return;
-            case SIZE_OF_NAMESPACE:
+            case SIZE_OF_NAMESPACE: // namespace
                 try {
-                    out.i(map.sizeOfNamespace(use(n)));
+                    out.i(map.sizeOfNamespace(use(k)));
                 } catch (RuntimeException e) {
                     out.thrown(e);
                 }
                 return;
-            case VISIT:
+            case VISIT: // max_empty
                 visit(a);
                 return;
-            // Bulk steps: the harness makes count single calls, and stops at the first that raises.
+            // Bulk steps (family, first, count, namespace[, state]): the harness makes count single
+            // calls, and stops at the first that raises.
             case PUT_RANGE:
                 for (long i = b; i < (long) b + c; i++) {
-                    if (!put(use(Keys.nth(a, i)), use(n), newState(content))) {
+                    if (!put(use(Keys.nth(a, i)), use(k), newState(stateArg))) {
                         return;
                     }
                 }
                 return;
             case REMOVE_RANGE:
                 for (long i = b; i < (long) b + c; i++) {
-                    if (!remove(use(Keys.nth(a, i)), use(n))) {
+                    if (!remove(use(Keys.nth(a, i)), use(k))) {
                         return;
                     }
                 }
                 return;
             case GET_RANGE:
                 for (long i = b; i < (long) b + c; i++) {
-                    if (!get(use(Keys.nth(a, i)), use(n), false, 0)) {
+                    if (!get(use(Keys.nth(a, i)), use(k), false, 0)) {
                         return;
                     }
                 }
@@ -445,11 +451,11 @@ public final class Walk {
             case HOLD_KEYS:
                 keyObjects.hold();
                 return;
-            case WRITE_SNAPSHOT:
+            case WRITE_SNAPSHOT: // sid
                 writeSnapshot(a);
                 return;
             default:
-                throw new IllegalArgumentException("unknown operation code " + op);
+                throw new IllegalArgumentException("operation " + OPERATIONS[op] + " has no case in Walk.execute");
         }
     }
 
@@ -562,6 +568,7 @@ public final class Walk {
             CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snap = map.stateSnapshot();
             corruption.after(map, "snapshot", null, null);
             snapshots.put(sid, snap);
+            taken.add(snap);
             int version = Internals.snapshotVersion(snap);
             liveVersions.put(sid, version);
             if (checker != null) {
@@ -835,5 +842,104 @@ public final class Walk {
             out.close();
         }
         out.close().str("cap");
+    }
+
+    // -------------------------------------------------------------- structure
+
+    /** The whole structure now (parity's final digest: properties.map.parity.digest). */
+    public String structure() {
+        Json saved = out;
+        out = new Json();
+        try {
+            structure(out);
+            return out.toString();
+        } finally {
+            out = saved;
+        }
+    }
+
+    private int entryNumber(Object e) {
+        Integer id = entryNumbers.get(e);
+        if (id == null) {
+            id = entryNumbers.size() + 1;
+            entryNumbers.put(e, id);
+        }
+        return id;
+    }
+
+    /**
+     * {@code [summary, rehashing, live snapshot versions, entries, primary heads, rehash heads,
+     * snapshots]}: every entry reachable from the tables or an unreleased snapshot as {@code
+     * [number, key, namespace, next number or 0, state, entry version, state version, hash]}
+     * (entries numbered by identity, states as the answers carry them), the tables' buckets as the
+     * numbers of their heads (0: empty), and per unreleased snapshot in the order they were taken
+     * {@code [version, the numbers of its entries in its array's order]}.
+     */
+    private void structure(Json json) {
+        Json saved = out;
+        out = json; // state() writes to out
+        try {
+            out.open().ints(Internals.summary(map)).bool(Internals.isRehashing(map)).open();
+            for (int v : Internals.snapshotVersions(map)) {
+                out.i(v);
+            }
+            out.close();
+            Object[] primary = Internals.primaryTable(map);
+            Object[] rehash = Internals.rehashTable(map);
+            List<Object[]> live = new ArrayList<>();
+            for (var snap : taken) {
+                if (!snap.isReleased()) {
+                    live.add(Internals.snapshotData(snap));
+                }
+            }
+            IdentityHashMap<Object, Boolean> seen = new IdentityHashMap<>();
+            out.open();
+            entries(primary, seen);
+            entries(rehash, seen);
+            for (Object[] data : live) {
+                entries(data, seen);
+            }
+            out.close();
+            heads(primary);
+            heads(rehash);
+            out.open();
+            int at = 0;
+            for (var snap : taken) {
+                if (snap.isReleased()) {
+                    continue;
+                }
+                out.open().i(Internals.snapshotVersion(snap)).open();
+                for (Object head : live.get(at++)) {
+                    for (Object e = head; e != null; e = Internals.next(e)) {
+                        out.i(entryNumber(e));
+                    }
+                }
+                out.close().close();
+            }
+            out.close().close();
+        } finally {
+            out = saved;
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private void entries(Object[] table, IdentityHashMap<Object, Boolean> seen) {
+        for (Object head : table) {
+            for (Object e = head; e != null && seen.put(e, Boolean.TRUE) == null; e = Internals.next(e)) {
+                Object next = Internals.next(e);
+                out.open().i(entryNumber(e)).value(Internals.key(e)).value(Internals.namespace(e))
+                        .i(next == null ? 0 : entryNumber(next));
+                state((List<Integer>) Internals.state(e));
+                out.i(Internals.entryVersion(e)).i(Internals.stateVersion(e)).i(Internals.hash(e)).close();
+            }
+        }
+    }
+
+    private void heads(Object[] table) {
+        out.open();
+        for (Object head : table) {
+            out.i(head == null ? 0 : entryNumber(head));
+        }
+        out.close();
     }
 }
