@@ -61,7 +61,7 @@ from properties.core.program import Step
 from properties.flink import FlinkStateMap, jvm
 from properties.flink.batch import encode, java_keys
 from properties.flink.jvm import Java
-from properties.flink.walk import WalkHarness, WalkMap
+from properties.flink.segments import WalkHarness, WalkMap
 from properties.flink.parity import program_seeds, report, run_parity
 from properties.map.harness import Harness
 from properties.map.parity import random_program

@@ -50,7 +50,7 @@ def first_failure(spec: str, options: dict, max_seeds: int) -> tuple[float, int 
 def walk_phase_vs_hypothesis() -> None:
     from hypothesis import settings
 
-    import properties.machines  # noqa: F401
+    import properties.registry  # noqa: F401
     from properties.core.machine import machine_kind
     from properties.core.mutants import catalogue, run_mutant
     from properties.core.profiles import stabilise_generation

@@ -22,7 +22,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-import properties.machines  # noqa: F401  (registers every machine)
+import properties.registry  # noqa: F401  (registers every machine)
 from properties.core.counterexample import replay_command, save
 from properties.core.failures import CheckFailure
 from properties.core.machine import machine_kind

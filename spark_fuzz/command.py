@@ -27,7 +27,7 @@ from properties.core.errors import UsageError
 from properties.core.impls import probe_isolated, resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
 from properties.core.machine import MACHINES, machine_kind
-from properties.machines import DEFAULT_MACHINE
+from properties.registry import DEFAULT_MACHINE
 from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 from spark_fuzz.driver import run_campaign

@@ -58,7 +58,7 @@ from properties.core.machine import MachineKind, RunRecord, machine_kind
 from properties.core.profiles import PROFILES, stabilise_generation
 from properties.core.report import nondeterminism_note
 from properties.core.settle import Settled, Subject, settle
-from properties.machines import DEFAULT_MACHINE
+from properties.registry import DEFAULT_MACHINE
 from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 from properties.map.walks import SPACES
@@ -102,7 +102,7 @@ class CampaignConfig:
     applied by :func:`spark_fuzz.ranges.run_range`.
 
     ``batched``: where the implementation offers batched walks
-    (``Implementation.batched_walks``: Flink's map, :mod:`properties.flink.walk`;
+    (``Implementation.batched_walks``: Flink's map, :mod:`properties.flink.segments`;
     a map in its own process), run each raw walk a segment per call into it,
     white-box invariants computed on its side after every step (so
     ``invariants_every`` does not apply); a failure is confirmed call by call

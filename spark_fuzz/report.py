@@ -34,7 +34,7 @@ from properties.core.counterexample import replay_command as cx_replay_command
 from properties.core.impls import is_builtin
 from properties.core.machine import MACHINES, machine_kind
 from properties.core.files import write_atomically
-from properties.machines import DEFAULT_MACHINE
+from properties.registry import DEFAULT_MACHINE
 from properties.map.space import SpaceCoverage
 from spark_fuzz.store import space_of_row
 

@@ -8,7 +8,7 @@ import sys
 from hypothesis import settings
 
 import properties.flink  # noqa: F401  (registers --impl flink)
-import properties.machines  # noqa: F401  (each machine package registers its machine and mutants)
+import properties.registry  # noqa: F401  (each machine package registers its machine and mutants)
 from properties.core.profiles import register_profiles, stabilise_generation
 
 register_profiles()

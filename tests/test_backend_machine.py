@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import properties.machines  # noqa: F401
+import properties.registry  # noqa: F401
 from properties.backend import (BackendHarness, BackendMachineConfig, make_backend_machine, reference_state_backend,
                                 reference_flink_format_backend)
 from properties.backend.harness import BACKEND_SCENARIOS

@@ -246,7 +246,7 @@ def test_ctrl_c_ends_a_campaign_with_the_resume_line_and_no_traceback(tmp_path):
 
 
 def test_a_counterexample_replays_to_the_same_trace_byte_for_byte_on_a_spark_executor(spark):
-    from properties.machines import trace
+    from properties.registry import trace
 
     stored = sorted(str(p) for p in (Path(__file__).parent / "regressions" / "counterexamples").glob("*.json"))
     on_driver = [trace(path) for path in stored]

@@ -19,8 +19,8 @@ from reference.checkpoint import (
     CheckpointStreamFactory,
     HeapKeyedStateBackend,
     PendingCheckpoint,
-    inspect_checkpoint,
 )
+from properties.checkpoint.inspect import inspect_checkpoint
 from reference.errors import CheckpointFormatError, IllegalStateError
 from reference.hashing import key_group
 from reference.serializers import (

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import properties.machines  # noqa: F401  (registers every machine and mutant)
+import properties.registry  # noqa: F401  (registers every machine and mutant)
 from properties.core.contract import CONTRACT, FIELDS, entries, parse, pointer
 from properties.core.machine import MACHINES
 from properties.core.mutants import catalogue

@@ -19,7 +19,7 @@ import json
 import attrs
 import pytest
 
-import properties.machines  # noqa: F401  (registers every machine)
+import properties.registry  # noqa: F401  (registers every machine)
 from fault_seeds import SIZES, lone_trigger
 from properties.checkpoint.machine import small_backend
 from properties.core.contract import entries

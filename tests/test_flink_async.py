@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import properties.flink  # noqa: F401
-import properties.machines  # noqa: F401
+import properties.registry  # noqa: F401
 from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
 from properties.async_exec.walks import walk_program
 from properties.core.counterexample import load
@@ -41,7 +41,7 @@ def test_each_release_has_its_api_generation_and_the_machine_leaves_out_what_it_
     assert [api_of(v).since for v in ((1, 20, 0), (1, 20, 5), (2, 0, 2), (2, 1, 0), (2, 3, 0))] == [
         (1, 20, 0), (1, 20, 0), (2, 0, 0), (2, 1, 0), (2, 1, 0)]
     assert machine_kind("async").config_for(resolve("flink", "async")).final_actions
-    probe = ("import properties.flink, properties.machines\n"
+    probe = ("import properties.flink, properties.registry\n"
              "from properties.core.impls import resolve\n"
              "from properties.core.machine import machine_kind\n"
              "impl = resolve('flink@1.20.0', 'async')\n"  # selects 1.20.0 for that process

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import properties.flink  # noqa: F401  (registers --impl flink)
-import properties.machines  # noqa: F401
+import properties.registry  # noqa: F401
 from properties.backend import BackendHarness, reference_state_backend
 from properties.backend.harness import BACKEND_SCENARIOS
 from properties.core.impls import resolve

@@ -106,7 +106,7 @@ def test_flink_1_13_6_takes_every_key_family_and_operation_batched_and_call_by_c
         from properties.flink import FlinkStateMap, jvm
         from properties.flink.jvm import Java
         from properties.flink.parity import run_parity
-        from properties.flink.walk import WalkHarness, WalkMap
+        from properties.flink.segments import WalkHarness, WalkMap
         from properties.map.harness import Harness
         from properties.map.walks import walk_program
 

@@ -1,4 +1,4 @@
-"""Batched walks on Flink's map (properties.flink.walk, Walk.java, Checker.java): the same verdicts as
+"""Batched walks on Flink's map (properties.flink.segments, Walk.java, Checker.java): the same verdicts as
 the call-by-call bridge, seeded Java-side corruptions caught both ways, and campaign isolation that
 costs a hanging or dying seed only that seed. Every test here runs the real jar."""
 
@@ -23,7 +23,7 @@ from properties.core.shrink import replay
 from properties.flink import FlinkStateMap, jvm
 from properties.flink.corruptions import CORRUPTIONS
 from properties.flink.jvm import Java
-from properties.flink.walk import OutOfStep, WalkHarness, WalkMap
+from properties.flink.segments import OutOfStep, WalkHarness, WalkMap
 from properties.map.harness import Harness
 from properties.map.ops import MAP_OPS
 from properties.map.walks import walk_program

@@ -710,7 +710,7 @@ def test_checkpoint_inspect_refuses_a_huge_data_file_without_reading_it(tmp_path
     import tracemalloc
 
     from properties.cli.checkpoint import _read
-    from reference.checkpoint.inspect import inspect_checkpoint
+    from properties.checkpoint.inspect import inspect_checkpoint
 
     huge = _big_sparse(tmp_path / "huge.cwck", 8 << 30, start=MAGIC)
     tracemalloc.start()

@@ -19,12 +19,12 @@ LAYERS = [
     ("model", ("model",)),
     ("core", ("properties.core",)),
     ("machines", ("properties.map", "properties.async_exec", "properties.checkpoint", "properties.table",
-                  "properties.backend", "properties.machines")),
+                  "properties.backend", "properties.registry")),
     ("flink", ("properties.flink",)),
     ("cli", ("properties.cli", "properties.pytest_plugin", "properties.__main__", "properties")),
     ("spark", ("spark_fuzz",)),
 ]
-# Machine packages are siblings: none imports another (properties.machines gathers them).
+# Machine packages are siblings: none imports another (properties.registry gathers them).
 SIBLINGS = ("properties.map", "properties.async_exec", "properties.checkpoint", "properties.table",
             "properties.backend")
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import properties.machines  # noqa: F401
+import properties.registry  # noqa: F401
 from properties.core.machine import RunRecord, machine_kind
 from properties.core.program import Step
 from properties.core.shrink import replay

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import properties.machines  # noqa: F401
+import properties.registry  # noqa: F401
 from properties.core.errors import InternalError
 from properties.core.machine import machine_kind
 from properties.core.mutants import catalogue

@@ -27,7 +27,7 @@ from importlib import metadata
 from typing import TextIO
 
 import properties.flink  # noqa: F401  (registers --impl flink)
-import properties.machines  # noqa: F401  (registers every machine)
+import properties.registry  # noqa: F401  (registers every machine)
 from properties.cli import check, checkpoint, explain, mutants, prove, replay, versions
 from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error, standard_streams
 from properties.core.boundary import catching_interrupts

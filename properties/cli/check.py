@@ -28,7 +28,7 @@ from properties.core.report import format_failure, format_summary
 from properties.core.settle import Subject, counterexample_of
 from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
-from properties.machines import DEFAULT_MACHINE
+from properties.registry import DEFAULT_MACHINE
 from properties.map.harness import CONTRACTS
 from properties.map.ops import SIZE_CLASSES
 

@@ -7,7 +7,7 @@ serialization proxy's version; its handle file says ``"format":
 "flink-key-groups-state-handle"``): by content, never by name. Exit 0 and a
 report on stdout; bad input is one line on stderr naming the file, the
 offset and the problem, exit 2. Every check restore runs when reading a
-checkpoint runs here too (``reference.checkpoint.inspect``). Files are read
+checkpoint runs here too (``properties.checkpoint.inspect``). Files are read
 as a user's files (``properties.core.files``: regular files only, at most the
 size the handle records, or 1 GiB for a data file without one), and what the
 report shows from them (state names) is printed with unprintable characters
@@ -21,7 +21,7 @@ from typing import TextIO
 from properties.cli.common import PrintableOutput
 from properties.core.errors import UsageError
 from properties.core.files import UserFileError, read_user_file
-from reference.checkpoint import FlinkCheckpointInfo, inspect_checkpoint
+from properties.checkpoint.inspect import FlinkCheckpointInfo, inspect_checkpoint
 from reference.checkpoint.restore import MAX_DATA_BYTES
 from reference.errors import CheckpointFormatError
 

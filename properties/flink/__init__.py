@@ -33,7 +33,7 @@ from properties.flink.serializers import flink_deserialize, flink_serialize
 from properties.flink.backend import FlinkStateBackend, warm_up
 from properties.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 from properties.flink.table import FlinkStateTable
-from properties.flink.walk import DETAILS, WalkHarness, WalkMap, run_batch
+from properties.flink.segments import DETAILS, WalkHarness, WalkMap, run_batch
 
 __all__ = ["FLINK_CAPACITY", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",
            "FlinkSnapshot", "FlinkView", "EntryMirror", "JvmInfo", "FlinkImplementation", "available", "jvm",
@@ -52,7 +52,7 @@ class FlinkImplementation(Implementation):
         return self.factory(capacity=capacity, state_copier=state_copier)
 
     def batched_walks(self, kind: MachineKind, config):
-        """Walks on Flink a segment per Java call (``properties.flink.walk``)."""
+        """Walks on Flink a segment per Java call (``properties.flink.segments``)."""
         return functools.partial(WalkMap, config.capacity, corruption=self.corruption), WalkHarness
 
 

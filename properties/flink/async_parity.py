@@ -50,7 +50,7 @@ def _same(a, b) -> bool:
 def run_programs(version: str, programs: int, steps: int, mode: str, first_seed: int = 0) -> dict:
     """In this process: ``programs`` walks on the reference and on ``flink@version``."""
     import properties.flink  # noqa: F401  (registers the flink resolver)
-    import properties.machines  # noqa: F401
+    import properties.registry  # noqa: F401
     from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
     from properties.async_exec.walks import walk_program
     from properties.core.impls import resolve

@@ -57,7 +57,7 @@ def _first_difference(a: list, b: list):
 def run_programs(version: str, programs: int, steps: int, async_part: str, first_seed: int = 0) -> dict:
     """In this process: ``programs`` walks on the reference and on ``flink@version``."""
     import properties.flink  # noqa: F401  (registers the flink resolver)
-    import properties.machines  # noqa: F401
+    import properties.registry  # noqa: F401
     from properties.backend import reference_state_backend
     from properties.backend.harness import BackendHarness
     from properties.backend.walks import walk_program

@@ -100,7 +100,7 @@ def _answer(got, shape):
 def write(version: str, programs: int, steps: int, out: Path) -> dict:
     """In this process: the walks on ``flink@version``, their checkpoints recorded under ``out``."""
     import properties.flink  # noqa: F401
-    import properties.machines  # noqa: F401
+    import properties.registry  # noqa: F401
     from properties.backend.harness import BackendHarness
     from properties.backend.ops import NAMESPACES, STATES
     from properties.backend.walks import walk_program

@@ -1,6 +1,6 @@
 """The batched encoding: map programs as the ints ``Walk.java`` reads, keys and namespaces as a table.
 
-Batched walks (:mod:`properties.flink.walk`) and parity programs send their
+Batched walks (:mod:`properties.flink.segments`) and parity programs send their
 steps to the Java helper in this encoding: an operation's code is its
 position in the map's table (:data:`~properties.map.ops.MAP_OPS`; the Java
 side's ``Ops.java`` is generated from the same table, :mod:`properties.flink.opcodes`),

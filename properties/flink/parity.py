@@ -5,7 +5,7 @@
 (:func:`properties.map.parity.random_program`: one key family and one namespace
 family each, bulk steps and ``hold_keys`` included) on the reference at
 capacity 128 in Python and on Flink a Java call each
-(:func:`~properties.flink.walk.run_batch`), the map harness driving both;
+(:func:`~properties.flink.segments.run_batch`), the map harness driving both;
 every step's answers, size and structure summary and the final structure
 digest must be identical. Every
 ``K``-th program also runs call by call through the bridge

@@ -44,7 +44,7 @@ def spec_of(version: str) -> str:
 
 def replay_on_release(version: str, files: list[str], step_time_limit: float = 10.0) -> dict:
     """In this process: every file replayed on ``version``; file -> outcome record."""
-    import properties.machines  # noqa: F401  (registers the machines)
+    import properties.registry  # noqa: F401  (registers the machines)
     from properties.core.counterexample import CounterexampleError, load
     from properties.core.errors import UsageError
     from properties.core.impls import UnknownImplementationError

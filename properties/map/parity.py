@@ -9,7 +9,7 @@ appearance, so two maps observe the same only if they return, copy and share
 the same objects at the same steps. The harness drives both maps (a map that
 breaks a property fails its step, :class:`Failed`), so parity needs no
 application of its own of any operation: Flink's side
-(``properties.flink.walk.run_batch``) is the harness over a batched walk,
+(``properties.flink.segments.run_batch``) is the harness over a batched walk,
 a whole program in one Java call.
 
 >>> from reference import CopyOnWriteStateMap

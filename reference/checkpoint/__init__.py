@@ -39,7 +39,8 @@ The one usage rule: every pending checkpoint must end in ``complete()`` or
 The package mirrors Flink's roles: ``format`` (the byte layout), ``streams``
 (where bytes go), ``handle`` (where a completed checkpoint is), ``snapshot``
 (the two-phase write), ``backend`` (named states), ``restore`` (reading
-back, rescaling) and ``inspect``; everything public is re-exported here.
+back, rescaling); everything public is re-exported here (what a checkpoint holds, checked
+byte by byte, is :mod:`properties.checkpoint.inspect`, the suite's).
 
 >>> from reference.serializers import IntSerializer, ListSerializer
 >>> from reference.state_table import KeyGroupRange
@@ -64,7 +65,6 @@ from reference.checkpoint.format import (
     StateMetadata,
 )
 from reference.checkpoint.handle import CheckpointHandle
-from reference.checkpoint.inspect import CheckpointInfo, FlinkCheckpointInfo, KeyGroupInfo, inspect_checkpoint
 from reference.checkpoint.snapshot import PendingCheckpoint
 from reference.checkpoint.streams import CheckpointOutputStream, CheckpointStreamFactory
 
@@ -77,10 +77,6 @@ __all__ = [
     "CheckpointMetadata",
     "StateMetadata",
     "RegisteredState",
-    "CheckpointInfo",
-    "KeyGroupInfo",
-    "inspect_checkpoint",
-    "FlinkCheckpointInfo",
     "DEFAULT_MEMORY_THRESHOLD",
     "MAX_MEMORY_THRESHOLD",
     "FORMAT_VERSION",

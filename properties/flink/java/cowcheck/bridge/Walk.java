@@ -48,7 +48,7 @@ import org.apache.flink.runtime.state.internal.InternalKvState.StateIncrementalV
 
 /**
  * The one interpreter of the batched encoding: a program on one Flink CopyOnWriteStateMap, a segment
- * of steps per Java call (properties/flink/walk.py). Campaign walks, the walk phase of cowcheck
+ * of steps per Java call (properties/flink/segments.py). Campaign walks, the walk phase of cowcheck
  * check and parity programs (properties/flink/parity.py) all run here.
  *
  * <p>For every step this class makes the calls the map harness (properties/map/harness.py) makes
