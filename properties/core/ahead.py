@@ -749,6 +749,7 @@ class AheadHarness(metaclass=_HarnessLike):
     confirmed_on_replay = True  # a failure it reports was found (or confirmed) live
     sampled = False
     harness_class: type = None
+    live_harness: type = None  # (the inner harness class, set with it)
     machine: str = ""
     make = None  # builds the implementation live (the RemoteFactory with the run's arguments)
     stepwise = False
@@ -924,8 +925,8 @@ def ahead_harness(harness_class: type, machine: str, make, stepwise: bool = Fals
     """The :class:`AheadHarness` of ``machine`` (whose harness is ``harness_class``),
     building its implementation live with ``make``."""
     return type(f"Ahead[{harness_class.__name__}]", (AheadHarness,),
-                {"harness_class": harness_class, "machine": machine, "make": staticmethod(make),
-                 "stepwise": stepwise})
+                {"harness_class": harness_class, "live_harness": harness_class, "machine": machine,
+                 "make": staticmethod(make), "stepwise": stepwise})
 
 
 def example_harness(harness_class: type, machine: str, factory, make) -> type:

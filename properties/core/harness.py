@@ -64,6 +64,10 @@ class HarnessBase:
     # a map in a process of its own): another path to the verdicts than call by call, and a fast one to replay
     confirmed_on_replay = False  # a failure it reports was found or confirmed by calls one at a time
     sampled = False  # checks the structural invariants at some steps only (a failure is replayed with all)
+    # The harness that applies the same steps to the same implementation call by call, if this one runs
+    # them in the implementation's process: a hang is confirmed with it, once under the limit (here a
+    # hanging step's record is waited for, then the step is timed again live: twice the limit).
+    live_harness = None
     space = None  # the state-space coverage it keeps (``update``, ``folded``, ``lines``), if any
     white_box = False  # whether it checks the implementation's structure through its introspection
     # Why a state handed out must be a fresh copy, or the caller's own object (P6), in the machine's words.

@@ -245,7 +245,9 @@ def _hang_shrunk(program, failure, make_impl, per_call: float, full: float, max_
 
 
 def _replay_hang(steps, make_impl, full: float, options) -> Failure | None:
-    """The hang of ``steps`` replayed under the full limit, or None if they do not hang."""
+    """The hang of ``steps`` replayed under the full limit, or None if they do not hang; call by
+    call (``live_harness``), so that a hanging call costs the limit once."""
+    options = dict(options, harness_class=options["harness_class"].live_harness or options["harness_class"])
     with StepTimeLimit(full):
         got = replay(steps, make_impl, **options)
     return got if got is not None and is_hang(got) else None
