@@ -43,16 +43,17 @@ import time
 from collections import deque
 
 from properties.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, OutOfStep, WorkerFailure, build
+from properties.core.child import _OPS, _next_items, _Server, register_ahead
 from properties.core.failures import TIMEOUT, CheckFailure
 from properties.core.limits import StepTimeout, implementation_call, implementation_calls
 from properties.core.machine import machine_kind
 from properties.core.processes import describe_wait_status
 from properties.core.program import Step
-from properties.core.remote import (_ANSWER, _BATCH, _END, _MORE, _OPS, _SCALARS, _STEP, _T_CALLABLE,
-                                    _T_CALLBACK, _T_FN, _T_LIST, _T_LISTX, _T_OBJ, _T_SERIALIZER, _T_SINK, _T_TUPLE,
-                                    _T_TUPLE2, _T_VOID, _T_WINDOW, _WALK, RemoteFactory, RemoteObject, Session,
-                                    _Bound, _Broken, _next_items, _exception_info, _proxy_class, _Server,
-                                    register_ahead)
+from properties.core.remote import RemoteFactory
+from properties.core.session import RemoteObject, Session, _Bound, _proxy_class
+from properties.core.wire import (_ANSWER, _BATCH, _END, _MORE, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK, _T_FN,
+                                  _T_LIST, _T_LISTX, _T_OBJ, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID,
+                                  _T_WINDOW, _WALK, _Broken, _exception_info)
 from reference.keys import TimeWindow, Tuple2, VoidNamespace
 
 __all__ = ["AheadHarness", "Recorder", "Replay", "ahead_harness", "example_harness"]
