@@ -4,7 +4,7 @@
 there and serves the checker's requests (:class:`_Server`: the
 implementation's objects by handle, values encoded as
 :mod:`properties.core.wire` says) until the pipe closes. A walk run ahead is
-run by what :mod:`properties.core.ahead` registers (:func:`register_ahead`).
+run by what :mod:`properties.core.recorder` registers (:func:`register_ahead`).
 """
 
 from __future__ import annotations
@@ -488,7 +488,7 @@ def _readable(cls: type):
         return ()
 
 
-_AHEAD: Callable | None = None  # runs a walk ahead in the child (properties.core.ahead registers it)
+_AHEAD: Callable | None = None  # runs a walk ahead in the child (properties.core.recorder registers it)
 
 
 def register_ahead(run: Callable) -> None:
