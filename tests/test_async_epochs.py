@@ -164,6 +164,19 @@ def test_a_non_record_step_renders_as_runnable_python():
     assert namespace["aec"].in_flight == 0
 
 
+def test_a_regression_written_when_its_helpers_were_in_the_harness_still_runs():
+    from properties.async_exec.harness import render_async_program
+
+    steps = [Step("arrive", (0, [["add", "a", 1]])), Step("non_record", ([[0, [["read", "a"]]]],)),
+             Step("drain", (0,))]
+    program = render_async_program(steps, AsyncMachineConfig(epoch_mode="parallel"))
+    older = program.replace("from properties.async_exec.records import", "from properties.async_exec.harness import")
+    assert older != program
+    namespace = {}
+    exec(older, namespace)
+    assert namespace["aec"].in_flight == 0
+
+
 def test_the_stored_finding_replays_in_parallel_mode_from_its_file_and_passes_now_that_timers_overdraw():
     from properties.core.counterexample import load
     from properties.core.replay import replay_setup

@@ -2,7 +2,8 @@
 
 Every ``import`` statement counts, at module level or inside a function (an
 import hidden in a function body is still an arrow), and no string spells a
-module for later import (``"properties.x:attr"``): what a module uses, it imports.
+module for later import (``"properties.x:attr"``): what a module uses, it imports. No module
+of the suite is longer than ``MOST_LINES`` lines.
 """
 
 import ast
@@ -140,3 +141,18 @@ def test_no_string_names_a_module_attribute_to_import_later():
 def test_properties_never_imports_spark():
     assert sorted(m for m in MODULES if m.startswith("properties") and any(t.startswith("spark_fuzz")
                                                                            for t in GRAPH[m])) == []
+
+
+# A module past this many lines is split along its seams (docs/ARCHITECTURE.md lists each module
+# with one line of what it holds); tests/ are not counted.
+MOST_LINES = 800
+
+
+def test_no_module_of_the_suite_exceeds_the_line_limit():
+    too_long = {}
+    for package in PACKAGES + ("benchmarks",):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MOST_LINES:
+                too_long[str(path.relative_to(ROOT))] = lines
+    assert too_long == {}

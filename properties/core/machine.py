@@ -190,7 +190,7 @@ class MachineKind:
       counterexample records when they are not the default (the async
       machine's ``epoch_mode``), so a replay builds the same config;
     - ``isolation``: how a user's ``MODULE:FACTORY`` implementation runs in a
-      process of its own (:class:`~properties.core.remote.Isolation`), or None
+      process of its own (:class:`~properties.core.wire.Isolation`), or None
       for a machine whose user implementations run in the checker's process;
     - ``api``, ``sample``: the methods the object a user's factory builds must have, and
       how to build one from a factory with default arguments; a factory meant for

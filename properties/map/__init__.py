@@ -31,12 +31,13 @@ from properties.core.impls import Implementation, Probed, UnknownImplementationE
 from properties.core.limits import StepTimeout, implementation_call, unpaced
 from properties.core.machine import MachineKind, register_machine, spec_of
 from properties.core.regression import docstring_text, test_name_for
-from properties.core.remote import Isolation, hidden_methods
+from properties.core.remote import hidden_methods
 from properties.core.replay import show
 from properties.core.settle import Subject
 from properties.core.shrink import DEFAULT_REPLAYS
 from properties.core.states import transform_append
 from properties.core.walk_phase import DEFAULT_WALKS
+from properties.core.wire import Isolation
 from properties.map import mutants  # noqa: F401  (registers the map's seeded bugs)
 from properties.map.harness import Harness, describe_state, has_introspection
 from properties.map.introspection import introspection_problem, snapshot_problem
