@@ -16,15 +16,11 @@ group).
 
 from __future__ import annotations
 
-import base64
-import json
-import os
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import attrs
 
-from reference.checkpoint.handle import MAX_HANDLE_BYTES, json_int, key_group_offsets, parse_handle_json, read_file
-from reference.checkpoint.streams import atomic_write
+from reference.checkpoint.handle import StreamHandle, json_int, key_group_offsets
 from reference.errors import CheckpointFormatError
 from reference.state_table import KeyGroupRange
 
@@ -35,7 +31,7 @@ _HANDLE_VERSION = 1
 
 
 @attrs.frozen
-class KeyGroupsStateHandle:
+class KeyGroupsStateHandle(StreamHandle):
     """A checkpoint in Flink's format: ``offsets`` ((key group, offset) for every group of
     ``key_group_range``, in order), and the stream: ``inline`` bytes or the file at ``path``, of
     ``size`` bytes. ``max_parallelism``: the job's, if the writer recorded it (None: unknown).
@@ -49,38 +45,18 @@ class KeyGroupsStateHandle:
     max_parallelism: Optional[int] = None
     origin: Optional[str] = attrs.field(default=None, eq=False, repr=False)
 
-    @property
-    def storage(self) -> str:
-        return "inline" if self.path is None else "file"
+    _FORMAT = FLINK_HANDLE_FORMAT
+    _VERSION = _HANDLE_VERSION
 
-    @property
-    def source_name(self) -> str:
-        if self.path is not None:
-            return self.path
-        if self.origin is not None:
-            return f"{self.origin} (inline data)"
+    def _inline_name(self) -> str:
         return f"<inline Flink checkpoint {self.key_group_range}>"
 
-    def intersection(self, key_group_range: KeyGroupRange) -> "KeyGroupsStateHandle":
-        """The part a subtask owning ``key_group_range`` reads (Flink ``getIntersection``)."""
-        part = self.key_group_range.intersection(key_group_range)
-        return attrs.evolve(self, key_group_range=part, offsets=[(g, o) for g, o in self.offsets if g in part])
-
-    def read_bytes(self, read: Optional[Callable[[str, int], bytes]] = None) -> bytes:
-        """The stream's bytes, never more than one past ``size``."""
-        if self.path is None:
-            if self.inline is None:
-                raise CheckpointFormatError(self.source_name, 0, "the handle has neither a path nor inline data")
-            return self.inline
-        return (read or read_file)(self.path, self.size + 1)
+    def _default_path(self) -> str:
+        return self.path + ".handle.json"
 
     # ----------------------------------------------------------- JSON
 
     def to_json(self, relative_to: Optional[str] = None) -> dict:
-        path = self.path
-        if path is not None and relative_to is not None and \
-                os.path.dirname(os.path.abspath(path)) == os.path.abspath(relative_to):
-            path = os.path.basename(path)
         return {
             "format": FLINK_HANDLE_FORMAT,
             "version": _HANDLE_VERSION,
@@ -88,49 +64,20 @@ class KeyGroupsStateHandle:
             "offsets": [list(p) for p in self.offsets],
             "size": self.size,
             "max_parallelism": self.max_parallelism,
-            "path": path,
-            "inline": None if self.inline is None else base64.b64encode(self.inline).decode("ascii"),
+            **self._stream_json(relative_to),
         }
-
-    def save(self, path: Optional[str] = None) -> str:
-        """Write the handle as JSON (atomically); by default next to its file (``<file>.handle.json``)."""
-        if path is None:
-            if self.path is None:
-                raise ValueError("an inline handle has no data file to sit next to: give save() a path")
-            path = self.path + ".handle.json"
-        doc = self.to_json(relative_to=os.path.dirname(os.path.abspath(path)))
-        atomic_write(path, (json.dumps(doc, indent=1) + "\n").encode("utf-8"))
-        return path
-
-    @classmethod
-    def load(cls, path: str, read: Optional[Callable[[str, int], bytes]] = None) -> "KeyGroupsStateHandle":
-        raw = (read or read_file)(path, MAX_HANDLE_BYTES + 1)
-        if len(raw) > MAX_HANDLE_BYTES:
-            raise CheckpointFormatError(path, MAX_HANDLE_BYTES, f"not a handle file (larger than {MAX_HANDLE_BYTES} "
-                                                                f"bytes)")
-        return cls.from_json(parse_handle_json(raw, path), path)
 
     @classmethod
     def from_json(cls, doc: Any, origin: str) -> "KeyGroupsStateHandle":
-        if not isinstance(doc, dict) or doc.get("format") != FLINK_HANDLE_FORMAT:
-            raise CheckpointFormatError(origin, 0, f"not a handle file (no \"format\": \"{FLINK_HANDLE_FORMAT}\")")
-        if doc.get("version") != _HANDLE_VERSION:
-            raise CheckpointFormatError(origin, 0, f"unsupported handle version {doc.get('version')!r}")
+        cls._check_format(doc, origin)
         try:
-            path = doc["path"]
-            if path is not None and not os.path.isabs(path):
-                path = os.path.join(os.path.dirname(os.path.abspath(origin)), path)
-            inline = doc["inline"]
             mp = doc.get("max_parallelism")
             return cls(
                 key_group_range=KeyGroupRange(*(json_int(x) for x in doc["key_group_range"])),
                 offsets=[(json_int(g), json_int(o)) for g, o in doc["offsets"]],
                 size=json_int(doc["size"]),
-                path=path,
-                inline=None if inline is None else base64.b64decode(inline, validate=True),
                 max_parallelism=None if mp is None else json_int(mp),
-                origin=origin,
+                **cls._stream_fields(doc, origin),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointFormatError(origin, 0, f"malformed handle: {type(exc).__name__}: {exc}") from None
-
