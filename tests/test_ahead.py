@@ -165,3 +165,21 @@ def test_hypothesis_on_a_map_in_its_own_process_finds_what_it_finds_in_process(s
         found[mode] = (stored["steps"], stored["found_by"]["examples"], stored["found_by"]["steps"])
     if comparable:
         assert found["isolated"] == found["in-process"]
+
+
+def test_a_list_too_long_to_cross_reaches_the_checker_as_its_length_and_beginning():
+    """A list of over a million items the map hands back is neither copied nor marshalled in its
+    process: the checker reads its type, length and beginning, which equal nothing the model
+    holds and show as the whole list shows in one process."""
+    from properties.core.failures import safe_repr
+    from properties.core.wire import Oversized
+
+    factory = remote_factory("adversaries", "huge_state", machine_kind("map").isolation)
+    m = factory(capacity=4, state_copier=copy.deepcopy)
+    m.put(1, 0, [1])
+    m.snapshot()
+    got = m.get(1, 0)  # under a snapshot: 14 million zeros
+    assert type(got) is Oversized and len(got) == 14_000_000
+    assert got != [1] and not got == [0] * 6 and got == got
+    assert repr(got) == safe_repr([0] * 14_000_000) == "[0, 0, 0, 0, 0, 0, ...] (list of 14,000,000 items)"
+    assert m.get(2, 0) is None  # the map's process goes on answering

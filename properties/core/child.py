@@ -25,10 +25,11 @@ from typing import Callable
 from properties.core.boundary import no_user_here, raised_text
 from properties.core.errors import callables_of, did_you_mean
 from properties.core.wire import (_ANSWER, _BATCH, _CALL, _CALLBACK, _CALLS, _DRAIN, _ERR, _FOLLOWED, _GETATTR,
-                                  _IMPORT_ERROR, _LATE, _MAX_DEPTH, _NEW, _NOP, _OK, _OP, _PROTOCOL, _READY, _REPLY,
+                                  _IMPORT_ERROR, _LATE, _MAX_DEPTH, _MAX_ITEMS, _NEW, _NOP, _OK, _OP, _PROTOCOL, _READY, _REPLY,
                                   _SCALARS, _SKIPPED, _SYNC, _T_CALLABLE, _T_CALLBACK, _T_ENTRIES, _T_FN, _T_LIST,
                                   _T_LISTX, _T_OBJ, _T_SAME, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID,
-                                  _T_WINDOW, _TEXT, _WALK, Isolation, _Broken, _Channel, _exception_info)
+                                  _T_WINDOW, _TEXT, _WALK, Isolation, _Broken, _Channel, _exception_info,
+                                  _oversized)
 from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
 from reference.serializers import serializer_from_id
 
@@ -265,6 +266,8 @@ class _Server:
             return (_T_CALLABLE,)
         if depth < _MAX_DEPTH:
             if t is list:
+                if len(v) > _MAX_ITEMS:
+                    return _oversized(v)
                 h = self.handles.get(id(v))
                 if h is None:
                     h = self.next_handle
@@ -280,6 +283,8 @@ class _Server:
                 return (_T_TUPLE2 if t is Tuple2 else _T_WINDOW, a if type(a) in _SCALARS else self.enc(a, depth + 1),
                         b if type(b) in _SCALARS else self.enc(b, depth + 1))
             if t is tuple:
+                if len(v) > _MAX_ITEMS:
+                    return _oversized(v)
                 return (_T_TUPLE, *[self.enc(x, depth + 1) for x in v])
         if v is VOID_NAMESPACE:
             return (_T_VOID,)
@@ -349,7 +354,7 @@ class _Server:
         handles, objects = self.handles, self.objects
         numbers, contents = [], []
         for v in values:
-            if type(v) is not list:
+            if type(v) is not list or len(v) > _MAX_ITEMS:
                 return (1, [self.enc(x, depth + 1) for x in values])
             for x in v:
                 if type(x) not in _SCALARS:

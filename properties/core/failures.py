@@ -23,7 +23,8 @@ from typing import Any
 import attrs
 
 __all__ = ["Failure", "CheckFailure", "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT", "KINDS", "TIME_LIMIT",
-           "safe_repr", "safe_equal", "json_data", "COMPARISON_RAISED", "printable", "MAX_DATA_ITEMS", "MAX_DATA_DEPTH"]
+           "safe_repr", "safe_equal", "json_data", "COMPARISON_RAISED", "printable", "MAX_DATA_ITEMS", "MAX_DATA_DEPTH",
+           "long_container", "short_beginning", "LONG"]
 
 DIVERGENCE = "DIVERGENCE"
 INVARIANT = "INVARIANT"
@@ -108,6 +109,8 @@ def json_data(value: Any) -> Any:
             return out
         return safe_repr(v)
 
+    if type(value) in _CONTAINERS and _larger_than(value, MAX_DATA_ITEMS):
+        return _beginning(value)  # known at once (taking it apart first would cost as much again)
     try:
         return plain(value, 0)
     except (_TooMuch, RecursionError):
@@ -116,14 +119,12 @@ def json_data(value: Any) -> Any:
 
 def _beginning(value) -> str:
     """A short description of a large container of the built-in types: its first items, nested a
-    few levels (``reprlib``: never the whole, however large)."""
-    shorter = reprlib.Repr()
-    shorter.maxlevel, shorter.maxother = 4, 100
+    few levels, and its length (never the whole, however large)."""
     try:
-        text = shorter.repr(value)
+        text = _SHORT.repr(value)
     except Exception:
         return safe_repr(value)
-    return f"{text} ({type(value).__name__} of {len(value):,} items)" if type(value) in (list, tuple, dict) else text
+    return long_container(type(value).__name__, len(value), text) if type(value) in _CONTAINERS else text
 
 
 def _json_key(k) -> str | None:
@@ -140,14 +141,66 @@ def _json_key(k) -> str | None:
     return None
 
 
+LONG = 10_000  # items in all past which a value of the built-in containers is not repr()'d whole
+_CONTAINERS = (list, tuple, dict, set, frozenset)
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel, _SHORT.maxlist, _SHORT.maxtuple, _SHORT.maxdict, _SHORT.maxset, _SHORT.maxfrozenset = 6, 6, 6, 6, 6, 6
+_SHORT.maxstring, _SHORT.maxlong, _SHORT.maxother = 60, 60, 60
+
+
+def long_container(type_name: str, length: int, beginning: str) -> str:
+    """How a failure shows a container too large to print whole (or to carry across processes):
+    its beginning and its length. The same text whether the value was read in cowcheck's
+    process (:func:`safe_repr`) or only its beginning reached it from the implementation's
+    (``properties.core.wire.Oversized``).
+
+    >>> long_container("list", 50_000_000, "[0, 0, 0, 0, 0, 0, ...]")
+    '[0, 0, 0, 0, 0, 0, ...] (list of 50,000,000 items)'
+    """
+    return f"{beginning} ({type_name} of {length:,} item{'' if length == 1 else 's'})"
+
+
+def short_beginning(value) -> str:
+    """The first items of a container, nested a few levels (never the whole, however large)."""
+    return _SHORT.repr(value)
+
+
+def _larger_than(value, budget: int) -> bool:
+    """Whether ``value``'s containers of the built-in types hold more than ``budget`` items in all
+    (a self-containing or very deep value is: each level counts)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t in _CONTAINERS:
+            budget -= len(v) + 1
+            if budget < 0:
+                return True
+            stack.extend(v.values() if t is dict else v)
+    return False
+
+
 def safe_repr(value: Any, limit: int = 400) -> str:
     """``repr(value)``, or a description of it if its ``__repr__`` raises; at most ``limit`` characters.
+    A value of the built-in containers holding more than :data:`LONG` items in all is shown by its
+    beginning (and, at the top, its length): a repr of the whole would cost time and memory in
+    proportion.
 
     >>> class Hostile:
     ...     def __repr__(self): raise RuntimeError("no")
     >>> safe_repr(Hostile())
     '<Hostile object whose __repr__ raised RuntimeError>'
+    >>> safe_repr([7] * 10**8)
+    '[7, 7, 7, 7, 7, 7, ...] (list of 100,000,000 items)'
     """
+    t = type(value)
+    if t in _CONTAINERS and _larger_than(value, LONG):
+        try:
+            text = _SHORT.repr(value)
+            text = long_container(t.__name__, len(value), text) if len(value) > 6 else text
+        except Exception as exc:
+            text = f"<{t.__name__} of {len(value):,} items whose beginning's repr raised {type(exc).__name__}>"
+        return text if len(text) <= limit else text[: limit - 1] + "…"
     try:
         text = repr(value)
         if not isinstance(text, str):

@@ -138,11 +138,11 @@ class HarnessBase:
     def _apply(self, step: Step) -> None:
         op = self._ops.get(step.op)
         if op is None:
-            op = getattr(self, "_op_" + step.op, None)
+            op = getattr(type(self), "_op_" + step.op, None)  # a function: see the map harness's _ops
             if op is None:
                 self._fail(CRASH, "program", f"not a {self.machine} step: {step!r}")
             self._ops[step.op] = op
-        op(step, *step.args)
+        op(self, step, *step.args)
         self.check_after_step(step)
 
     def check_after_step(self, step: Step) -> None:

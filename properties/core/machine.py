@@ -29,6 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine
 from properties.core.boundary import build
 from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
+from properties.core.garbage import collect_if_grown
 from properties.core.limits import BudgetSpent
 from properties.core.program import OperationTable, Step
 
@@ -88,6 +89,9 @@ class HarnessMachine(RuleBasedStateMachine):
                     _own(self)
                 finally:
                     self._finishing = False
+                    # Hypothesis keeps the machine in a cycle of its own after the example:
+                    # without its harness (the implementation, the values read last), it is small.
+                    self.__dict__.pop("harness", None)
 
             cls.teardown = teardown
 
@@ -106,6 +110,7 @@ class HarnessMachine(RuleBasedStateMachine):
             raise
 
     def attach(self, harness) -> None:
+        collect_if_grown()
         self.harness = harness
         self.seen: set = set()
         self.applied = 0  # steps of this example given to the harness

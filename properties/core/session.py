@@ -20,7 +20,7 @@ from properties.core.wire import (_BATCH, _CALL, _CALLS, _CHUNK_MOST, _CHUNK_SEC
                                   _FOLLOWED, _GETATTR, _MAX_DEPTH, _NEW, _NOP, _OK, _OP, _PROTOCOL, _REPLY, _SCALARS,
                                   _SYNC, _T_CALLABLE, _T_CALLBACK, _T_ENTRIES, _T_FN, _T_LIST, _T_LISTX, _T_OBJ,
                                   _T_SAME, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID, _T_WINDOW, Isolation,
-                                  _Broken, _exception_info)
+                                  _T_OVERSIZED, Oversized, _Broken, _exception_info)
 from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 
 # ------------------------------------------------------------------ proxies
@@ -632,6 +632,11 @@ class Session:
             return twin
         if tag == _T_TUPLE:
             return tuple([self.dec(x, depth + 1) for x in c[1:]])
+        if tag == _T_OVERSIZED:
+            if (len(c) != 4 or c[1] not in ("list", "tuple") or type(c[2]) is not int or type(c[3]) is not str
+                    or len(c[3]) > 1000):
+                raise _Broken("an oversized value without its type, length and beginning")
+            return Oversized(c[1], c[2], c[3])
         if tag == _T_OBJ:
             h = c[1]
             if type(h) is not int or len(c) not in (3, 5):

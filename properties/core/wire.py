@@ -18,6 +18,8 @@ import time
 
 import attrs
 
+from properties.core.failures import long_container, short_beginning
+
 # Messages.
 _READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP, _MORE, _END = range(9)
 # Requests.
@@ -26,10 +28,15 @@ _NEW, _CALL, _OP, _GETATTR, _DRAIN, _CALLS, _SYNC, _NOP, _WALK, _FOLLOWED = rang
 _OK, _ERR, _LATE, _SKIPPED, _PROTOCOL = range(5)
 # Value tags: a tagged value is a tuple whose first element is one of these.
 _T_TUPLE, _T_LIST, _T_LISTX, _T_OBJ, _T_TUPLE2, _T_WINDOW, _T_VOID, _T_SAME, _T_FN, _T_CALLBACK, _T_SINK, \
-    _T_SERIALIZER, _T_CALLABLE, _T_ENTRIES = range(14)
+    _T_SERIALIZER, _T_CALLABLE, _T_ENTRIES, _T_OVERSIZED = range(15)
 
 _SCALARS = frozenset({int, str, float, bytes, bool, type(None)})
 _MAX_DEPTH = 32  # containers nest no deeper across the boundary (deeper: a handle)
+# Items of one list or tuple the implementation hands back that cross as they are: a longer one
+# crosses as its length and beginning (Oversized), and the map's process neither copies nor
+# marshals it. The longest a correct map hands back is a listing of its entries (100,000 in the
+# largest size class) or a state (as long as the appends a program makes).
+_MAX_ITEMS = 1_000_000
 _MAX_MESSAGE = 64 << 20  # bytes: a larger message is a broken protocol (a 50,000-entry map sends 93 KB at most)
 # Seconds a side polls for the other's message before it sleeps in select(): a round trip through
 # the kernel's wake-up costs about 60 us on an idle 2-core machine, a poll that finds the message
@@ -63,6 +70,44 @@ class Isolation:
 
     def known(self) -> dict:
         return {"copy.deepcopy": copy.deepcopy, "copy.copy": copy.copy, **self.functions}
+
+
+class Oversized:
+    """What the checker reads for a list or tuple of more than ``_MAX_ITEMS`` items the
+    implementation handed back: its type, length and beginning. It equals nothing but itself,
+    so comparing it with what the model expects is the divergence it is (a correct map never
+    hands back anything as large), and it shows as :func:`~properties.core.failures.safe_repr`
+    shows the whole value in one process."""
+
+    __slots__ = ("type_name", "length", "text")
+
+    def __init__(self, type_name: str, length: int, beginning: str) -> None:
+        self.type_name, self.length = type_name, length
+        self.text = long_container(type_name, length, beginning)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __ne__(self, other) -> bool:
+        return self is not other
+
+    __hash__ = object.__hash__
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _oversized(value) -> tuple:
+    """The code of a list or tuple too long to cross: its type, length and the beginning of its
+    plain items (if an item is of another type, the beginning is ``[...]``: no code of the
+    implementation's runs to describe it)."""
+    head = value[:7]
+    plain = all(type(x) in _SCALARS for x in head)
+    text = short_beginning(head) if plain else ("[...]" if type(value) is list else "(...)")
+    return (_T_OVERSIZED, type(value).__name__, len(value), text)
 
 
 class _Broken(Exception):

@@ -129,7 +129,9 @@ class Harness(WholeMapSteps, HarnessBase):
         self.tracker = StructureTracker() if self.white_box else None
         self.live_versions: dict = {}  # sid -> version of each snapshot taken and not released
         self._observed: tuple | None = None
-        self._ops = {op.name: getattr(self, "_op_" + op.name) for op in MAP_OPS}
+        self._ops = {op.name: getattr(type(self), "_op_" + op.name) for op in MAP_OPS}  # functions, not bound
+        # methods: a harness holds no reference to itself, so it (and the values it last saw) goes
+        # the moment its run ends, not at the next full garbage collection
         self._hashes: dict = {}  # composite hashes of int keys and namespaces seen
         self._rehash_before: tuple | None = None  # (rehash_index, primary length) before a keyed step
         self.space.white_box = self.white_box
@@ -370,7 +372,7 @@ class Harness(WholeMapSteps, HarnessBase):
         self._observed = None
         self._rehash_before = None
         self._count_scenarios(step)
-        self._ops[step.op](step, *step.args)
+        self._ops[step.op](self, step, *step.args)
         self.check_after_step(step)
         self._count_space(step)
 

@@ -423,11 +423,19 @@ class ClassRaisesState(TinyMap):
 
 
 class HugeState(TinyMap):
-    """Under a snapshot, get hands out a state of 14 million ints (70 MB as the boundary writes it)."""
+    """Under a snapshot, get hands out a new state of 14 million ints (112 MB) each time."""
 
     def get(self, key, namespace):
         state = super().get(key, namespace)
         return [0] * 14_000_000 if self.live and state is not None else state
+
+
+class HugeText(TinyMap):
+    """Under a snapshot, get hands out a state holding one string of 70 million characters."""
+
+    def get(self, key, namespace):
+        state = super().get(key, namespace)
+        return ["x" * 70_000_000] if self.live and state is not None else state
 
 
 class _ViewLenRaises:
@@ -564,6 +572,7 @@ view_len_raises = _factory(ViewLenRaises)
 endless_state_iteration = _factory(EndlessStateIteration)
 class_raises_state = _factory(ClassRaisesState)
 huge_state = _factory(HugeState)
+huge_text = _factory(HugeText)
 eager_copy = _factory(EagerCopy)
 shallow_snapshot = _factory(ShallowSnapshot)
 
@@ -602,11 +611,14 @@ ZOO: dict[str, Verdict] = {
     "class-raises-state": Verdict("class_raises_state", 1, "DIVERGENCE", "P1", args=("--in-process",),
                                   what="under a snapshot, get hands out a list whose __class__ raises, in cowcheck's "
                                        "process (was exit 3)"),
-    "huge-state": Verdict("huge_state", 1, "CRASH", "worker-protocol",
-                          args=("--replays", "2", "--shrink-seconds", "10"),
-                          what="under a snapshot, get hands out 14 million ints: more than a message between "
-                               "the processes may hold (64 MiB; reading it stuck cowcheck for 12 s, then exit 1 "
-                               "with nothing stored)"),
+    "huge-state": Verdict("huge_state", 1, "DIVERGENCE", "P1", args=("--replays", "2", "--shrink-seconds", "10"),
+                          prints="map returned [0, 0, 0, 0, 0, 0, ...] (list of 14,000,000 items)",
+                          what="under a snapshot, get hands out 14 million ints: a list that long crosses between "
+                               "the processes as its length and beginning, and differs from the model's (it "
+                               "was CRASH worker-protocol: marshalled whole and refused, each time)"),
+    "huge-text": Verdict("huge_text", 1, "CRASH", "worker-protocol", args=("--replays", "2", "--shrink-seconds", "10"),
+                         what="under a snapshot, get hands out a string of 70 million characters: more than a "
+                              "message between the processes may hold (64 MiB)"),
     # ending the process, BaseExceptions: the implementation's failure, never a pass, never exit 3
     "exits-in-method": Verdict("exits_in_method", 1, "CRASH", "P7", what="remove calls sys.exit(0)"),
     "os-exit-in-method": Verdict("os_exit_in_method", 1, "CRASH", "worker-exit",
