@@ -182,4 +182,7 @@ def test_a_list_too_long_to_cross_reaches_the_checker_as_its_length_and_beginnin
     assert type(got) is Oversized and len(got) == 14_000_000
     assert got != [1] and not got == [0] * 6 and got == got
     assert repr(got) == safe_repr([0] * 14_000_000) == "[0, 0, 0, 0, 0, 0, ...] (list of 14,000,000 items)"
+    assert copy.deepcopy(got) is got  # the harness copies what it is handed: it changes no more than a str
+    with pytest.raises(AttributeError, match="reached cowcheck as its length and beginning only"):
+        got.append(1)  # a function of the checker's handed one (by a map that passes it to transform's)
     assert m.get(2, 0) is None  # the map's process goes on answering

@@ -99,6 +99,20 @@ class Oversized:
     def __repr__(self) -> str:
         return self.text
 
+    def __copy__(self) -> "Oversized":
+        return self  # it changes no more than a string does
+
+    def __deepcopy__(self, memo) -> "Oversized":
+        return self
+
+    def __getattr__(self, name: str):
+        # A function of the checker's handed one (transform's, by a map that passes it a state this long).
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"{self.text} reached cowcheck as its length and beginning only (a {self.type_name} "
+                             f"of over {_MAX_ITEMS:,} items does not cross between the processes whole): it has "
+                             f"no {name!r} here")
+
 
 def _oversized(value) -> tuple:
     """The code of a list or tuple too long to cross: its type, length and the beginning of its
