@@ -140,3 +140,31 @@ def test_hypothesis_complaining_about_an_example_the_budget_cut_short_is_the_bud
     except ValueError as exc:
         assert _cut_by_budget(exc)
     assert not _cut_by_budget(ValueError("a real error"))
+
+
+def test_cyclic_garbage_holding_much_memory_goes_as_the_next_program_starts(monkeypatch):
+    """A cycle that holds a few large values makes few objects and many bytes, so the cycle
+    collector's own count never calls for it: the drivers collect once the process has grown."""
+    import gc
+    import weakref
+
+    from properties.core import garbage
+
+    class Holder:
+        pass
+
+    monkeypatch.setattr(garbage, "GROWTH", 32 << 20)
+    gc.collect()
+    gc.disable()
+    try:
+        garbage._BASE[0] = None
+        assert garbage.collect_if_grown() is False  # where the process stands now
+        held = Holder()
+        held.itself, held.data = held, b"x" * (96 << 20)
+        kept = weakref.ref(held)
+        del held
+        assert kept() is not None  # only the cycle collector frees it
+        assert garbage.collect_if_grown() is True and kept() is None
+        assert garbage.collect_if_grown() is False  # and not again until the process grows again
+    finally:
+        gc.enable()

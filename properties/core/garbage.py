@@ -7,7 +7,7 @@ that leaves a cycle behind (a map whose snapshot points back at it, an
 exception kept with its frames) while holding a few very large values (a
 state of millions of items) makes few objects and many bytes: run after run,
 they would pile up. The drivers call :func:`collect_if_grown` as each program
-starts (each Hypothesis example, each replay while shrinking), so what a run
+starts (each walk, Hypothesis example and replay while shrinking), so what a run
 holds stays bounded by what one program holds.
 """
 
