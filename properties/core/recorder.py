@@ -21,7 +21,8 @@ from properties.core.machine import machine_kind
 from properties.core.program import Step
 from properties.core.session import RemoteObject, _Bound, _proxy_class
 from properties.core.wire import (_END, _MORE, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK, _T_FN, _T_OBJ, _T_SERIALIZER,
-                                  _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID, _T_WINDOW, _Broken, _exception_info)
+                                  _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID, _T_WINDOW, _MAX_ITEMS, Oversized, _Broken,
+                                  _exception_info, _oversized)
 from reference.keys import TimeWindow, Tuple2, VoidNamespace
 
 _ROOT = 1  # the implementation's handle in a walk's records
@@ -128,6 +129,8 @@ class Recorder(_Server):
         t = type(value)
         if t in _PLAIN:
             return value
+        if (t is list or t is tuple) and len(value) > _MAX_ITEMS:
+            return Oversized(*_oversized(value)[1:])  # as the checker reads it (and without reading it through)
         if t is list:
             for x in value:
                 if type(x) not in _PLAIN and type(x) is not tuple:
