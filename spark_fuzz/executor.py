@@ -51,7 +51,6 @@ from properties.core.boundary import build, construction_failure
 from properties.core.counterexample import signature
 from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
-from properties.core.garbage import collect_if_grown
 from properties.core.hunt import hunt
 from properties.core.impls import resolve
 from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
@@ -300,7 +299,6 @@ def _walk_once(seed: int, config: CampaignConfig, kind: MachineKind, impl, start
                 impl.warm_up()
             except Exception as exc:
                 raise CheckFailure(construction_failure(exc)) from None
-        collect_if_grown()
         instance = build(make)
         harness = (kind.sampled_harness(instance, every=every, **subject.options) if sampled
                    else harness_class(instance, **subject.options))

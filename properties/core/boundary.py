@@ -44,6 +44,7 @@ from typing import Callable, NoReturn
 
 from properties.core.errors import InternalError
 from properties.core.failures import CRASH, TIME_LIMIT, TIMEOUT, CheckFailure, Failure
+from properties.core.garbage import collect_if_grown
 from properties.core.limits import BudgetSpent, HarnessOverrun, StepTimeout, current_limit, implementation_call
 
 __all__ = ["Interrupted", "catching_interrupts", "no_user_here", "is_interruption", "is_ours", "WorkerFailure", "LateError", "OutOfStep",
@@ -194,7 +195,10 @@ def build(make: Callable[[], object]):
     """``make()``, an implementation for a program, under the active step time limit. If it
     raises anything but cowcheck's own control flow, the program fails before its first
     step: CheckFailure with a CRASH (``construction``, ``worker-exit``) or TIMEOUT at
-    step 0 of an empty program, which stores and replays like any failure."""
+    step 0 of an empty program, which stores and replays like any failure. What earlier
+    programs left in reference cycles is collected first if the process has grown
+    (:func:`~properties.core.garbage.collect_if_grown`)."""
+    collect_if_grown()
     try:
         return implementation_call(make)
     except StepTimeout as exc:

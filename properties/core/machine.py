@@ -29,7 +29,6 @@ from hypothesis.stateful import RuleBasedStateMachine
 from properties.core.boundary import build
 from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
-from properties.core.garbage import collect_if_grown
 from properties.core.limits import BudgetSpent
 from properties.core.program import OperationTable, Step
 
@@ -110,7 +109,6 @@ class HarnessMachine(RuleBasedStateMachine):
             raise
 
     def attach(self, harness) -> None:
-        collect_if_grown()
         self.harness = harness
         self.seen: set = set()
         self.applied = 0  # steps of this example given to the harness

@@ -38,7 +38,6 @@ import attrs
 from properties.core.boundary import build
 from properties.core.errors import InternalError
 from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
-from properties.core.garbage import collect_if_grown
 from properties.core.limits import StepTimeLimit, active_limit
 from properties.core.program import Step
 
@@ -60,7 +59,6 @@ def is_hang(failure: Failure) -> bool:
 def replay(steps: list[Step], make_impl: Callable[[], object], *, harness_class, **harness_options) -> Failure | None:
     """Run ``steps`` on a fresh implementation through ``harness_class``; the
     failure, or None if all pass (building the implementation may fail too)."""
-    collect_if_grown()
     try:
         harness = harness_class(build(make_impl), **harness_options)
     except CheckFailure as exc:

@@ -25,7 +25,6 @@ import attrs
 from properties.core.boundary import build
 from properties.core.errors import InternalError, UsageError
 from properties.core.failures import CheckFailure, Failure
-from properties.core.garbage import collect_if_grown
 from properties.core.machine import add_space
 from properties.core.program import Step
 from properties.core.shrink import is_hang
@@ -108,7 +107,6 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
             program: list[Step] = []
             if run.finding is None:
                 run.walks = number
-            collect_if_grown()
             try:
                 instance = build(make_impl)  # the factory may fail after the probe built one
             except CheckFailure as exc:
