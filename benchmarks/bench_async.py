@@ -40,9 +40,9 @@ import statistics
 import sys
 from time import process_time as clock
 
-from reference import CopyOnWriteStateMap
-from reference.async_execution import AsyncExecutionController
-from reference.state_executor import VOID_NAMESPACE
+from cowcheck.reference import CopyOnWriteStateMap
+from cowcheck.reference.async_execution import AsyncExecutionController
+from cowcheck.reference.state_executor import VOID_NAMESPACE
 
 BATCH_SIZES = (1, 10, 100)
 VARIANTS = ("direct",) + tuple(f"batch {b}" for b in BATCH_SIZES)

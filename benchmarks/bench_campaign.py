@@ -76,7 +76,7 @@ SEED_TIME_LIMIT = 3600.0  # seconds: the campaigns' 60 s must not cut a walk sho
 
 
 def _config(**changes):
-    from spark_fuzz.executor import CampaignConfig
+    from cowcheck.spark_fuzz.executor import CampaignConfig
 
     # The seed time limit is wall clock: on a loaded machine a large white-box walk of the reference
     # can pass a minute (seed 3: 73 s at load 16 on 2 cores), which would end the benchmark with a
@@ -94,8 +94,8 @@ def _cpu_rate(run, seeds) -> float:
 
 
 def per_core(repeat: int, seeds_per_round: int) -> dict[str, list[float]]:
-    from spark_fuzz.executor import run_seed
-    from properties.map.walks import walk_program
+    from cowcheck.spark_fuzz.executor import run_seed
+    from cowcheck.map.walks import walk_program
 
     def checked(config):
         def run(seed):
@@ -133,10 +133,10 @@ def checking_at_scale(seeds: int = 6) -> list[tuple[str, int, int, float, float]
     seconds, checking seconds)``. The implementation's share is the time inside the harness's calls
     into it, less what timing a call costs (measured on an empty call); ``perf_counter`` (a cheap
     clock: a dearer one would count itself as the implementation's)."""
-    from properties.core.profiles import tune_collector
-    from properties.map.harness import Harness
-    from properties.map.walks import walk_program
-    from reference import CopyOnWriteStateMap
+    from cowcheck.core.profiles import tune_collector
+    from cowcheck.map.harness import Harness
+    from cowcheck.map.walks import walk_program
+    from cowcheck.reference import CopyOnWriteStateMap
 
     tune_collector()
     clock = time.perf_counter
@@ -182,7 +182,7 @@ def checking_at_scale(seeds: int = 6) -> list[tuple[str, int, int, float, float]
 
 def _reaches(seed: int, entries: int) -> bool:
     """Whether the large walk of ``seed`` puts at least ``entries`` bulk keys (a walk to that size)."""
-    from properties.map.walks import walk_program
+    from cowcheck.map.walks import walk_program
 
     return sum(s.args[2] for s in walk_program(seed, STEPS, sizes="large") if s.op == "put_range") >= entries
 
@@ -193,12 +193,12 @@ def _reaches(seed: int, entries: int) -> bool:
 def _child(master: str, first: int, stop: int, partitions: int) -> None:
     """In a fresh process: start Spark, run the campaign, print timings as JSON."""
     began = time.perf_counter()
-    from spark_fuzz.session import start
+    from cowcheck.spark_fuzz.session import start
 
     sc, _ = start(master)
     sc.parallelize([0], 1).map(lambda x: x + 1).collect()
     first_task = time.perf_counter() - began
-    from spark_fuzz.driver import run_campaign
+    from cowcheck.spark_fuzz.driver import run_campaign
 
     with tempfile.TemporaryDirectory() as out:
         cpu_before = tree_cpu(os.getpid())
@@ -223,7 +223,7 @@ def _spark(master: str, first: int, stop: int, partitions: int) -> dict:
 
 
 def _pool_range(bounds):
-    from spark_fuzz.ranges import run_range
+    from cowcheck.spark_fuzz.ranges import run_range
 
     result = run_range(bounds[0], bounds[1], _config())
     return result.ops, result.finished - result.started
@@ -296,7 +296,7 @@ def main(argv=None) -> int:
         _child(args.child, first, stop, args.child_partitions)
         return 0
 
-    from spark_fuzz.driver import plan_ranges
+    from cowcheck.spark_fuzz.driver import plan_ranges
 
     print(f"bench_campaign: Python {platform.python_version()}, {os.cpu_count()} cpus, "
           f"load average {os.getloadavg()[0]:.1f}, walks of {STEPS} steps on the reference, capacity 4")

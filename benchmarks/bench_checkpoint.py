@@ -38,9 +38,9 @@ import tempfile
 import tracemalloc
 from time import perf_counter
 
-from reference.checkpoint import CheckpointStreamFactory, HeapKeyedStateBackend
-from reference.serializers import IntSerializer, ListSerializer
-from reference.state_table import KeyGroupRange
+from cowcheck.reference.checkpoint import CheckpointStreamFactory, HeapKeyedStateBackend
+from cowcheck.reference.serializers import IntSerializer, ListSerializer
+from cowcheck.reference.state_table import KeyGroupRange
 
 MB = 1024 * 1024
 

@@ -7,7 +7,7 @@ Run from the repository root::
 
 For the reference and each map mutant of the catalogue (or ``--only``), runs
 the model-vs-implementation property on short programs
-(``properties.map.short_programs``) with the ``crosshair`` profile and with the
+(``cowcheck.map.short_programs``) with the ``crosshair`` profile and with the
 same settings on Hypothesis's own backend, up to ``--examples`` examples
 each, and prints per run: examples until the first failure (or the budget),
 wall seconds, examples per second, and the property or invariant that
@@ -22,8 +22,8 @@ import time
 
 from hypothesis import given, seed, settings
 
-from properties.core.failures import CheckFailure
-from properties.map.short_programs import run_program, short_programs
+from cowcheck.core.failures import CheckFailure
+from cowcheck.map.short_programs import run_program, short_programs
 
 
 def hunt(factory, backend: str, examples: int, max_steps: int) -> tuple[int, float, str]:
@@ -56,9 +56,9 @@ def time_machine(examples: int, steps: int) -> tuple[int, int, float]:
     """(examples, steps, seconds) of the map machine on the reference under the crosshair profile."""
     from hypothesis.stateful import run_state_machine_as_test
 
-    from properties.core.machine import RunRecord
-    from properties.map.machine import make_map_machine
-    from reference import CopyOnWriteStateMap
+    from cowcheck.core.machine import RunRecord
+    from cowcheck.map.machine import make_map_machine
+    from cowcheck.reference import CopyOnWriteStateMap
 
     record = RunRecord()
     machine = make_map_machine(CopyOnWriteStateMap, record=record)
@@ -69,9 +69,9 @@ def time_machine(examples: int, steps: int) -> tuple[int, int, float]:
 
 
 def main(argv=None) -> None:
-    from properties.core.mutants import catalogue
-    from properties.core.profiles import register_profiles, stabilise_generation
-    from reference import CopyOnWriteStateMap
+    from cowcheck.core.mutants import catalogue
+    from cowcheck.core.profiles import register_profiles, stabilise_generation
+    from cowcheck.reference import CopyOnWriteStateMap
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=300, help="example budget per run (default 300)")

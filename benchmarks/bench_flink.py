@@ -6,8 +6,8 @@ Run from the repository root (needs ``pip install -e '.[flink]'``)::
 
 What it does, in this order:
 
-1. **Parity** (``properties.flink.parity``, also ``python -m properties.flink.parity``).
-   ``--programs`` seeded programs (``properties.map.parity.random_program``,
+1. **Parity** (``cowcheck.flink.parity``, also ``python -m cowcheck.flink.parity``).
+   ``--programs`` seeded programs (``cowcheck.map.parity.random_program``,
    split evenly over the ``--seeds``; one key family and one namespace family
    each, bulk steps included; most of them double the table and run the
    incremental rehash under snapshots) run on the reference at capacity 128 in
@@ -56,16 +56,16 @@ import resource
 import sys
 import time
 
-from properties.core.failures import CheckFailure
-from properties.core.program import Step
-from properties.flink import FlinkStateMap, jvm
-from properties.flink.batch import encode, java_keys
-from properties.flink.jvm import Java
-from properties.flink.segments import WalkHarness, WalkMap
-from properties.flink.parity import program_seeds, report, run_parity
-from properties.map.harness import Harness
-from properties.map.parity import random_program
-from reference import CopyOnWriteStateMap
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.program import Step
+from cowcheck.flink import FlinkStateMap, jvm
+from cowcheck.flink.batch import encode, java_keys
+from cowcheck.flink.jvm import Java
+from cowcheck.flink.segments import WalkHarness, WalkMap
+from cowcheck.flink.parity import program_seeds, report, run_parity
+from cowcheck.map.harness import Harness
+from cowcheck.map.parity import random_program
+from cowcheck.reference import CopyOnWriteStateMap
 
 
 def calls_one_at_a_time(n: int) -> dict:
@@ -160,8 +160,8 @@ def _children_cpu() -> float:
 
 def campaign_rates(seeds: int, sizes: str) -> list[dict]:
     """Section 6: one row per (implementation, mode), each in a fresh worker child."""
-    from spark_fuzz.executor import CampaignConfig
-    from spark_fuzz.ranges import run_range, shutdown_worker
+    from cowcheck.spark_fuzz.executor import CampaignConfig
+    from cowcheck.spark_fuzz.ranges import run_range, shutdown_worker
 
     rows = []
     for white_box in (False, True):
@@ -189,7 +189,7 @@ def bulk_steps(n: int, families=("int", "string", "tuple")) -> list[dict]:
     """A put_range of ``n`` keys against ``n`` single puts of the same keys, per family: in one Java
     call (Java alone, best of 3, and end to end), and walked through the harness (``WalkHarness``,
     batched, black-box) next to the reference's harness."""
-    from properties.core.keys import nth_key
+    from cowcheck.core.keys import nth_key
 
     def best(fn, times: int) -> float:
         out = []

@@ -50,7 +50,7 @@ _EXAMPLES = re.compile(r"([\d,]+) examples, ([\d,]+) steps in ([\d.]+) s")
 
 def run_check(impl: str, seed: int, in_process: bool) -> dict:
     """One ``cowcheck check`` run: wall seconds, and the phases' counts and times as it printed them."""
-    command = [sys.executable, "-m", "properties.cli", "check", "--impl", impl, "--black-box", "--seed", str(seed),
+    command = [sys.executable, "-m", "cowcheck.cli", "check", "--impl", impl, "--black-box", "--seed", str(seed),
                "--no-save"] + (["--in-process"] if in_process else [])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()

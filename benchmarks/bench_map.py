@@ -44,7 +44,7 @@ import statistics
 import sys
 from time import process_time as clock
 
-from reference import CopyOnWriteStateMap
+from cowcheck.reference import CopyOnWriteStateMap
 
 KEYS = 10_000
 NAMESPACES = 4

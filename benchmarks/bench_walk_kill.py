@@ -7,7 +7,7 @@ Run from the repository root::
     python -m benchmarks.bench_walk_kill [--max-seeds N] [--section walks|executor|all]
 
 Section ``walks`` (every mutant of every machine, seed 0): CPU time of the walk
-phase to its first failing walk (``properties.core.walk_phase``, 32 walks at
+phase to its first failing walk (``cowcheck.core.walk_phase``, 32 walks at
 most, white-box), next to the CPU time Hypothesis alone (``--walks 0``, ci
 profile) takes to its first failure, and the ratio.
 
@@ -36,7 +36,7 @@ MODES = {
 
 
 def first_failure(spec: str, options: dict, max_seeds: int) -> tuple[float, int | None, str]:
-    from spark_fuzz.executor import CampaignConfig, run_seed
+    from cowcheck.spark_fuzz.executor import CampaignConfig, run_seed
 
     config = CampaignConfig(impl=spec, steps=300, shrink=False, **options)
     began = time.process_time()
@@ -50,11 +50,11 @@ def first_failure(spec: str, options: dict, max_seeds: int) -> tuple[float, int 
 def walk_phase_vs_hypothesis() -> None:
     from hypothesis import settings
 
-    import properties.registry  # noqa: F401
-    from properties.core.machine import machine_kind
-    from properties.core.mutants import catalogue, run_mutant
-    from properties.core.profiles import stabilise_generation
-    from properties.core.walk_phase import DEFAULT_WALKS, run_walks
+    import cowcheck.registry  # noqa: F401
+    from cowcheck.core.machine import machine_kind
+    from cowcheck.core.mutants import catalogue, run_mutant
+    from cowcheck.core.profiles import stabilise_generation
+    from cowcheck.core.walk_phase import DEFAULT_WALKS, run_walks
 
     stabilise_generation()
     profile = settings.get_profile("ci")
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     if args.section == "walks":
         return 0
 
-    from properties.core.mutants import catalogue
+    from cowcheck.core.mutants import catalogue
 
     names = [name for name, mutant in catalogue().items() if mutant.machine == "map"]
     print(f"bench_walk_kill: {len(names)} map mutants, walks of 300 steps, seeds 0..{args.max_seeds - 1}, "

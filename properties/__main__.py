@@ -1,7 +1,7 @@
-"""``python -m properties`` runs the ``cowcheck`` command line."""
+"""``python -m cowcheck`` runs the ``cowcheck`` command line."""
 
 import sys
 
-from properties.cli import main
+from cowcheck.cli import main
 
 sys.exit(main())

@@ -3,17 +3,19 @@
 When a cowcheck state machine of any kind (map, async, checkpoint, table: the
 class its builder returns, e.g. ``make_async_machine(factory).TestCase``) fails
 under pytest, the failing program takes the path of every failure
-(``properties.core.settle``: replayed, shrunk and replayed again, so a map that
+(``cowcheck.core.settle``: replayed, shrunk and replayed again, so a map that
 fails at random is stored as nondeterministic, with the count) and is saved as a
 counterexample (``--cowcheck-dir``, default ``.cowcheck/counterexamples``; a walk
-test, ``properties.map.walk_test(factory)``, raises its failure settled
+test, ``cowcheck.map.walk_test(factory)``, raises its failure settled
 already); the report shows the shrunk program and the replay command.
 Importing the plugin also registers the ``ci``/``dev``/``nightly`` Hypothesis
-profiles, so ``--hypothesis-profile=ci`` works.
+profiles, so ``--hypothesis-profile=ci`` works, and lets regression tests written
+before 0.2.0 import cowcheck's old module names ("properties.map": see
+:mod:`cowcheck.core.legacy`).
 
 At the end of the session the plugin says what state space each machine test
 explored (largest map, rehash generations, key kinds, what it never reached;
-``properties.map.space``), so a pass says how much it covered
+``cowcheck.map.space``), so a pass says how much it covered
 (``--cowcheck-no-space`` turns it off).
 """
 
@@ -22,15 +24,17 @@ from __future__ import annotations
 import attrs
 import pytest
 
-import properties.registry  # noqa: F401  (registers every machine)
-from properties.core.counterexample import replay_command, save
-from properties.core.failures import CheckFailure
-from properties.core.machine import machine_kind
-from properties.core.profiles import register_profiles
-from properties.core.report import format_failure
-from properties.core.settle import Settled, Subject, settle
+import cowcheck.registry  # noqa: F401  (registers every machine)
+from cowcheck.core.counterexample import replay_command, save
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.legacy import install as resolve_old_names
+from cowcheck.core.machine import machine_kind
+from cowcheck.core.profiles import register_profiles
+from cowcheck.core.report import format_failure
+from cowcheck.core.settle import Settled, Subject, settle
 
 register_profiles()
+resolve_old_names()
 
 
 def pytest_addoption(parser):
@@ -85,7 +89,7 @@ def pytest_runtest_makereport(item, call):
         return
     error = call.excinfo.value
     settled = getattr(error, "cowcheck_settled", None) if isinstance(error, CheckFailure) else None
-    if settled is not None:  # a walk test (properties.map.walk_test): settled already
+    if settled is not None:  # a walk test (cowcheck.map.walk_test): settled already
         _store(item, report, settled)
         return
     machine = getattr(getattr(item, "obj", None), "_hypothesis_state_machine_class", None)

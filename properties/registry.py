@@ -1,9 +1,9 @@
 """Every machine of the suite, registered: import this to look any machine up by name.
 
-Each machine package registers itself with :mod:`properties.core.machine`
+Each machine package registers itself with :mod:`cowcheck.core.machine`
 when imported; code that handles programs of any machine (the command line,
 a Spark executor replaying stored counterexamples) imports this module
-first. :func:`trace` is :func:`properties.core.replay.trace_of` from here, so
+first. :func:`trace` is :func:`cowcheck.core.replay.trace_of` from here, so
 that a process that only unpickles it (a Spark executor) registers every
 machine before reading a file.
 
@@ -13,13 +13,13 @@ machine before reading a file.
 
 from __future__ import annotations
 
-import properties.async_exec  # noqa: F401  (registers the async machine)
-import properties.backend  # noqa: F401  (registers the backend machine)
-import properties.checkpoint  # noqa: F401  (registers the checkpoint machine)
-import properties.map  # noqa: F401  (registers the map machine)
-import properties.table  # noqa: F401  (registers the table machine)
-from properties.core.machine import MACHINES, machine_kind
-from properties.core.replay import trace_of
+import cowcheck.async_exec  # noqa: F401  (registers the async machine)
+import cowcheck.backend  # noqa: F401  (registers the backend machine)
+import cowcheck.checkpoint  # noqa: F401  (registers the checkpoint machine)
+import cowcheck.map  # noqa: F401  (registers the map machine)
+import cowcheck.table  # noqa: F401  (registers the table machine)
+from cowcheck.core.machine import MACHINES, machine_kind
+from cowcheck.core.replay import trace_of
 
 __all__ = ["MACHINES", "DEFAULT_MACHINE", "machine_kind", "trace"]
 

@@ -3,8 +3,8 @@
 Nothing here imports the verification suite.
 """
 
-from reference.cow_state_map import CopyOnWriteStateMap, StateMapEntry
-from reference.errors import (
+from cowcheck.reference.cow_state_map import CopyOnWriteStateMap, StateMapEntry
+from cowcheck.reference.errors import (
     ConcurrentModificationError,
     ForeignSnapshotError,
     CheckpointFormatError,
@@ -13,10 +13,10 @@ from reference.errors import (
     RehashInProgressError,
     UnknownSnapshotVersionError,
 )
-from reference.hashing import bit_mix, java_hash_code, key_group, murmur_hash
-from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
-from reference.snapshot import CopyOnWriteStateMapSnapshot
-from reference.state_table import CopyOnWriteStateTable, CopyOnWriteStateTableSnapshot, KeyGroupRange
+from cowcheck.reference.hashing import bit_mix, java_hash_code, key_group, murmur_hash
+from cowcheck.reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
+from cowcheck.reference.snapshot import CopyOnWriteStateMapSnapshot
+from cowcheck.reference.state_table import CopyOnWriteStateTable, CopyOnWriteStateTableSnapshot, KeyGroupRange
 
 __all__ = [
     "CopyOnWriteStateMap",

@@ -11,7 +11,7 @@ How (one step per Flink class):
 
 - ``RecordContext``: a record and its key, reference counted. Every request
   and every registered callback holds a reference (see
-  ``reference.state_future``). At 0 the context is disposed: its key is
+  ``cowcheck.reference.state_future``). At 0 the context is disposed: its key is
   released, the in-flight count drops by one and the first request blocked on
   that key is activated.
 - ``KeyAccountingUnit``: which record holds which key. A record takes its key
@@ -43,7 +43,7 @@ which posts the timeout trigger as a mail; ``run_mailbox(timers=True)`` runs
 it first.
 
 - ``process_non_record(trigger, final)``: a watermark, timer or other
-  non-record input closes the current epoch (``reference.epochs``): its
+  non-record input closes the current epoch (``cowcheck.reference.epochs``): its
   trigger action runs once every record that arrived before it has finished
   (and every earlier epoch), records the trigger starts join the finishing
   epoch, and the final action runs once those have finished too. Actions run
@@ -84,9 +84,9 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-from reference.epochs import EpochManager, ParallelMode
-from reference.errors import IllegalStateError
-from reference.state_executor import (
+from cowcheck.reference.epochs import EpochManager, ParallelMode
+from cowcheck.reference.errors import IllegalStateError
+from cowcheck.reference.state_executor import (
     VOID_NAMESPACE,
     HeapStateBackend,
     StateRequest,
@@ -94,7 +94,7 @@ from reference.state_executor import (
     SyncStateExecutor,
     ThreadedStateExecutor,
 )
-from reference.state_future import ContextStateFuture, StateFuture
+from cowcheck.reference.state_future import ContextStateFuture, StateFuture
 
 __all__ = [
     "AsyncExecutionController",
@@ -210,7 +210,7 @@ class RecordContext:
         self.ref_count = 0
         self.key_occupied = False
         self.disposer = disposer
-        self.epoch = epoch  # the epoch the record belongs to (reference.epochs)
+        self.epoch = epoch  # the epoch the record belongs to (cowcheck.reference.epochs)
 
     def retain(self) -> int:
         self.ref_count += 1

@@ -45,7 +45,7 @@ Maintenance notes:
 The one usage rule: a state returned by ``get`` may be mutated in place by the
 caller; states handed to ``put`` belong to the map from then on.
 
-White-box fields (read by ``reference.invariants``) are public attributes
+White-box fields (read by ``cowcheck.reference.invariants``) are public attributes
 named as in docs/contract.md §3; they are not to be written from outside.
 
 >>> m = CopyOnWriteStateMap(capacity=4)
@@ -62,15 +62,15 @@ import copy
 import threading
 from typing import Any, Callable, Iterator
 
-from reference.entry import StateMapEntry
-from reference.errors import (
+from cowcheck.reference.entry import StateMapEntry
+from cowcheck.reference.errors import (
     ConcurrentModificationError,
     ForeignSnapshotError,
     RehashInProgressError,
     UnknownSnapshotVersionError,
 )
-from reference.hashing import bit_mix_cache_get, bit_mix_cached, java_hash_code_cached
-from reference.layout import (
+from cowcheck.reference.hashing import bit_mix_cache_get, bit_mix_cached, java_hash_code_cached
+from cowcheck.reference.layout import (
     DEFAULT_CAPACITY,
     MAXIMUM_CAPACITY,
     MIN_TRANSFERRED_PER_INCREMENTAL_REHASH,
@@ -83,7 +83,7 @@ from reference.layout import (
     threshold_for,
     uses_primary_table,
 )
-from reference.snapshot import CopyOnWriteStateMapSnapshot
+from cowcheck.reference.snapshot import CopyOnWriteStateMapSnapshot
 
 __all__ = ["CopyOnWriteStateMap", "StateMapEntry", "EMPTY_TABLE"]
 
@@ -154,7 +154,7 @@ class CopyOnWriteStateMap:
         return self.incremental_rehash_table is not EMPTY_TABLE
 
     def introspect(self) -> "CopyOnWriteStateMap":
-        """White-box view for ``reference.invariants``: the map itself."""
+        """White-box view for ``cowcheck.reference.invariants``: the map itself."""
         return self
 
     # ------------------------------------------------------------ table logic

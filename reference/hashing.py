@@ -164,7 +164,7 @@ def _other_hash_code(value: Any, t: type, again: Callable[[Any], int]) -> int:
         return again(str(value))
     raise TypeError(
         f"java_hash_code: no Java-compatible hash for type {t.__name__}; "
-        f"register one with reference.hashing.register_java_hash({t.__name__}, fn)"
+        f"register one with cowcheck.reference.hashing.register_java_hash({t.__name__}, fn)"
     )
 
 

@@ -18,7 +18,7 @@ the structure it last verified and re-walks only changed buckets), and
 at any one. Both fall back to the plain per-entry checks above whenever
 anything differs, so every reported violation comes from those.
 
->>> from reference import CopyOnWriteStateMap
+>>> from cowcheck.reference import CopyOnWriteStateMap
 >>> m = CopyOnWriteStateMap(capacity=4); m.put(1, 2, [3])
 >>> check_structure(m)
 []
@@ -31,8 +31,8 @@ from itertools import compress, count, repeat
 from operator import attrgetter, is_, is_not, ne
 from typing import Any, Iterable, NamedTuple
 
-from reference.hashing import composite_hash
-from reference.layout import bucket_index, threshold_for, uses_primary_table
+from cowcheck.reference.hashing import composite_hash
+from cowcheck.reference.layout import bucket_index, threshold_for, uses_primary_table
 
 __all__ = ["Violation", "check_structure", "StructureTracker", "SnapshotGuard", "INVARIANTS"]
 
@@ -209,7 +209,7 @@ class StructureTracker:
     wrong, it runs :func:`check_structure`, which stays the authority: every
     reported violation comes from it.
 
-    >>> from reference import CopyOnWriteStateMap
+    >>> from cowcheck.reference import CopyOnWriteStateMap
     >>> m = CopyOnWriteStateMap(capacity=4); tracker = StructureTracker()
     >>> m.put(1, 2, [3]); tracker.check(m), tracker.check(m)
     ([], [])

@@ -14,18 +14,18 @@ state's namespace type; besides ``Integer``, ``Long`` and ``String`` (Python
   the one namespace of non-windowed state, a singleton equal only to itself,
   ``hashCode = 99``.
 
-Importing this module teaches :func:`reference.hashing.java_hash_code` these
+Importing this module teaches :func:`cowcheck.reference.hashing.java_hash_code` these
 types (its documented extension point), so their layouts match Flink's. All
 three are immutable; ``repr`` is the Python that builds an equal value.
 
->>> from reference.hashing import java_hash_code
+>>> from cowcheck.reference.hashing import java_hash_code
 >>> java_hash_code(Tuple2(1, "a")), java_hash_code(VOID_NAMESPACE), java_hash_code(TimeWindow(0, 10))
 (128, 99, -1456339591)
 """
 
 from __future__ import annotations
 
-from reference.hashing import java_hash_code_cached, register_java_hash, to_int32
+from cowcheck.reference.hashing import java_hash_code_cached, register_java_hash, to_int32
 
 __all__ = ["Tuple2", "TimeWindow", "VoidNamespace", "VOID_NAMESPACE", "long_to_int_with_bit_mixing"]
 

@@ -21,7 +21,7 @@ inlines ``bucket_index`` and ``uses_primary_table`` on its hot paths;
 
 from __future__ import annotations
 
-from reference.hashing import INT_MAX, INT_MIN  # noqa: F401  (the contracts' pre: lines use them)
+from cowcheck.reference.hashing import INT_MAX, INT_MIN  # noqa: F401  (the contracts' pre: lines use them)
 
 __all__ = [
     "MINIMUM_CAPACITY",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from typing import Any, BinaryIO, Callable
 
-from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
+from cowcheck.reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 
 __all__ = [
     "IntSerializer",

@@ -5,7 +5,7 @@ snapshot can reach, but objects read from a snapshot may still be shared with
 the map, so they must not be mutated. Release the snapshot when done, or the
 map keeps copying forever.
 
->>> from reference import CopyOnWriteStateMap
+>>> from cowcheck.reference import CopyOnWriteStateMap
 >>> m = CopyOnWriteStateMap(capacity=4)
 >>> m.put(1, 0, [1])
 >>> s = m.snapshot()
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, BinaryIO, Callable, Iterator, Optional
 
-from reference.entry import StateMapEntry
+from cowcheck.reference.entry import StateMapEntry
 
 __all__ = ["CopyOnWriteStateMapSnapshot"]
 

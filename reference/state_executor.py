@@ -31,7 +31,7 @@ import queue
 import threading
 from typing import Any, Callable, Iterator, Protocol
 
-from reference.cow_state_map import CopyOnWriteStateMap
+from cowcheck.reference.cow_state_map import CopyOnWriteStateMap
 
 __all__ = [
     "StateRequestType",

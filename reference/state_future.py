@@ -42,7 +42,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Callable
 
-from reference.errors import IllegalStateError
+from cowcheck.reference.errors import IllegalStateError
 
 __all__ = ["StateFuture", "StateFutureImpl", "ContextStateFuture", "CompletedStateFuture", "completed_future"]
 

@@ -52,11 +52,11 @@ from typing import Any, BinaryIO, Callable, Iterator, Optional
 
 import attrs
 
-from reference.cow_state_map import CopyOnWriteStateMap
-from reference.errors import ConcurrentModificationError, IllegalStateError, KeyGroupOutOfRangeError
-from reference.hashing import java_hash_code_cached, key_group_for_hash
-from reference.layout import DEFAULT_CAPACITY
-from reference.snapshot import CopyOnWriteStateMapSnapshot, SnapshotView
+from cowcheck.reference.cow_state_map import CopyOnWriteStateMap
+from cowcheck.reference.errors import ConcurrentModificationError, IllegalStateError, KeyGroupOutOfRangeError
+from cowcheck.reference.hashing import java_hash_code_cached, key_group_for_hash
+from cowcheck.reference.layout import DEFAULT_CAPACITY
+from cowcheck.reference.snapshot import CopyOnWriteStateMapSnapshot, SnapshotView
 
 __all__ = [
     "KeyGroupRange",

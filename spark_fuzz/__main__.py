@@ -3,8 +3,8 @@ to ``spark-submit`` to run a campaign on a cluster (docs/campaigns.md)."""
 
 import sys
 
-from properties.cli import main
-from spark_fuzz import command
+from cowcheck.cli import main
+from cowcheck.spark_fuzz import command
 
 if __name__ == "__main__":
     sys.exit(main(["campaign", *sys.argv[1:]], commands=(command,)))

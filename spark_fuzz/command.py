@@ -19,22 +19,22 @@ from pathlib import Path
 import attrs
 from typing import TextIO
 
-from properties.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
+from cowcheck.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
                                    one_line, seconds_arg, step_seconds_arg, store_found)
-from properties.core import bounds
-from properties.core.contract import pointer
-from properties.core.errors import UsageError
-from properties.core.impls import probe_isolated, resolve
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
-from properties.core.machine import MACHINES, machine_kind
-from properties.registry import DEFAULT_MACHINE
-from properties.map.harness import CONTRACTS
-from properties.map.ops import SIZE_CLASSES
-from spark_fuzz.driver import run_campaign
-from spark_fuzz.executor import CampaignConfig, machine_config
-from spark_fuzz.report import busy_seconds, failure_kind, headline, replay_command
-from spark_fuzz.session import start
-from spark_fuzz.store import CampaignStore, CampaignStoreError
+from cowcheck.core import bounds
+from cowcheck.core.contract import pointer
+from cowcheck.core.errors import UsageError
+from cowcheck.core.impls import probe_isolated, resolve
+from cowcheck.core.limits import DEFAULT_STEP_TIME_LIMIT
+from cowcheck.core.machine import MACHINES, machine_kind
+from cowcheck.registry import DEFAULT_MACHINE
+from cowcheck.map.harness import CONTRACTS
+from cowcheck.map.ops import SIZE_CLASSES
+from cowcheck.spark_fuzz.driver import run_campaign
+from cowcheck.spark_fuzz.executor import CampaignConfig, machine_config
+from cowcheck.spark_fuzz.report import busy_seconds, failure_kind, headline, replay_command
+from cowcheck.spark_fuzz.session import start
+from cowcheck.spark_fuzz.store import CampaignStore, CampaignStoreError
 
 __all__ = ["register", "campaign", "seed_range"]
 

@@ -1,11 +1,11 @@
 """The Spark driver of a campaign: spread seed ranges over partitions, gather rows.
 
 Each seed range is one partition and one task; the task runs
-:func:`spark_fuzz.ranges.run_range` (a forked child per range, see there) and
+:func:`cowcheck.spark_fuzz.ranges.run_range` (a forked child per range, see there) and
 adds its ``runs`` row and ``failures`` rows to an accumulator, which the
 driver reads while the job runs: results arrive task by task, so the progress
 line is live, counterexamples are saved the moment they arrive, and results
-are written to ``DIR`` in batches (spark_fuzz.store) while the job is still
+are written to ``DIR`` in batches (cowcheck.spark_fuzz.store) while the job is still
 running. A campaign interrupted at any point keeps every range and every
 counterexample written so far; ``resume=True`` skips the finished ranges.
 
@@ -17,7 +17,7 @@ from the rows in hand (:func:`prefer`: a shrunk program, a deterministic one,
 the shortest, the lowest seed) and writes its file when a better one arrives,
 so each file is written with the text its row carries and the end of the run
 has nothing left to write. The report is rendered from the tables
-(spark_fuzz.report).
+(cowcheck.spark_fuzz.report).
 
 A task that fails at the Spark level (its Python worker died outside the
 forked child, or ``isolate=False``) aborts its job; the driver keeps what
@@ -35,10 +35,10 @@ from typing import Callable, TextIO
 
 import attrs
 
-from spark_fuzz.executor import CRASH, INTERNAL, CampaignConfig, Outcome, internal_outcome
-from spark_fuzz.ranges import RangeResult, run_range
-from spark_fuzz.report import HEADLINE, headline, write_report
-from spark_fuzz.store import CampaignStore
+from cowcheck.spark_fuzz.executor import CRASH, INTERNAL, CampaignConfig, Outcome, internal_outcome
+from cowcheck.spark_fuzz.ranges import RangeResult, run_range
+from cowcheck.spark_fuzz.report import HEADLINE, headline, write_report
+from cowcheck.spark_fuzz.store import CampaignStore
 
 __all__ = ["CampaignResult", "run_campaign", "plan_ranges", "missing_ranges", "distinct_failures", "prefer",
            "SPARK_TASK_FAILED", "ProgressLine"]

@@ -5,7 +5,7 @@
 implementation under test and the model step by step through the machine's
 harness (for the map, P1–P7 and, white-box, I1–I9 apply), and on failure takes
 the path of every failure to its counterexample
-(:func:`properties.core.settle.settle`: confirmed call by call if a batched
+(:func:`cowcheck.core.settle.settle`: confirmed call by call if a batched
 walk found it, replayed 10 times before and after shrinking, a program that
 does not fail every time marked nondeterministic), returned as the text of its
 file (docs/counterexample-format.md): the one value the worker, the driver and
@@ -18,13 +18,13 @@ tested without Spark.
 Two executors:
 
 - ``raw`` (default): a seeded *swarm* walk of the machine's walker
-  (``MachineKind.walker``; the map's is :func:`properties.map.walks.walk_program`:
+  (``MachineKind.walker``; the map's is :func:`cowcheck.map.walks.walk_program`:
   each seed draws its own op weights, some ops switched off, key and namespace
   space sizes and how often key == namespace, hash 0: one long chain), through
   the implementation's batched walks where it has them
   (``Implementation.batched_walks``: Flink's map, a map in its own process);
 - ``hypothesis``: the machine's Hypothesis state machine (``MachineKind.builder``)
-  run by :func:`properties.core.hunt.hunt` with the seed as Hypothesis seed.
+  run by :func:`cowcheck.core.hunt.hunt` with the seed as Hypothesis seed.
 
 Determinism: generation uses ``random.Random(seed)`` only (never ``hash()``,
 never set or dict order of strings), and layouts use the Java-compatible
@@ -46,22 +46,22 @@ from collections import Counter
 import attrs
 from hypothesis import settings
 
-import properties.flink  # noqa: F401  (registers --impl flink in every worker process; starts no JVM)
-from properties.core.boundary import build, construction_failure
-from properties.core.counterexample import signature
-from properties.core.errors import InternalError, UsageError
-from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
-from properties.core.hunt import hunt
-from properties.core.impls import resolve
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT
-from properties.core.machine import MachineKind, RunRecord, machine_kind
-from properties.core.profiles import PROFILES, stabilise_generation
-from properties.core.report import nondeterminism_note
-from properties.core.settle import Settled, Subject, settle
-from properties.registry import DEFAULT_MACHINE
-from properties.map.harness import CONTRACTS
-from properties.map.ops import SIZE_CLASSES
-from properties.map.walks import SPACES
+import cowcheck.flink  # noqa: F401  (registers --impl flink in every worker process; starts no JVM)
+from cowcheck.core.boundary import build, construction_failure
+from cowcheck.core.counterexample import signature
+from cowcheck.core.errors import InternalError, UsageError
+from cowcheck.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
+from cowcheck.core.hunt import hunt
+from cowcheck.core.impls import resolve
+from cowcheck.core.limits import DEFAULT_STEP_TIME_LIMIT
+from cowcheck.core.machine import MachineKind, RunRecord, machine_kind
+from cowcheck.core.profiles import PROFILES, stabilise_generation
+from cowcheck.core.report import nondeterminism_note
+from cowcheck.core.settle import Settled, Subject, settle
+from cowcheck.registry import DEFAULT_MACHINE
+from cowcheck.map.harness import CONTRACTS
+from cowcheck.map.ops import SIZE_CLASSES
+from cowcheck.map.walks import SPACES
 
 __all__ = ["CampaignConfig", "Outcome", "run_seed", "PASS", "DIVERGENCE", "INVARIANT", "CRASH", "TIMEOUT", "INTERNAL",
            "KINDS", "EXECUTORS", "internal_outcome", "machine_config"]
@@ -99,10 +99,10 @@ class CampaignConfig:
     ``seed_time_limit``: seconds a walk may take (then TIMEOUT); shrinking gets
     as long again. ``step_time_limit``: seconds one step may take (then a
     TIMEOUT failure of that step, shrunk and replayable like any other);
-    applied by :func:`spark_fuzz.ranges.run_range`.
+    applied by :func:`cowcheck.spark_fuzz.ranges.run_range`.
 
     ``batched``: where the implementation offers batched walks
-    (``Implementation.batched_walks``: Flink's map, :mod:`properties.flink.segments`;
+    (``Implementation.batched_walks``: Flink's map, :mod:`cowcheck.flink.segments`;
     a map in its own process), run each raw walk a segment per call into it,
     white-box invariants computed on its side after every step (so
     ``invariants_every`` does not apply); a failure is confirmed call by call
@@ -110,7 +110,7 @@ class CampaignConfig:
 
     ``sizes``: the largest size class raw walks grow maps to (``large``: up to
     100,000 entries); ``space``: ``full`` (every key family) or ``classic``
-    (:data:`properties.map.walks.SPACES`).
+    (:data:`cowcheck.map.walks.SPACES`).
 
     ``known``: signatures the campaign has found (and shrunk) already: a seed
     failing with one of them again is counted, not shrunk (no counterexample of
@@ -126,8 +126,8 @@ class CampaignConfig:
     them (the map's), ``invariants_every`` to machines with a ``sampled_harness``.
 
     ``in_process``: a ``MODULE:FACTORY`` map runs in the process that checks it;
-    by default it runs in a process of its own (:mod:`properties.core.remote`),
-    its walks run ahead there and are checked here (:mod:`properties.core.ahead`).
+    by default it runs in a process of its own (:mod:`cowcheck.core.remote`),
+    its walks run ahead there and are checked here (:mod:`cowcheck.core.ahead`).
     """
 
     impl: str = "reference"
@@ -203,7 +203,7 @@ class Outcome:
     coverage: dict = attrs.Factory(dict)
     findings: dict = attrs.Factory(dict)
     op_mix: dict = attrs.Factory(dict)
-    space: dict = attrs.Factory(dict)  # state-space coverage (properties.map.space.SpaceCoverage.to_json)
+    space: dict = attrs.Factory(dict)  # state-space coverage (cowcheck.map.space.SpaceCoverage.to_json)
     failing_op: str = ""
     original_steps: int = 0
     counterexample: str | None = None
@@ -365,7 +365,7 @@ def _shrink_budget(config: CampaignConfig) -> float:
 
 def _failed(seed: int, config: CampaignConfig, subject: Subject, program: list, failure: Failure, through,
             counts: dict) -> Outcome | None:
-    """The outcome of a failing walk (:func:`~properties.core.settle.settle`: confirmed, shrunk unless
+    """The outcome of a failing walk (:func:`~cowcheck.core.settle.settle`: confirmed, shrunk unless
     its signature is known, its reliability measured); None if the failure was a call suspected of
     hanging that returned under the full limit."""
     found_by = {"tool": "cowcheck campaign", "generator": "walk", "seed": seed, "executor": config.executor,

@@ -22,7 +22,7 @@ A seed range is the unit of work a Spark task runs, of resume and of the
   process is left to Spark (the driver re-runs the range, then its seeds one
   by one, and reports what keeps failing).
 
->>> from spark_fuzz.executor import CampaignConfig
+>>> from cowcheck.spark_fuzz.executor import CampaignConfig
 >>> result = run_range(0, 2, CampaignConfig(steps=20), isolate=False)
 >>> [o.kind for o in result.outcomes], result.ops == sum(o.ops for o in result.outcomes) > 0
 (['PASS', 'PASS'], True)
@@ -43,12 +43,12 @@ from collections import Counter
 
 import attrs
 
-from properties.core.limits import limited
-from properties.core.processes import describe_wait_status
-from properties.core.profiles import tune_collector
-from properties.flink.jvm import started as jvm_started  # a JVM a seed starts: reported as start-up cost
-from properties.map.space import SpaceCoverage
-from spark_fuzz.executor import (
+from cowcheck.core.limits import limited
+from cowcheck.core.processes import describe_wait_status
+from cowcheck.core.profiles import tune_collector
+from cowcheck.flink.jvm import started as jvm_started  # a JVM a seed starts: reported as start-up cost
+from cowcheck.map.space import SpaceCoverage
+from cowcheck.spark_fuzz.executor import (
     CRASH,
     DIVERGENCE,
     INTERNAL,
@@ -62,7 +62,7 @@ from spark_fuzz.executor import (
     learned,
     run_seed,
 )
-from spark_fuzz.store import space_columns
+from cowcheck.spark_fuzz.store import space_columns
 
 __all__ = ["RangeResult", "run_range", "guarded_run_seed", "WORKER_EXIT", "hard_limit"]
 
@@ -107,7 +107,7 @@ class RangeResult:
         return Counter(o.kind for o in self.outcomes)
 
     def runs_row(self, config: CampaignConfig, round_no: int = 0) -> dict:
-        """The ``runs`` table row of this range (spark_fuzz.store.RUNS_SCHEMA)."""
+        """The ``runs`` table row of this range (cowcheck.spark_fuzz.store.RUNS_SCHEMA)."""
         kinds = self.kinds()
         totals = {name: Counter() for name in ("coverage", "op_mix", "findings")}
         space = SpaceCoverage()
@@ -126,7 +126,7 @@ class RangeResult:
                 "startup_seconds": self.startup_seconds, **space_columns(space.to_json())}
 
     def failure_rows(self, config: CampaignConfig) -> list[dict]:
-        """The ``failures`` table rows of this range (spark_fuzz.store.FAILURES_SCHEMA):
+        """The ``failures`` table rows of this range (cowcheck.spark_fuzz.store.FAILURES_SCHEMA):
         the implementation's failures, and cowcheck's own errors (kind INTERNAL). A row
         carries its seed's counterexample as the file's text (``counterexample_json``),
         as the seed's worker rendered it."""
@@ -167,7 +167,7 @@ def guarded_run_seed(seed: int, config: CampaignConfig) -> Outcome:
 def run_range(start: int, stop: int, config: CampaignConfig, isolate: bool = True) -> RangeResult:
     """Run seeds ``start..stop-1``; one outcome per seed, in seed order. Each
     call into the implementation runs under ``config.step_time_limit``, paced
-    (``properties.core.limits``: a hang is suspected within about a second)."""
+    (``cowcheck.core.limits``: a hang is suspected within about a second)."""
     started = time.time()
     seeds = list(range(start, stop))
     if isolate and hasattr(os, "fork"):

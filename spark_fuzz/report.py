@@ -1,11 +1,11 @@
 """Campaign reports: rows in, ``report.md``, ``report.html`` and plots out. No Spark.
 
 Everything here is a function of the ``runs`` and ``failures`` rows (the
-Parquet tables of spark_fuzz.store, as dicts), so a report can be rebuilt
+Parquet tables of cowcheck.spark_fuzz.store, as dicts), so a report can be rebuilt
 from a campaign directory at any time and tested without a cluster::
 
-    from spark_fuzz.driver import distinct_failures
-    from spark_fuzz.store import CampaignStore
+    from cowcheck.spark_fuzz.driver import distinct_failures
+    from cowcheck.spark_fuzz.store import CampaignStore
     store = CampaignStore("DIR")
     failures = store.failures()
     write_report(store.root, store.runs(), failures, distinct_failures(failures), config, {})
@@ -28,15 +28,15 @@ from pathlib import Path
 
 import attrs
 
-from properties.core.contract import entries, pointer
-from properties.core.counterexample import Counterexample, CounterexampleError
-from properties.core.counterexample import replay_command as cx_replay_command
-from properties.core.impls import is_builtin
-from properties.core.machine import MACHINES, machine_kind
-from properties.core.files import write_atomically
-from properties.registry import DEFAULT_MACHINE
-from properties.map.space import SpaceCoverage
-from spark_fuzz.store import space_of_row
+from cowcheck.core.contract import entries, pointer
+from cowcheck.core.counterexample import Counterexample, CounterexampleError
+from cowcheck.core.counterexample import replay_command as cx_replay_command
+from cowcheck.core.impls import is_builtin
+from cowcheck.core.machine import MACHINES, machine_kind
+from cowcheck.core.files import write_atomically
+from cowcheck.registry import DEFAULT_MACHINE
+from cowcheck.map.space import SpaceCoverage
+from cowcheck.spark_fuzz.store import space_of_row
 
 __all__ = ["Summary", "summarise", "busy_seconds", "throughput_segments", "totals", "replay_command",
            "render_markdown", "render_html", "write_report", "PLOTS", "failure_kind", "HEADLINE",

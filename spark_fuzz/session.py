@@ -3,7 +3,7 @@
 Campaigns use the RDD API only (parallelize, foreach, an accumulator), so
 they need a ``SparkContext``, not a ``SparkSession``: the SQL layer would add
 seconds of start-up and nothing the campaign uses. Parquet is
-written by the driver with pyarrow (spark_fuzz.store), so ``DIR`` is always
+written by the driver with pyarrow (cowcheck.spark_fuzz.store), so ``DIR`` is always
 on the driver's file system.
 
 What :func:`start` sets, before the JVM starts (it cannot change afterwards):
@@ -44,7 +44,7 @@ import time
 import warnings
 from pathlib import Path
 
-from properties.core.processes import SAFE_PATH_ENV
+from cowcheck.core.processes import SAFE_PATH_ENV
 
 __all__ = ["LOG4J2_PROPERTIES", "DEFAULT_MASTER", "campaign_conf", "start", "started_under_spark_submit"]
 

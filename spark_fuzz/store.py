@@ -10,7 +10,7 @@ Layout of ``DIR``::
     report.md, report.html, plots/*.png
 
 Every file appears whole or not at all: each is written to a hidden temporary
-file beside it and renamed into place (``properties.core.files.write_atomically``;
+file beside it and renamed into place (``cowcheck.core.files.write_atomically``;
 readers never look at the hidden names). A batch
 of results writes its ``failures`` part before its ``runs`` part, and a
 failure row counts only if its seed range has a ``runs`` row: a campaign
@@ -23,7 +23,7 @@ One run at a time: a run holds an OS lock on ``DIR/.campaign.lock``
 second run of the same campaign (two ``--resume`` at once) is refused with
 one line instead of running the same seeds twice. Everything read back from
 ``DIR`` (manifest, Parquet parts, counterexamples) is read as a user's file:
-regular files only, size-capped (``properties.core.files``); a damaged part
+regular files only, size-capped (``cowcheck.core.files``); a damaged part
 is bad input (exit 2), not cowcheck's error.
 """
 
@@ -39,7 +39,7 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from properties.core.files import MIB, UserFileError, read_json, read_user_file, write_atomically
+from cowcheck.core.files import MIB, UserFileError, read_json, read_user_file, write_atomically
 
 try:
     import fcntl
@@ -67,7 +67,7 @@ RUNS_SCHEMA = pa.schema([
     ("internal", pa.int64()), ("coverage", _COUNTS), ("op_mix", _COUNTS), ("findings", _COUNTS),
     ("impl", pa.string()), ("executor", pa.string()),
     ("startups", pa.int64()), ("startup_seconds", pa.float64()),  # worker processes started, their start-up (JVM)
-    # State-space coverage of the range's maps (properties.map.space.SpaceCoverage, field by field).
+    # State-space coverage of the range's maps (cowcheck.map.space.SpaceCoverage, field by field).
     ("space_maps", pa.int64()), ("space_largest", pa.int64()), ("space_size_classes", _COUNTS),
     ("space_generations", pa.int64()), ("space_generations_total", pa.int64()),
     ("space_under_snapshot", pa.int64()), ("space_snapshots_alive", pa.int64()),

@@ -7,9 +7,9 @@ import sys
 
 from hypothesis import settings
 
-import properties.flink  # noqa: F401  (registers --impl flink)
-import properties.registry  # noqa: F401  (each machine package registers its machine and mutants)
-from properties.core.profiles import register_profiles, stabilise_generation
+import cowcheck.flink  # noqa: F401  (registers --impl flink)
+import cowcheck.registry  # noqa: F401  (each machine package registers its machine and mutants)
+from cowcheck.core.profiles import register_profiles, stabilise_generation
 
 register_profiles()
 stabilise_generation()

@@ -1,17 +1,17 @@
 """Seeded arithmetic bugs for ``cowcheck prove``: each function is a copy of a
-contracted function of ``reference.layout`` or ``reference.hashing`` with one
+contracted function of ``cowcheck.reference.layout`` or ``cowcheck.reference.hashing`` with one
 realistic mistake, and the very same docstring (``tests/test_prove.py``
 checks that), so CrossHair must refute it. ``ORIGINAL__what`` names the
 function copied and the mistake.
 """
 
-from reference.hashing import (  # noqa: F401  (names the copied contracts use)
+from cowcheck.reference.hashing import (  # noqa: F401  (names the copied contracts use)
     INT_MAX,
     INT_MIN,
     MAX_PARALLELISM_UPPER_BOUND,
     murmur_hash,
 )
-from reference.layout import (  # noqa: F401
+from cowcheck.reference.layout import (  # noqa: F401
     MAXIMUM_CAPACITY,
     NEVER_GROW_THRESHOLD,
     VALID_CAPACITIES,

@@ -5,7 +5,7 @@ walks do that depends on the walk generator, so the tests ask here instead of
 pinning seed numbers that change whenever the generator grows.
 """
 
-from properties.map.walks import walk_program
+from cowcheck.map.walks import walk_program
 from faults import TRIGGER  # tests/zoo/faults.py
 
 _PUTS = {"put": -1, "put_and_get_old": -1, "put_range": -1}

@@ -1,6 +1,6 @@
-"""Steps run ahead in the process of a user's map (properties.core.ahead), as Hypothesis's examples give them.
+"""Steps run ahead in the process of a user's map (cowcheck.core.ahead), as Hypothesis's examples give them.
 
-The map runs in a process of its own (properties.core.remote); a Hypothesis
+The map runs in a process of its own (cowcheck.core.remote); a Hypothesis
 example's steps are sent there one by one as they are given, run there by the
 checker's harness over the map, and checked here by the same harness from the
 records, a few steps later. The verdicts must be the ones a live harness gives,
@@ -23,13 +23,13 @@ ROOT = Path(__file__).resolve().parent.parent
 ZOO_DIR = ROOT / "tests" / "zoo"
 sys.path.insert(0, str(ZOO_DIR))  # the maps' module (imported in their own process only)
 
-from properties.core.ahead import example_harness  # noqa: E402
-from properties.core.failures import CheckFailure  # noqa: E402
-from properties.core.limits import StepTimeLimit  # noqa: E402
-from properties.core.machine import machine_kind  # noqa: E402
-from properties.core.program import Step  # noqa: E402
-from properties.core.remote import remote_factory, shutdown_workers  # noqa: E402
-from properties.map.harness import Harness  # noqa: E402
+from cowcheck.core.ahead import example_harness  # noqa: E402
+from cowcheck.core.failures import CheckFailure  # noqa: E402
+from cowcheck.core.limits import StepTimeLimit  # noqa: E402
+from cowcheck.core.machine import machine_kind  # noqa: E402
+from cowcheck.core.program import Step  # noqa: E402
+from cowcheck.core.remote import remote_factory, shutdown_workers  # noqa: E402
+from cowcheck.map.harness import Harness  # noqa: E402
 
 OPTIONS = {"white_box": False, "strict_live_iteration": False, "capacity": 4, "contract": "flink"}
 PROGRAM = [Step("put", (1, 0, [1])), Step("snapshot", (0,)), Step("put", (2, 0, [2])), Step("get", (1, 0)),
@@ -136,7 +136,7 @@ def test_a_hang_in_a_bulk_step_run_ahead_is_found_at_that_step_within_a_few_limi
 
 def cowcheck(*args, cwd):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ZOO_DIR), str(ROOT)]))
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=600)
 
 
@@ -171,8 +171,8 @@ def test_a_list_too_long_to_cross_reaches_the_checker_as_its_length_and_beginnin
     """A list of over a million items the map hands back is neither copied nor marshalled in its
     process: the checker reads its type, length and beginning, which equal nothing the model
     holds and show as the whole list shows in one process."""
-    from properties.core.failures import safe_repr
-    from properties.core.wire import Oversized
+    from cowcheck.core.failures import safe_repr
+    from cowcheck.core.wire import Oversized
 
     factory = remote_factory("adversaries", "huge_state", machine_kind("map").isolation)
     m = factory(capacity=4, state_copier=copy.deepcopy)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from model import ModelMap
-from properties.core import api
-from properties.core.impls import resolve
-from reference import CopyOnWriteStateMap
+from cowcheck.model import ModelMap
+from cowcheck.core import api
+from cowcheck.core.impls import resolve
+from cowcheck.reference import CopyOnWriteStateMap
 
 ROOT = Path(__file__).resolve().parent.parent
 

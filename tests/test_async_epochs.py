@@ -1,16 +1,16 @@
-"""Epochs and non-records (reference.epochs, AsyncExecutionController.process_non_record) and the async
+"""Epochs and non-records (cowcheck.reference.epochs, AsyncExecutionController.process_non_record) and the async
 machine's A11: a non-record's actions run after the records before it, once, in epoch order."""
 
 from pathlib import Path
 
 import pytest
 
-from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
-from properties.core.failures import CheckFailure
-from properties.core.program import Step
-from properties.async_exec.walks import walk_program
-from reference.async_execution import AsyncExecutionController, DrainStalledError, ManualClock, ParallelMode
-from reference.epochs import EpochManager, EpochStatus
+from cowcheck.async_exec.harness import AsyncHarness, AsyncMachineConfig
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.program import Step
+from cowcheck.async_exec.walks import walk_program
+from cowcheck.reference.async_execution import AsyncExecutionController, DrainStalledError, ManualClock, ParallelMode
+from cowcheck.reference.epochs import EpochManager, EpochStatus
 
 
 FINDING = Path(__file__).resolve().parent.parent / "docs" / "findings" / "epoch-parallel-trigger-stall.json"
@@ -155,7 +155,7 @@ def test_the_same_program_runs_through_in_serial_mode():
 
 
 def test_a_non_record_step_renders_as_runnable_python():
-    from properties.async_exec.harness import render_async_program
+    from cowcheck.async_exec.harness import render_async_program
 
     steps = [Step("arrive", (0, [["add", "a", 1]])), Step("non_record", ([[0, [["read", "a"]]]],)),
              Step("drain", (0,))]
@@ -165,12 +165,12 @@ def test_a_non_record_step_renders_as_runnable_python():
 
 
 def test_a_regression_written_when_its_helpers_were_in_the_harness_still_runs():
-    from properties.async_exec.harness import render_async_program
+    from cowcheck.async_exec.harness import render_async_program
 
     steps = [Step("arrive", (0, [["add", "a", 1]])), Step("non_record", ([[0, [["read", "a"]]]],)),
              Step("drain", (0,))]
     program = render_async_program(steps, AsyncMachineConfig(epoch_mode="parallel"))
-    older = program.replace("from properties.async_exec.records import", "from properties.async_exec.harness import")
+    older = program.replace("from cowcheck.async_exec.records import", "from cowcheck.async_exec.harness import")
     assert older != program
     namespace = {}
     exec(older, namespace)
@@ -178,9 +178,9 @@ def test_a_regression_written_when_its_helpers_were_in_the_harness_still_runs():
 
 
 def test_the_stored_finding_replays_in_parallel_mode_from_its_file_and_passes_now_that_timers_overdraw():
-    from properties.core.counterexample import load
-    from properties.core.replay import replay_setup
-    from properties.core.shrink import replay
+    from cowcheck.core.counterexample import load
+    from cowcheck.core.replay import replay_setup
+    from cowcheck.core.shrink import replay
 
     cx = load(FINDING)
     assert cx.settings == {"epoch_mode": "parallel"}
@@ -192,7 +192,7 @@ def test_the_stored_finding_replays_in_parallel_mode_from_its_file_and_passes_no
 def test_counterexample_settings_of_another_machine_are_bad_input():
     import json
 
-    from properties.core.counterexample import Counterexample, CounterexampleError
+    from cowcheck.core.counterexample import Counterexample, CounterexampleError
 
     data = json.loads(FINDING.read_text())
     data["settings"] = {"epoch_mode": "sideways"}

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from reference.async_execution import (
+from cowcheck.reference.async_execution import (
     AsyncExecutionController,
     DrainStalledError,
     KeyAccountingUnit,
@@ -12,10 +12,10 @@ from reference.async_execution import (
     RecordContext,
     StateRequestBuffer,
 )
-from reference.errors import IllegalStateError
-from reference.state_executor import VOID_NAMESPACE, HeapStateBackend, StateRequest, StateRequestType
-from reference.state_future import CompletedStateFuture, ContextStateFuture, StateFutureImpl
-from reference.state_table import CopyOnWriteStateTable
+from cowcheck.reference.errors import IllegalStateError
+from cowcheck.reference.state_executor import VOID_NAMESPACE, HeapStateBackend, StateRequest, StateRequestType
+from cowcheck.reference.state_future import CompletedStateFuture, ContextStateFuture, StateFutureImpl
+from cowcheck.reference.state_table import CopyOnWriteStateTable
 
 
 def _increment(state):

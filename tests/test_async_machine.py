@@ -6,18 +6,18 @@ import pytest
 from hypothesis import seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from model.async_model import AsyncModel
-from properties.async_exec.harness import ASYNC_SCENARIOS, AsyncHarness, AsyncMachineConfig, render_async_program
-from properties.async_exec.machine import make_async_machine
-from properties.async_exec.ops import ASYNC_OPS
-from properties.core.failures import CheckFailure
-from properties.core.hunt import hunt
-from properties.core.machine import RunRecord, machine_kind
-from properties.core.mutants import catalogue
-from properties.core.program import Step, step_to_json
-from properties.core.settle import Subject
-from properties.core.shrink import replay, shrink
-from reference.async_execution import AsyncExecutionController
+from cowcheck.model.async_model import AsyncModel
+from cowcheck.async_exec.harness import ASYNC_SCENARIOS, AsyncHarness, AsyncMachineConfig, render_async_program
+from cowcheck.async_exec.machine import make_async_machine
+from cowcheck.async_exec.ops import ASYNC_OPS
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.hunt import hunt
+from cowcheck.core.machine import RunRecord, machine_kind
+from cowcheck.core.mutants import catalogue
+from cowcheck.core.program import Step, step_to_json
+from cowcheck.core.settle import Subject
+from cowcheck.core.shrink import replay, shrink
+from cowcheck.reference.async_execution import AsyncExecutionController
 
 SEED = 20240611
 # docs/contract.md §13's async scenarios, as named by the harness.
@@ -88,7 +88,7 @@ def test_a_shrunk_failure_is_short_and_its_printed_program_reproduces_it():
 
 
 def test_the_machine_has_a_rule_per_operation_of_the_table_and_walks_draw_them_all():
-    from properties.async_exec.walks import walk_program
+    from cowcheck.async_exec.walks import walk_program
 
     machine = make_async_machine(AsyncExecutionController)
     rules = {name for name, value in vars(machine).items() if hasattr(value, "hypothesis_stateful_rule")}
@@ -114,7 +114,7 @@ def test_timers_fire_on_keys_records_hold_and_at_the_in_flight_limit_and_the_ref
 
 
 def test_key_order_puts_a_timer_where_it_entered_its_keys_queue():
-    from model.async_model import KeyOrder
+    from cowcheck.model.async_model import KeyOrder
 
     def order(starts, draining):
         o = KeyOrder()

@@ -8,15 +8,15 @@ from pathlib import Path
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import properties.registry  # noqa: F401
-from properties.backend import (BackendHarness, BackendMachineConfig, make_backend_machine, reference_state_backend,
+import cowcheck.registry  # noqa: F401
+from cowcheck.backend import (BackendHarness, BackendMachineConfig, make_backend_machine, reference_state_backend,
                                 reference_flink_format_backend)
-from properties.backend.harness import BACKEND_SCENARIOS
-from properties.core.machine import RunRecord, machine_kind
-from properties.core.mutants import catalogue
-from properties.core.program import Step
-from properties.core.shrink import replay
-from properties.core.walk_phase import run_walks
+from cowcheck.backend.harness import BACKEND_SCENARIOS
+from cowcheck.core.machine import RunRecord, machine_kind
+from cowcheck.core.mutants import catalogue
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import replay
+from cowcheck.core.walk_phase import run_walks
 
 ROOT = Path(__file__).resolve().parent.parent
 OPEN = Step("open", ("int", 8))
@@ -27,7 +27,7 @@ RACE = [OPEN, Step("list_add", ("list", 0, 0, 1)), Step("checkpoint_async", (0, 
 
 
 def cowcheck(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=900)
 
 

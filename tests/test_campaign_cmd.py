@@ -5,7 +5,7 @@ import io
 
 import pytest
 
-from properties.cli import main
+from cowcheck.cli import main
 
 
 @pytest.mark.parametrize("args, problem", [

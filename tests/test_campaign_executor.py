@@ -14,14 +14,14 @@ import attrs
 import pytest
 from fault_seeds import SIZES, lone_trigger, window
 
-from properties.cli import main
-from properties.core.counterexample import Counterexample, save
-from properties.core.mutants import catalogue
-from properties.map.ops import MAP_OPS
-from properties.map.scenarios import MAP_SCENARIOS
-from properties.map.walks import WALK_OPS, walk_program
-from spark_fuzz import CampaignConfig, Outcome, run_range, run_seed
-from spark_fuzz.ranges import guarded_run_seed
+from cowcheck.cli import main
+from cowcheck.core.counterexample import Counterexample, save
+from cowcheck.core.mutants import catalogue
+from cowcheck.map.ops import MAP_OPS
+from cowcheck.map.scenarios import MAP_SCENARIOS
+from cowcheck.map.walks import WALK_OPS, walk_program
+from cowcheck.spark_fuzz import CampaignConfig, Outcome, run_range, run_seed
+from cowcheck.spark_fuzz.ranges import guarded_run_seed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,7 +150,7 @@ def test_a_walk_over_its_time_limit_is_a_timeout_outcome():
 
 _OUTCOMES = textwrap.dedent("""
     import json, sys
-    from spark_fuzz import CampaignConfig, run_seed
+    from cowcheck.spark_fuzz import CampaignConfig, run_seed
     out = []
     for impl, executor, seed in [("reference", "raw", 11), ("mutant:skip-prefix-copy", "raw", 0),
                                  ("mutant:remove-without-prev-copy", "raw", 4),
@@ -220,7 +220,7 @@ def test_an_exception_escaping_run_seed_is_cowchecks_internal_outcome_not_a_fail
 
 
 def test_an_error_of_cowchecks_own_code_in_a_walk_is_an_internal_outcome_counted_apart(monkeypatch):
-    from properties.map.harness import Harness
+    from cowcheck.map.harness import Harness
 
     def broken(self, step):
         raise KeyError("a bug in cowcheck")
@@ -244,8 +244,8 @@ def test_a_worker_process_resolves_flink_without_the_command_line_having_importe
     # Spark's Python workers import only spark_fuzz: the executor itself must register --impl flink.
     script = textwrap.dedent("""
         import sys
-        from spark_fuzz import CampaignConfig, run_seed
-        assert "properties.cli" not in sys.modules
+        from cowcheck.spark_fuzz import CampaignConfig, run_seed
+        assert "cowcheck.cli" not in sys.modules
         outcome = run_seed(0, CampaignConfig(impl="flink", capacity=128, steps=50))
         print(outcome.kind, outcome.code, outcome.message)
     """)

@@ -10,14 +10,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from properties.core.contract import pointer
-from spark_fuzz.driver import distinct_failures, missing_ranges, plan_ranges, prefer
-from spark_fuzz.executor import CampaignConfig
-from spark_fuzz.ranges import run_range
-from spark_fuzz.report import (HEADLINE, HEADLINE_DEFINITION, PLOTS, busy_seconds, headline, program_of, render_html,
+from cowcheck.core.contract import pointer
+from cowcheck.spark_fuzz.driver import distinct_failures, missing_ranges, plan_ranges, prefer
+from cowcheck.spark_fuzz.executor import CampaignConfig
+from cowcheck.spark_fuzz.ranges import run_range
+from cowcheck.spark_fuzz.report import (HEADLINE, HEADLINE_DEFINITION, PLOTS, busy_seconds, headline, program_of, render_html,
                                render_markdown, replay_command, saturation, summarise, throughput_segments, totals,
                                write_report)
-from spark_fuzz.store import CampaignStore, CampaignStoreError
+from cowcheck.spark_fuzz.store import CampaignStore, CampaignStoreError
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = CampaignConfig(impl="mutant:skip-prefix-copy", steps=120, sizes="small")
@@ -141,7 +141,7 @@ def test_a_version_3_campaign_resumes_its_rows_read_as_version_4_ones(tmp_path, 
     before a setting existed (machine) resumes with that setting's default."""
     import pyarrow as pa
 
-    from spark_fuzz.store import FAILURES_SCHEMA
+    from cowcheck.spark_fuzz.store import FAILURES_SCHEMA
 
     runs, failures = found
     store = CampaignStore(tmp_path / "c")
@@ -243,8 +243,8 @@ def test_internal_errors_of_cowcheck_are_counted_apart_from_failures_in_the_repo
 
 
 def test_the_driver_keeps_internal_rows_out_of_the_failures_and_writes_their_tracebacks(tmp_path):
-    from spark_fuzz.driver import ProgressLine, _Campaign
-    from spark_fuzz.store import CampaignStore
+    from cowcheck.spark_fuzz.driver import ProgressLine, _Campaign
+    from cowcheck.spark_fuzz.store import CampaignStore
 
     store = CampaignStore(tmp_path)
     store.begin(CONFIG.to_json(), False)
@@ -258,8 +258,8 @@ def test_the_driver_keeps_internal_rows_out_of_the_failures_and_writes_their_tra
 
 
 def test_the_driver_writes_a_signatures_file_when_a_better_row_arrives_and_ends_with_the_choice_of_all(tmp_path):
-    from spark_fuzz.driver import ProgressLine, _Campaign
-    from spark_fuzz.store import CampaignStore
+    from cowcheck.spark_fuzz.driver import ProgressLine, _Campaign
+    from cowcheck.spark_fuzz.store import CampaignStore
 
     store = CampaignStore(tmp_path)
     store.begin(CONFIG.to_json(), False)
@@ -309,7 +309,7 @@ def test_the_what_next_regression_test_command_runs_as_written(tmp_path, found):
     command = shlex.split(line.split(": ", 1)[1])
     assert command[0] == "cowcheck"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-    run = subprocess.run([sys.executable, "-m", "properties.cli", *command[1:]], cwd=tmp_path, env=env,
+    run = subprocess.run([sys.executable, "-m", "cowcheck.cli", *command[1:]], cwd=tmp_path, env=env,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert list((tmp_path / "tests" / "regressions").glob("test_*.py"))

@@ -1,6 +1,6 @@
 """The campaign's Spark settings, without starting Spark."""
 
-from spark_fuzz.session import LOG4J2_PROPERTIES, campaign_conf
+from cowcheck.spark_fuzz.session import LOG4J2_PROPERTIES, campaign_conf
 
 
 def test_a_local_campaign_has_no_ui_no_progress_bars_and_logs_warnings_only():

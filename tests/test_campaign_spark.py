@@ -19,10 +19,10 @@ import pandas as pd
 import pytest
 from fault_seeds import SIZES, lone_trigger, window
 
-from properties.cli import main
-from spark_fuzz.driver import run_campaign
-from spark_fuzz.executor import CampaignConfig
-from spark_fuzz.store import CampaignStore
+from cowcheck.cli import main
+from cowcheck.spark_fuzz.driver import run_campaign
+from cowcheck.spark_fuzz.executor import CampaignConfig
+from cowcheck.spark_fuzz.store import CampaignStore
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANT = CampaignConfig(impl="mutant:skip-prefix-copy", steps=150, sizes="small")
@@ -31,7 +31,7 @@ SEEDS = (0, 24)
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_fuzz.session import start
+    from cowcheck.spark_fuzz.session import start
 
     sc, _ = start("local[2]")
     yield sc
@@ -55,7 +55,7 @@ def test_a_campaign_against_a_seeded_bug_finds_it_and_writes_a_replayable_counte
     assert {row["signature"].split("--")[1] for row in mutant_campaign.distinct} == {"INVARIANT-I9"}
     assert [p.stem for p in files] == [row["signature"] for row in mutant_campaign.distinct]
     cowcheck = Path(sys.executable).with_name("cowcheck")  # the console script next to this interpreter
-    command = [str(cowcheck)] if cowcheck.exists() else [sys.executable, "-m", "properties"]
+    command = [str(cowcheck)] if cowcheck.exists() else [sys.executable, "-m", "cowcheck"]
     replayed = subprocess.run(command + ["replay", str(files[0])], capture_output=True, text=True, check=False)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert "reproduces" in replayed.stdout
@@ -231,7 +231,7 @@ def test_stop_after_n_distinct_failures_stops_and_resume_does_the_rest(spark, tm
 
 def test_ctrl_c_ends_a_campaign_with_the_resume_line_and_no_traceback(tmp_path):
     out = tmp_path / "interrupted"
-    command = [sys.executable, "-m", "properties.cli", "campaign", "--impl", "reference", "--master", "local[2]",
+    command = [sys.executable, "-m", "cowcheck.cli", "campaign", "--impl", "reference", "--master", "local[2]",
                "--minutes", "2", "--out", str(out)]
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
@@ -246,7 +246,7 @@ def test_ctrl_c_ends_a_campaign_with_the_resume_line_and_no_traceback(tmp_path):
 
 
 def test_a_counterexample_replays_to_the_same_trace_byte_for_byte_on_a_spark_executor(spark):
-    from properties.registry import trace
+    from cowcheck.registry import trace
 
     stored = sorted(str(p) for p in (Path(__file__).parent / "regressions" / "counterexamples").glob("*.json"))
     on_driver = [trace(path) for path in stored]
@@ -259,7 +259,7 @@ def test_the_jvms_stderr_reaches_ours_without_the_incubator_module_notice(tmp_pa
     """In a fresh process (one JVM per process): what the JVM writes to stderr
     is passed on, the start-up notice about jdk.incubator.vector is not."""
     script = (
-        "from spark_fuzz.session import start\n"
+        "from cowcheck.spark_fuzz.session import start\n"
         "sc, _ = start('local[1]')\n"
         "sc._jvm.System.err.println('a line from the JVM')\n"
         "assert sc.parallelize([1, 2], 1).map(lambda x: x * 2).collect() == [2, 4]\n"
@@ -310,7 +310,7 @@ def test_a_campaign_of_another_machine_on_a_flink_release_runs_under_spark_submi
     assert bool(stored) == bool(verdict)
     for path in stored:  # each replays on that release (a JVM of its own), to the failure it was stored for
         assert json.loads(path.read_text())["failure"]["code"] == "T2"
-        replayed = subprocess.run([sys.executable, "-m", "properties.cli", "replay", str(path)], capture_output=True,
+        replayed = subprocess.run([sys.executable, "-m", "cowcheck.cli", "replay", str(path)], capture_output=True,
                                   text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=600)
         assert replayed.returncode == 1 and "reproduces" in replayed.stdout, replayed.stdout + replayed.stderr
 

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from reference.checkpoint import (
+from cowcheck.reference.checkpoint import (
     DEFAULT_MEMORY_THRESHOLD,
     MAX_MEMORY_THRESHOLD,
     CheckpointHandle,
@@ -20,10 +20,10 @@ from reference.checkpoint import (
     HeapKeyedStateBackend,
     PendingCheckpoint,
 )
-from properties.checkpoint.inspect import inspect_checkpoint
-from reference.errors import CheckpointFormatError, IllegalStateError
-from reference.hashing import key_group
-from reference.serializers import (
+from cowcheck.checkpoint.inspect import inspect_checkpoint
+from cowcheck.reference.errors import CheckpointFormatError, IllegalStateError
+from cowcheck.reference.hashing import key_group
+from cowcheck.reference.serializers import (
     BytesSerializer,
     IntSerializer,
     ListSerializer,
@@ -31,7 +31,7 @@ from reference.serializers import (
     MapSerializer,
     StringSerializer,
 )
-from reference.state_table import KeyGroupRange, key_group_range_for_operator
+from cowcheck.reference.state_table import KeyGroupRange, key_group_range_for_operator
 
 MP = 16
 

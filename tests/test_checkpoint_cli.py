@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from reference.checkpoint import CheckpointStreamFactory, HeapKeyedStateBackend
-from reference.serializers import IntSerializer, ListSerializer, MapSerializer, StringSerializer
-from reference.state_table import KeyGroupRange
+from cowcheck.reference.checkpoint import CheckpointStreamFactory, HeapKeyedStateBackend
+from cowcheck.reference.serializers import IntSerializer, ListSerializer, MapSerializer, StringSerializer
+from cowcheck.reference.state_table import KeyGroupRange
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def cowcheck(*args):
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
 
 

@@ -6,21 +6,21 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from properties.checkpoint.harness import (
+from cowcheck.checkpoint.harness import (
     CHECKPOINT_SCENARIOS,
     REQUIRED_CHECKPOINT_SCENARIOS,
     CheckpointHarness,
     render_checkpoint_program,
 )
-from properties.checkpoint.machine import CheckpointMachineConfig, make_checkpoint_machine, small_backend
-from properties.checkpoint.ops import CHECKPOINT_OPS
-from properties.core.failures import CheckFailure
-from properties.core.hunt import hunt
-from properties.core.machine import RunRecord, machine_kind
-from properties.core.mutants import catalogue
-from properties.core.program import Step, step_to_json
-from properties.core.settle import Subject
-from properties.core.shrink import replay, signature_of
+from cowcheck.checkpoint.machine import CheckpointMachineConfig, make_checkpoint_machine, small_backend
+from cowcheck.checkpoint.ops import CHECKPOINT_OPS
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.hunt import hunt
+from cowcheck.core.machine import RunRecord, machine_kind
+from cowcheck.core.mutants import catalogue
+from cowcheck.core.program import Step, step_to_json
+from cowcheck.core.settle import Subject
+from cowcheck.core.shrink import replay, signature_of
 
 CHECKPOINT_MUTANTS = {name: m for name, m in catalogue().items() if m.machine == "checkpoint"}
 

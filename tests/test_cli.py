@@ -13,7 +13,7 @@ def cowcheck(*args, pythonpath=None):
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           env=env, cwd=ROOT, timeout=300)
 
 
@@ -107,7 +107,7 @@ def test_a_mistyped_machine_is_bad_usage_with_the_close_name_offered():
 
 
 def test_check_help_names_every_machine():
-    from properties.core.machine import MACHINES
+    from cowcheck.core.machine import MACHINES
 
     run = cowcheck("check", "--help")
     assert run.returncode == 0
@@ -158,7 +158,7 @@ def test_a_map_factory_given_to_another_machine_names_the_map_machine():
 
 
 def test_a_table_factory_given_to_the_map_machine_names_the_table_machine(tmp_path):
-    (tmp_path / "mytables.py").write_text("from reference.state_table import CopyOnWriteStateTable\n\n\n"
+    (tmp_path / "mytables.py").write_text("from cowcheck.reference.state_table import CopyOnWriteStateTable\n\n\n"
                                           "def make_table():\n    return CopyOnWriteStateTable(max_parallelism=128)\n")
     err = _one_line_error(cowcheck("check", "--impl", "mytables:make_table", pythonpath=tmp_path))
     assert "use --machine table" in err
@@ -168,7 +168,7 @@ def test_a_table_factory_given_to_the_map_machine_names_the_table_machine(tmp_pa
 
 
 def _check_in(tmp_path, *args):
-    return subprocess.run([sys.executable, "-m", "properties.cli", "check", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", "check", *args], capture_output=True, text=True,
                           cwd=tmp_path, timeout=300,
                           env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)])))
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-import properties.registry  # noqa: F401  (registers every machine and mutant)
-from properties.core.contract import CONTRACT, FIELDS, entries, parse, pointer
-from properties.core.machine import MACHINES
-from properties.core.mutants import catalogue
-from properties.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
+import cowcheck.registry  # noqa: F401  (registers every machine and mutant)
+from cowcheck.core.contract import CONTRACT, FIELDS, entries, parse, pointer
+from cowcheck.core.machine import MACHINES
+from cowcheck.core.mutants import catalogue
+from cowcheck.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 # Where failures are made (every code-shaped literal counts), and the campaign code above them (only
@@ -134,10 +134,10 @@ def test_the_scenarios_section_names_every_scenario_of_every_machine():
 
 
 def test_a_failure_printed_as_a_program_points_to_its_entry():
-    from properties.core.failures import Failure
-    from properties.core.machine import machine_kind
-    from properties.core.program import Step
-    from properties.core.report import format_failure
+    from cowcheck.core.failures import Failure
+    from cowcheck.core.machine import machine_kind
+    from cowcheck.core.program import Step
+    from cowcheck.core.report import format_failure
 
     kind = machine_kind("map")
     failure = Failure("DIVERGENCE", "P6", "m.get(0, 0): returned the live state object", 0, "copy", "same")
@@ -148,7 +148,7 @@ def test_a_failure_printed_as_a_program_points_to_its_entry():
 def test_a_replayed_failure_points_to_its_entry():
     import io
 
-    from properties.cli import main
+    from cowcheck.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     path = ROOT / "tests/regressions/counterexamples/mutant-skip-prefix-copy--INVARIANT-I9.json"

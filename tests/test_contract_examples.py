@@ -19,27 +19,27 @@ import json
 import attrs
 import pytest
 
-import properties.registry  # noqa: F401  (registers every machine)
+import cowcheck.registry  # noqa: F401  (registers every machine)
 from fault_seeds import SIZES, lone_trigger
-from properties.checkpoint.machine import small_backend
-from properties.core.contract import entries
-from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT
-from properties.core.impls import resolve
-from properties.core.limits import StepTimeLimit
-from properties.core.machine import machine_kind
-from properties.core.program import Step
-from properties.core.shrink import replay
-from properties.table.machine import same_object
-from reference import CopyOnWriteStateMap
-from reference.async_execution import AsyncExecutionController, RecordContext
-from reference.checkpoint import HeapKeyedStateBackend
-from reference.entry import StateMapEntry
-from reference.keyed import HashMapStateBackend
-from reference.hashing import composite_hash
-from reference.snapshot import CopyOnWriteStateMapSnapshot
-from reference.state_table import CopyOnWriteStateTable
-from spark_fuzz.executor import CampaignConfig, run_seed
-from spark_fuzz.ranges import guarded_run_seed, run_range
+from cowcheck.checkpoint.machine import small_backend
+from cowcheck.core.contract import entries
+from cowcheck.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT
+from cowcheck.core.impls import resolve
+from cowcheck.core.limits import StepTimeLimit
+from cowcheck.core.machine import machine_kind
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import replay
+from cowcheck.table.machine import same_object
+from cowcheck.reference import CopyOnWriteStateMap
+from cowcheck.reference.async_execution import AsyncExecutionController, RecordContext
+from cowcheck.reference.checkpoint import HeapKeyedStateBackend
+from cowcheck.reference.entry import StateMapEntry
+from cowcheck.reference.keyed import HashMapStateBackend
+from cowcheck.reference.hashing import composite_hash
+from cowcheck.reference.snapshot import CopyOnWriteStateMapSnapshot
+from cowcheck.reference.state_table import CopyOnWriteStateTable
+from cowcheck.spark_fuzz.executor import CampaignConfig, run_seed
+from cowcheck.spark_fuzz.ranges import guarded_run_seed, run_range
 
 # ------------------------------------------------- tiny broken maps (one mistake each)
 
@@ -450,7 +450,7 @@ def test_worker_exit_a_seed_that_ends_its_process():
 
 
 def test_internal_an_error_of_cowchecks_own_code(monkeypatch):
-    from properties.map.harness import Harness
+    from cowcheck.map.harness import Harness
 
     def planted(self, step):
         raise KeyError("a bug planted in cowcheck")

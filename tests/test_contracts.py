@@ -1,4 +1,4 @@
-"""The PEP 316 contracts of reference.layout and reference.hashing, on concrete inputs,
+"""The PEP 316 contracts of cowcheck.reference.layout and cowcheck.reference.hashing, on concrete inputs,
 and the map's inlined arithmetic against the layout functions.
 
 CrossHair searches the contracts symbolically (tests/test_prove.py); here
@@ -19,13 +19,13 @@ from crosshair.fnutil import FunctionInfo
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from properties.map.harness import Harness
-from properties.core.program import Step
-from properties.core.contracts import DEFAULT_TARGETS, find_contracts
-from reference import CopyOnWriteStateMap
-from reference import hashing, layout
-from reference.hashing import INT_MAX, INT_MIN, MAX_PARALLELISM_UPPER_BOUND
-from reference.layout import MAXIMUM_CAPACITY, VALID_CAPACITIES
+from cowcheck.map.harness import Harness
+from cowcheck.core.program import Step
+from cowcheck.core.contracts import DEFAULT_TARGETS, find_contracts
+from cowcheck.reference import CopyOnWriteStateMap
+from cowcheck.reference import hashing, layout
+from cowcheck.reference.hashing import INT_MAX, INT_MIN, MAX_PARALLELISM_UPPER_BOUND
+from cowcheck.reference.layout import MAXIMUM_CAPACITY, VALID_CAPACITIES
 
 INT32 = st.integers(INT_MIN, INT_MAX)
 LONG = st.integers(-(2**63), 2**63 - 1)
@@ -62,7 +62,7 @@ INPUTS = {
 }
 
 CONTRACTS = [c for target in DEFAULT_TARGETS for c in find_contracts(target)]
-MODULES = {"reference.layout": layout, "reference.hashing": hashing}
+MODULES = {"cowcheck.reference.layout": layout, "cowcheck.reference.hashing": hashing}
 
 
 def broken_postconditions(fn, arguments: dict) -> list[str] | None:
@@ -168,7 +168,7 @@ def test_a_map_grown_through_several_rehashes_keeps_every_entry_where_the_layout
 
 
 _KEY_GROUP_SCRIPT = """
-from reference.hashing import key_group
+from cowcheck.reference.hashing import key_group
 print([key_group(k, 128) for k in ["abc", "user-1", "\\u00df", "", "\\U0001F600", 42, -7, 2**40]])
 """
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from properties.core.counterexample import Counterexample, CounterexampleError, load, save
-from properties.core.failures import Failure
-from properties.core.impls import resolve
-from properties.core.program import Step
-from properties.core.replay import replay_setup
-from properties.core.shrink import replay, shrink, signature_of
-from properties.map import expected_results
-from properties.map.harness import Harness
+from cowcheck.core.counterexample import Counterexample, CounterexampleError, load, save
+from cowcheck.core.failures import Failure
+from cowcheck.core.impls import resolve
+from cowcheck.core.program import Step
+from cowcheck.core.replay import replay_setup
+from cowcheck.core.shrink import replay, shrink, signature_of
+from cowcheck.map import expected_results
+from cowcheck.map.harness import Harness
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,7 +37,7 @@ def cowcheck(*args, cwd=ROOT, hashseed=None):
     env = dict(os.environ)
     if hashseed is not None:
         env["PYTHONHASHSEED"] = hashseed
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=120)
 
 
@@ -188,7 +188,7 @@ EVIL = '''import copy, pathlib
 pathlib.Path("IMPORTED").write_text("evil.py ran")
 
 def make(capacity=4, state_copier=copy.deepcopy):
-    from reference import CopyOnWriteStateMap
+    from cowcheck.reference import CopyOnWriteStateMap
     return CopyOnWriteStateMap(capacity, state_copier)
 '''
 
@@ -204,9 +204,9 @@ def _received(tmp_path) -> Path:
     return target
 
 
-@pytest.mark.parametrize("command", [["-m", "properties.cli", "replay"], ["-m", "properties", "replay"],
-                                     ["-m", "properties", "replay", "--to-pytest", "--out-dir", "t"],
-                                     ["-m", "properties", "shrink"]])
+@pytest.mark.parametrize("command", [["-m", "cowcheck.cli", "replay"], ["-m", "cowcheck", "replay"],
+                                     ["-m", "cowcheck", "replay", "--to-pytest", "--out-dir", "t"],
+                                     ["-m", "cowcheck", "shrink"]])
 def test_a_counterexample_file_never_imports_the_module_it_names(tmp_path, command):
     path = _received(tmp_path)
     run = subprocess.run([sys.executable, *command, path.name], capture_output=True, text=True, cwd=tmp_path,
@@ -218,7 +218,7 @@ def test_a_counterexample_file_never_imports_the_module_it_names(tmp_path, comma
 
 def test_a_module_named_on_the_command_line_is_imported_and_replayed(tmp_path):
     path = _received(tmp_path)
-    run = subprocess.run([sys.executable, "-m", "properties", "replay", path.name, "--impl", "evil:make"],
+    run = subprocess.run([sys.executable, "-m", "cowcheck", "replay", path.name, "--impl", "evil:make"],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr  # evil:make is the reference: the mutant's bug is gone
     assert (tmp_path / "IMPORTED").exists()

@@ -3,15 +3,15 @@ from collections import Counter
 
 import pytest
 
-from reference import CopyOnWriteStateMap
-from reference.errors import (
+from cowcheck.reference import CopyOnWriteStateMap
+from cowcheck.reference.errors import (
     ConcurrentModificationError,
     ForeignSnapshotError,
     RehashInProgressError,
     UnknownSnapshotVersionError,
 )
-from reference.hashing import composite_hash
-from reference.serializers import IntSerializer, ListSerializer
+from cowcheck.reference.hashing import composite_hash
+from cowcheck.reference.serializers import IntSerializer, ListSerializer
 
 
 # ------------------------------------------------------------------ helpers

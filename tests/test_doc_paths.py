@@ -9,7 +9,7 @@ Checked over every committed (or new, not ignored) text file:
 - every path that starts with one of the repository's top-level directories
   (``properties/map/ops.py``, ``docs/zoo.md``, ``tests/zoo/``) names a file or
   directory that exists, and every quoted dotted module name
-  (``properties.map.ops``) a module that exists;
+  (``cowcheck.map.ops``) a module that exists;
 - every relative Markdown link resolves inside the repository to something that
   exists, and its ``#anchor``, if it has one, to a heading of the Markdown
   file it points to (the anchors GitHub makes).
@@ -32,7 +32,13 @@ SKIPPED = ("properties/core/contract.md", "tests/test_doc_paths.py")
 
 OUTSIDE = re.compile("SPEC" + r"(?:\.md| §)|\.\./shared\b")
 MENTION = re.compile(r"(?<![\w./\-~])((?:%s)/[\w.\-/]*)(?![\w.\-/\\])" % "|".join(TOP))
-MODULE = re.compile(r"`~?((?:properties|reference|model|spark_fuzz)(?:\.\w+)+)")
+MODULE = re.compile(r"`~?((?:cowcheck|properties|reference|model|spark_fuzz)(?:\.\w+)+)")
+# Installed names and the folders they live in (pyproject.toml's package-dir), longest first.
+FOLDERS = (("cowcheck.reference", "reference"), ("cowcheck.model", "model"), ("cowcheck.spark_fuzz", "spark_fuzz"),
+           ("cowcheck", "properties"))
+# Dotted names under cowcheck that are not Python modules: the entry-point group of commands and the
+# Java package of the Flink bridge's helper.
+NOT_MODULES = ("cowcheck.commands", "cowcheck.bridge")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*```")
 
@@ -69,9 +75,17 @@ def prose(path: Path, text: str) -> list[tuple[int, str]]:
 
 
 def module_exists(dotted: str) -> bool:
-    """Whether ``a.b.c...`` names a module of the repository (the rest may be its attributes)."""
-    first, *rest = dotted.split(".")
-    path = ROOT / first
+    """Whether ``cowcheck.b.c...`` names a module of the repository (the rest may be its attributes);
+    the old top-level names (``properties.x``) name nothing: nothing is installed under them."""
+    if any(dotted == name or dotted.startswith(name + ".") for name in NOT_MODULES):
+        return True
+    for name, folder in FOLDERS:
+        if dotted == name or dotted.startswith(name + "."):
+            rest = dotted[len(name):].split(".")[1:]
+            path = ROOT / folder
+            break
+    else:
+        return False
     for name in rest:
         if not path.is_dir():
             return True  # a module: what follows are its attributes
@@ -136,7 +150,7 @@ def test_the_check_catches_each_kind_of_bad_reference(text, found):
 
 def test_good_references_pass():
     text = ("[P6](contract.md#p6), [the API](contract.md#15-the-map-api), `properties/map/ops.py`, "
-            "``properties.map.ops.MAP_OPS``, ``properties.core.errors.UsageError``, tests/zoo/, a regex "
+            "``cowcheck.map.ops.MAP_OPS``, ``cowcheck.core.errors.UsageError``, tests/zoo/, a regex "
             "tests/zoo\\.py, [a site](https://flink.apache.org/)\n```\nproperties/not_checked_in_output\n```")
     assert problems_of(ROOT / "docs" / "probe.md", text) == []
     assert problems_of(ROOT / "docs" / "ARCHITECTURE.md") == []

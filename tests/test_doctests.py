@@ -11,7 +11,7 @@ import pkgutil
 
 import pytest
 
-PACKAGES = ("reference", "model", "properties", "spark_fuzz")
+PACKAGES = ("cowcheck", "cowcheck.reference", "cowcheck.model", "cowcheck.spark_fuzz")
 
 
 def _modules() -> list[str]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from properties.cli import main
-from properties.core.contract import entries
+from cowcheck.cli import main
+from cowcheck.core.contract import entries
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,7 @@ def test_anything_else_is_bad_usage_in_one_line(argv, suggested):
 
 def test_explain_reads_the_installed_contract_from_any_directory(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "properties.cli", "explain", "I9"], cwd=tmp_path, env=env,
+    done = subprocess.run([sys.executable, "-m", "cowcheck.cli", "explain", "I9"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
     assert entries()["I9"].example.splitlines()[-1] in done.stdout

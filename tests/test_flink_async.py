@@ -1,4 +1,4 @@
-"""Flink's own AsyncExecutionController under the async machine (properties.flink.async_controller):
+"""Flink's own AsyncExecutionController under the async machine (cowcheck.flink.async_controller):
 on 2.3.0 (the installed jar) the same verdicts as the reference, non-records and their timers included;
 on 1.20.x and 2.0.0 (other processes: one release per JVM) the API generations, what the machine leaves
 out, and the findings of docs/findings/ with their regression ranges."""
@@ -9,20 +9,20 @@ import sys
 
 import pytest
 
-import properties.flink  # noqa: F401
-import properties.registry  # noqa: F401
-from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
-from properties.async_exec.walks import walk_program
-from properties.core.counterexample import load
-from properties.core.errors import UsageError
-from properties.core.impls import UnknownImplementationError, resolve
-from properties.core.replay import replay_setup
-from properties.core.shrink import replay
-from properties.core.machine import machine_kind
-from properties.flink.async_controller import FlinkAsyncController, FlinkDrainStalled, api_of
-from properties.flink.async_parity import run_programs
-from properties.flink.versions import PASSES, REPRODUCES, run_release
-from reference.async_execution import DrainStalledError, ParallelMode
+import cowcheck.flink  # noqa: F401
+import cowcheck.registry  # noqa: F401
+from cowcheck.async_exec.harness import AsyncHarness, AsyncMachineConfig
+from cowcheck.async_exec.walks import walk_program
+from cowcheck.core.counterexample import load
+from cowcheck.core.errors import UsageError
+from cowcheck.core.impls import UnknownImplementationError, resolve
+from cowcheck.core.replay import replay_setup
+from cowcheck.core.shrink import replay
+from cowcheck.core.machine import machine_kind
+from cowcheck.flink.async_controller import FlinkAsyncController, FlinkDrainStalled, api_of
+from cowcheck.flink.async_parity import run_programs
+from cowcheck.flink.versions import PASSES, REPRODUCES, run_release
+from cowcheck.reference.async_execution import DrainStalledError, ParallelMode
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FINDINGS = os.path.join(ROOT, "docs", "findings")
@@ -41,9 +41,9 @@ def test_each_release_has_its_api_generation_and_the_machine_leaves_out_what_it_
     assert [api_of(v).since for v in ((1, 20, 0), (1, 20, 5), (2, 0, 2), (2, 1, 0), (2, 3, 0))] == [
         (1, 20, 0), (1, 20, 0), (2, 0, 0), (2, 1, 0), (2, 1, 0)]
     assert machine_kind("async").config_for(resolve("flink", "async")).final_actions
-    probe = ("import properties.flink, properties.registry\n"
-             "from properties.core.impls import resolve\n"
-             "from properties.core.machine import machine_kind\n"
+    probe = ("import cowcheck.flink, cowcheck.registry\n"
+             "from cowcheck.core.impls import resolve\n"
+             "from cowcheck.core.machine import machine_kind\n"
              "impl = resolve('flink@1.20.0', 'async')\n"  # selects 1.20.0 for that process
              "c = machine_kind('async').config_for(impl)\n"
              "print(c.final_actions, c.overdraft, c.buffer_timeout)\n"
@@ -96,7 +96,7 @@ def test_the_1_20_findings_reproduce_up_to_1_20_5_and_pass_from_2_0_0():
 
 
 def test_check_runs_the_async_machine_on_flink_from_the_command_line(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "properties", "check", "--machine", "async", "--impl", "flink",
+    run = subprocess.run([sys.executable, "-m", "cowcheck", "check", "--machine", "async", "--impl", "flink",
                           "--examples", "5", "--walks", "3", "--seed", "2"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
     assert run.returncode == 0, run.stdout + run.stderr

@@ -8,21 +8,21 @@ from pathlib import Path
 
 import pytest
 
-import properties.flink  # noqa: F401  (registers --impl flink)
-import properties.registry  # noqa: F401
-from properties.backend import BackendHarness, reference_state_backend
-from properties.backend.harness import BACKEND_SCENARIOS
-from properties.core.impls import resolve
-from properties.core.machine import machine_kind
-from properties.core.walk_phase import run_walks
-from properties.flink.corruptions import BACKEND_CORRUPTIONS
+import cowcheck.flink  # noqa: F401  (registers --impl flink)
+import cowcheck.registry  # noqa: F401
+from cowcheck.backend import BackendHarness, reference_state_backend
+from cowcheck.backend.harness import BACKEND_SCENARIOS
+from cowcheck.core.impls import resolve
+from cowcheck.core.machine import machine_kind
+from cowcheck.core.walk_phase import run_walks
+from cowcheck.flink.corruptions import BACKEND_CORRUPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 FINDING = ROOT / "docs" / "findings" / "ttl-value-update-null.json"
 
 
 def cowcheck(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1800)
 
 
@@ -50,7 +50,7 @@ def test_a_corruption_of_copy_on_write_is_caught_by_racing_steps_only(name):
 
 
 def test_the_reference_and_flink_2_3_0_answer_alike_on_seeded_programs():
-    run = subprocess.run([sys.executable, "-m", "properties.flink.backend_parity", "--versions", "2.3.0",
+    run = subprocess.run([sys.executable, "-m", "cowcheck.flink.backend_parity", "--versions", "2.3.0",
                           "--programs", "12", "--steps", "150"], capture_output=True, text=True, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1800)
     assert run.returncode == 0, run.stdout + run.stderr
@@ -66,17 +66,17 @@ def test_the_ttl_null_update_finding_reproduces_on_1_13_6_and_not_on_2_3_0():
 
 
 def replay_on_reference():
-    from properties.core.counterexample import load
-    from properties.core.shrink import replay
+    from cowcheck.core.counterexample import load
+    from cowcheck.core.shrink import replay
 
     return replay(list(load(FINDING).steps), reference_state_backend, harness_class=BackendHarness)
 
 
 @pytest.mark.parametrize("release", ["1.13.6", "2.3.0"])
 def test_the_builder_builds_flinks_backend_of_the_release_and_restores_rescaled(release):
-    script = ("import sys; from properties.flink.releases import select_release; select_release(sys.argv[1]); "
-              "from properties.backend.walks import walk_program; from properties.backend import BackendHarness; "
-              "from properties.core.program import Step; from properties.flink.backend import FlinkStateBackend; "
+    script = ("import sys; from cowcheck.flink.releases import select_release; select_release(sys.argv[1]); "
+              "from cowcheck.backend.walks import walk_program; from cowcheck.backend import BackendHarness; "
+              "from cowcheck.core.program import Step; from cowcheck.flink.backend import FlinkStateBackend; "
               "h = BackendHarness(FlinkStateBackend()); "
               "[h.apply(s) for s in [Step('open', ('long', 8)), Step('map_put', ('map', 12884901888, 1, 2, 3)), "
               "Step('checkpoint', (0, 'file')), Step('rescale', (0, 3)), Step('recover', (0,)), "
@@ -89,7 +89,7 @@ def test_the_builder_builds_flinks_backend_of_the_release_and_restores_rescaled(
 
 def test_checkpoints_written_by_one_release_restore_in_another_and_a_wrong_expectation_is_seen(tmp_path):
     def module(*args):
-        run = subprocess.run([sys.executable, "-m", "properties.flink.backend_releases", *args], capture_output=True,
+        run = subprocess.run([sys.executable, "-m", "cowcheck.flink.backend_releases", *args], capture_output=True,
                              text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1800)
         assert run.returncode == 0, run.stdout + run.stderr
         return json.loads(run.stdout.strip().splitlines()[-1])
@@ -106,7 +106,7 @@ def test_checkpoints_written_by_one_release_restore_in_another_and_a_wrong_expec
 
 
 def test_flink_restores_what_the_reference_wrote_in_flinks_format_and_the_reference_what_flink_wrote(tmp_path):
-    run = subprocess.run([sys.executable, "-m", "properties.flink.backend_releases", "--pairs",
+    run = subprocess.run([sys.executable, "-m", "cowcheck.flink.backend_releases", "--pairs",
                           "reference:2.3.0,2.3.0:reference", "--programs", "3", "--steps", "80", "--out",
                           str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
                          env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=1800)

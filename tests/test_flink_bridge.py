@@ -1,4 +1,4 @@
-"""The Flink bridge (properties.flink): Flink 2.3.0's own CopyOnWriteStateMap,
+"""The Flink bridge (cowcheck.flink): Flink 2.3.0's own CopyOnWriteStateMap,
 in this process's JVM, behind the docs/contract.md §15 API. Every test here runs the real jar."""
 
 import io
@@ -12,19 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from properties.core.counterexample import load
-from properties.core.impls import resolve
-from properties.core.keys import fresh
-from properties.core.program import Step
-from properties.core.shrink import replay, shrink
-from properties.flink import FlinkCapacityError, FlinkStateMap, jvm, run_batch
-from properties.flink.jvm import GENERATED, Java
-from properties.flink.opcodes import OPS_JAVA, ops_java
-from properties.map.harness import Harness
-from properties.map.ops import MAP_OPS, draw_args
-from properties.map.parity import Failed, ParityContext, Raised, first_difference, observe
-from reference import VOID_NAMESPACE, ConcurrentModificationError, CopyOnWriteStateMap, TimeWindow, Tuple2
-from reference.serializers import IntSerializer, ListSerializer
+from cowcheck.core.counterexample import load
+from cowcheck.core.impls import resolve
+from cowcheck.core.keys import fresh
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import replay, shrink
+from cowcheck.flink import FlinkCapacityError, FlinkStateMap, jvm, run_batch
+from cowcheck.flink.jvm import GENERATED, Java
+from cowcheck.flink.opcodes import OPS_JAVA, ops_java
+from cowcheck.map.harness import Harness
+from cowcheck.map.ops import MAP_OPS, draw_args
+from cowcheck.map.parity import Failed, ParityContext, Raised, first_difference, observe
+from cowcheck.reference import VOID_NAMESPACE, ConcurrentModificationError, CopyOnWriteStateMap, TimeWindow, Tuple2
+from cowcheck.reference.serializers import IntSerializer, ListSerializer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -41,8 +41,8 @@ def _python(script: str) -> subprocess.CompletedProcess:
 def test_resolve_flink_is_white_box_and_starts_no_jvm():
     result = _python("""
         import jpype
-        import properties.flink
-        from properties.core.impls import resolve
+        import cowcheck.flink
+        from cowcheck.core.impls import resolve
         impl = resolve("flink")
         print(impl.spec, impl.white_box, jpype.isJVMStarted())
     """)
@@ -51,7 +51,7 @@ def test_resolve_flink_is_white_box_and_starts_no_jvm():
 
 
 def test_flink_with_options_is_an_unknown_implementation():
-    from properties.core.impls import UnknownImplementationError
+    from cowcheck.core.impls import UnknownImplementationError
 
     with pytest.raises(UnknownImplementationError) as caught:
         resolve("flink:fast")
@@ -79,11 +79,11 @@ def test_starting_the_jvm_is_not_the_implementations_time_under_a_step_time_limi
     started, and every later map of the process failed to build: 'a JVM is already running'): the
     first build may still run past it warming up Flink's classes, the next one builds."""
     result = _python("""
-        from properties.core.boundary import build
-        from properties.core.failures import CheckFailure
-        from properties.core.limits import StepTimeLimit
-        from properties.flink import FlinkStateMap
-        from properties.flink.jvm import started
+        from cowcheck.core.boundary import build
+        from cowcheck.core.failures import CheckFailure
+        from cowcheck.core.limits import StepTimeLimit
+        from cowcheck.flink import FlinkStateMap
+        from cowcheck.flink.jvm import started
 
         with StepTimeLimit(0.2):
             try:
@@ -105,8 +105,8 @@ def test_forked_executors_each_start_their_own_jvm_on_first_use():
     result = _python("""
         import multiprocessing, os
         import jpype
-        import properties.flink
-        from properties.core.impls import resolve
+        import cowcheck.flink
+        from cowcheck.core.impls import resolve
 
         impl = resolve("flink")  # the driver resolves, and starts no JVM
 
@@ -127,7 +127,7 @@ def test_forked_executors_each_start_their_own_jvm_on_first_use():
 def test_a_child_forked_after_the_jvm_started_gets_a_clear_error():
     result = _python("""
         import os
-        from properties.flink import FlinkStateMap, FlinkUnavailableError, jvm
+        from cowcheck.flink import FlinkStateMap, FlinkUnavailableError, jvm
         jvm()
         pid = os.fork()
         if pid == 0:
@@ -145,7 +145,7 @@ def test_a_child_forked_after_the_jvm_started_gets_a_clear_error():
 
 def test_missing_flink_jar_is_reported_without_starting_a_jvm(tmp_path):
     env = dict(os.environ, COWCHECK_FLINK_LIB=str(tmp_path))
-    result = subprocess.run([sys.executable, "-c", "from properties.flink import available; print(available())"],
+    result = subprocess.run([sys.executable, "-c", "from cowcheck.flink import available; print(available())"],
                             cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert "flink-dist-2.3.0.jar not found" in result.stdout
 
@@ -264,9 +264,9 @@ def test_python_keys_only_the_bridge_refers_to_are_forgotten_held_ones_kept():
 
 
 def test_a_release_without_a_key_type_refuses_it_naming_the_release_and_the_type(monkeypatch):
-    from properties.core.errors import UsageError
-    from properties.flink import WalkHarness, WalkMap, convert
-    from properties.flink.releases import selected_release
+    from cowcheck.core.errors import UsageError
+    from cowcheck.flink import WalkHarness, WalkMap, convert
+    from cowcheck.flink.releases import selected_release
 
     jvm()
     monkeypatch.setitem(convert._MISSING, selected_release(), frozenset(convert.KEY_TYPE_CLASSES[TimeWindow][1][:1]))
@@ -282,9 +282,9 @@ def test_a_release_without_a_key_type_refuses_it_naming_the_release_and_the_type
 def test_cowcheck_check_on_a_release_without_key_types_is_bad_usage_in_one_line(tmp_path):
     result = _python(f"""
         import sys
-        from properties.flink import convert
+        from cowcheck.flink import convert
         convert._MISSING["2.3.0"] = frozenset(c for _, cs in convert.KEY_TYPE_CLASSES.values() for c in cs)
-        from properties.cli import main
+        from cowcheck.cli import main
         sys.exit(main(["check", "--impl", "flink", "--examples", "20", "--seed", "1",
                        "--save-dir", {str(tmp_path)!r}]))
     """)
@@ -451,7 +451,7 @@ def test_batch_rejects_an_unknown_snapshot_transformer():
 
 
 def _cowcheck(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "properties", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
 
 
@@ -497,8 +497,8 @@ def test_map_machine_on_flink_with_keys_enough_to_rehash_passes_and_reaches_the_
     from hypothesis import settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    from properties.map.machine import MachineConfig, make_map_machine
-    from properties.core.machine import RunRecord
+    from cowcheck.map.machine import MachineConfig, make_map_machine
+    from cowcheck.core.machine import RunRecord
 
     record = RunRecord()
     # The classic world (int keys 0..159, namespaces 0..1) drives one table through rehashes under snapshots.
@@ -515,8 +515,8 @@ def test_map_machine_on_flink_over_every_key_family_passes_and_hands_every_kind_
     from hypothesis import settings
     from hypothesis.stateful import run_state_machine_as_test
 
-    from properties.core.machine import RunRecord
-    from properties.map.machine import MachineConfig, make_map_machine
+    from cowcheck.core.machine import RunRecord
+    from cowcheck.map.machine import MachineConfig, make_map_machine
 
     record = RunRecord()
     machine = make_map_machine(FlinkStateMap, MachineConfig(capacity=128, keys=40, namespaces=3), record,
@@ -552,7 +552,7 @@ def test_spec_3_flinks_private_constructor_with_capacity_0_writes_into_the_share
     # In a subprocess: the stray entry would show up in every map of this JVM.
     result = _python("""
         import jpype
-        from properties.flink import FlinkStateMap, jvm
+        from cowcheck.flink import FlinkStateMap, jvm
         jvm()
         Map = jpype.JClass("org.apache.flink.runtime.state.heap.CopyOnWriteStateMap")
         constructor = Map.class_.getDeclaredConstructor(

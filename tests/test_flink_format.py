@@ -1,7 +1,7 @@
 """Flink's heap checkpoint format in the reference (reference/checkpoint/flink_format/, issue 28 point 3).
 
 What real Flink makes of these bytes is checked with its jars by tests/test_flink_backend.py and by
-``python -m properties.flink.backend_releases --pairs reference:2.3.0,2.3.0:reference``; here: the
+``python -m cowcheck.flink.backend_releases --pairs reference:2.3.0,2.3.0:reference``; here: the
 layout facts (from Flink's sources), the reference's own round trips, checkpoints Flink 1.13.6 and
 2.3.0 wrote (tests/flink_checkpoints/, recorded by backend_releases) restored without a JVM, and
 ``cowcheck checkpoint inspect`` on both formats.
@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from properties.flink.backend_releases import REFERENCE, describe_handle, read, rebuild_handle
-from reference.checkpoint import CheckpointStreamFactory, HeapKeyedStateBackend
-from reference.checkpoint.flink_format import FlinkCheckpointData, KeyGroupsStateHandle, UnsupportedSerializerError
-from reference.checkpoint.flink_format.datastream import java_utf
-from reference.checkpoint.flink_format.snapshots import snapshot_bytes
-from reference.errors import CheckpointFormatError
-from reference.keyed import HashMapStateBackend, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
-from reference.keyed.ttl import ManualClock, StateTtlConfig
-from reference.serializers import BytesSerializer, IntSerializer, ListSerializer, StringSerializer, Tuple2Serializer
-from reference.hashing import key_group
-from reference.state_table import KeyGroupRange
+from cowcheck.flink.backend_releases import REFERENCE, describe_handle, read, rebuild_handle
+from cowcheck.reference.checkpoint import CheckpointStreamFactory, HeapKeyedStateBackend
+from cowcheck.reference.checkpoint.flink_format import FlinkCheckpointData, KeyGroupsStateHandle, UnsupportedSerializerError
+from cowcheck.reference.checkpoint.flink_format.datastream import java_utf
+from cowcheck.reference.checkpoint.flink_format.snapshots import snapshot_bytes
+from cowcheck.reference.errors import CheckpointFormatError
+from cowcheck.reference.keyed import HashMapStateBackend, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
+from cowcheck.reference.keyed.ttl import ManualClock, StateTtlConfig
+from cowcheck.reference.serializers import BytesSerializer, IntSerializer, ListSerializer, StringSerializer, Tuple2Serializer
+from cowcheck.reference.hashing import key_group
+from cowcheck.reference.state_table import KeyGroupRange
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = ROOT / "tests" / "flink_checkpoints"
@@ -147,10 +147,10 @@ def test_a_serializer_flink_cannot_name_fails_the_synchronous_part():
 
 
 def test_a_write_racing_the_asynchronous_part_of_a_flink_format_checkpoint_is_caught_only_when_it_races():
-    from properties.backend import BackendHarness, reference_flink_format_backend
-    from properties.backend.mutants import ReleaseAtSyncPoint
-    from properties.core.program import Step
-    from properties.core.shrink import replay
+    from cowcheck.backend import BackendHarness, reference_flink_format_backend
+    from cowcheck.backend.mutants import ReleaseAtSyncPoint
+    from cowcheck.core.program import Step
+    from cowcheck.core.shrink import replay
 
     race = [Step("open", ("int", 8)), Step("list_add", ("list", 0, 0, 1)), Step("checkpoint_async", (0, "memory", 0)),
             Step("list_add", ("list", 0, 0, 2)), Step("join", (0,))]
@@ -198,7 +198,7 @@ def test_checkpoints_flink_wrote_restore_in_the_reference_to_the_models_state(re
 
 
 def cowcheck(*args):
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=120)
 
 

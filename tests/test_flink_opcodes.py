@@ -1,4 +1,4 @@
-"""The Java helper's operation codes come from the map's table (properties.flink.opcodes): Ops.java
+"""The Java helper's operation codes come from the map's table (cowcheck.flink.opcodes): Ops.java
 is generated when the helper is compiled, and Walk.java, the one interpreter, has a case for every
 operation. No JVM here: tests/test_flink_bridge.py runs what was compiled."""
 
@@ -6,10 +6,10 @@ import re
 
 import attrs
 
-from properties.core.program import OperationTable
-from properties.flink.jvm import JAVA_SOURCES, helper_sources
-from properties.flink.opcodes import OPS_JAVA, arguments, constant, ops_java
-from properties.map.ops import MAP_OPS
+from cowcheck.core.program import OperationTable
+from cowcheck.flink.jvm import JAVA_SOURCES, helper_sources
+from cowcheck.flink.opcodes import OPS_JAVA, arguments, constant, ops_java
+from cowcheck.map.ops import MAP_OPS
 
 BRIDGE = JAVA_SOURCES / "cowcheck" / "bridge"
 

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from properties.flink import FlinkStateMap, run_batch
-from properties.core.mutants import catalogue
-from properties.map.parity import first_difference, observe, random_program
-from properties.core.program import Step
-from reference import CopyOnWriteStateMap
+from cowcheck.flink import FlinkStateMap, run_batch
+from cowcheck.core.mutants import catalogue
+from cowcheck.map.parity import first_difference, observe, random_program
+from cowcheck.core.program import Step
+from cowcheck.reference import CopyOnWriteStateMap
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH_PROGRAMS = 150

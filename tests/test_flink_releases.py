@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from properties.core.impls import UnknownImplementationError, resolve
-from properties.flink import releases
-from properties.flink.versions import NOT_APPLICABLE, PASSES, REPRODUCES, regression_range
+from cowcheck.core.impls import UnknownImplementationError, resolve
+from cowcheck.flink import releases
+from cowcheck.flink.versions import NOT_APPLICABLE, PASSES, REPRODUCES, regression_range
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def cowcheck(*args, cwd=ROOT, env=None):
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT), **(env or {})), timeout=900)
 
 
@@ -98,17 +98,17 @@ def test_flink_1_13_6_takes_every_key_family_and_operation_batched_and_call_by_c
     keys compared with == fail the same way on both paths unless the caller holds them)."""
     script = textwrap.dedent("""
         import json
-        from properties.flink.releases import select_release
+        from cowcheck.flink.releases import select_release
         select_release("1.13.6")
-        from properties.core.keys import family_of
-        from properties.core.program import Step
-        from properties.core.shrink import replay
-        from properties.flink import FlinkStateMap, jvm
-        from properties.flink.jvm import Java
-        from properties.flink.parity import run_parity
-        from properties.flink.segments import WalkHarness, WalkMap
-        from properties.map.harness import Harness
-        from properties.map.walks import walk_program
+        from cowcheck.core.keys import family_of
+        from cowcheck.core.program import Step
+        from cowcheck.core.shrink import replay
+        from cowcheck.flink import FlinkStateMap, jvm
+        from cowcheck.flink.jvm import Java
+        from cowcheck.flink.parity import run_parity
+        from cowcheck.flink.segments import WalkHarness, WalkMap
+        from cowcheck.map.harness import Harness
+        from cowcheck.map.walks import walk_program
 
         def verdict(f):
             return None if f is None else [f.kind, f.code, f.step_index]

@@ -1,4 +1,4 @@
-"""reference.serializers against Flink 2.3.0's serializers of the same names, and the reference
+"""cowcheck.reference.serializers against Flink 2.3.0's serializers of the same names, and the reference
 snapshot's write_state against Flink's CopyOnWriteStateMapSnapshot.writeState: byte for byte,
 on the real jar (docs/contract.md §15)."""
 
@@ -9,12 +9,12 @@ import pytest
 
 from collections import Counter
 
-from properties.core.keys import FAMILIES, KEY_FAMILIES, NAMESPACE_FAMILIES, nth_key
-from properties.core.states import decode_written, write_serializers
-from properties.flink import FlinkStateMap, flink_deserialize, flink_serialize
-from properties.map.parity import random_program
-from reference import VOID_NAMESPACE, CopyOnWriteStateMap, TimeWindow, Tuple2
-from reference.serializers import (
+from cowcheck.core.keys import FAMILIES, KEY_FAMILIES, NAMESPACE_FAMILIES, nth_key
+from cowcheck.core.states import decode_written, write_serializers
+from cowcheck.flink import FlinkStateMap, flink_deserialize, flink_serialize
+from cowcheck.map.parity import random_program
+from cowcheck.reference import VOID_NAMESPACE, CopyOnWriteStateMap, TimeWindow, Tuple2
+from cowcheck.reference.serializers import (
     BytesSerializer,
     IntSerializer,
     ListSerializer,

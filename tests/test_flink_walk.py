@@ -1,4 +1,4 @@
-"""Batched walks on Flink's map (properties.flink.segments, Walk.java, Checker.java): the same verdicts as
+"""Batched walks on Flink's map (cowcheck.flink.segments, Walk.java, Checker.java): the same verdicts as
 the call-by-call bridge, seeded Java-side corruptions caught both ways, and campaign isolation that
 costs a hanging or dying seed only that seed. Every test here runs the real jar."""
 
@@ -13,27 +13,27 @@ import pytest
 
 import random
 
-from properties.core.impls import UnknownImplementationError, resolve
-from properties.core.keys import FAMILIES, family_of, nth_key
-from properties.flink.convert import answer
-from properties.map.ops import MAX_COUNT
-from reference import VOID_NAMESPACE, TimeWindow, Tuple2
-from properties.core.program import Step
-from properties.core.shrink import replay
-from properties.flink import FlinkStateMap, jvm
-from properties.flink.corruptions import CORRUPTIONS
-from properties.flink.jvm import Java
-from properties.flink.segments import OutOfStep, WalkHarness, WalkMap
-from properties.map.harness import Harness
-from properties.map.ops import MAP_OPS
-from properties.map.walks import walk_program
-from spark_fuzz.executor import CampaignConfig, run_seed
+from cowcheck.core.impls import UnknownImplementationError, resolve
+from cowcheck.core.keys import FAMILIES, family_of, nth_key
+from cowcheck.flink.convert import answer
+from cowcheck.map.ops import MAX_COUNT
+from cowcheck.reference import VOID_NAMESPACE, TimeWindow, Tuple2
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import replay
+from cowcheck.flink import FlinkStateMap, jvm
+from cowcheck.flink.corruptions import CORRUPTIONS
+from cowcheck.flink.jvm import Java
+from cowcheck.flink.segments import OutOfStep, WalkHarness, WalkMap
+from cowcheck.map.harness import Harness
+from cowcheck.map.ops import MAP_OPS
+from cowcheck.map.walks import walk_program
+from cowcheck.spark_fuzz.executor import CampaignConfig, run_seed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(harness, program):
-    """``properties.core.shrink.replay`` on an already built harness (kept for its coverage)."""
+    """``cowcheck.core.shrink.replay`` on an already built harness (kept for its coverage)."""
     return replay(program, lambda: None, harness_class=lambda _: harness)
 
 
@@ -187,7 +187,7 @@ def test_java_writes_keys_as_python_repr_writes_them():
     """Checker.java's messages name keys as Python's repr does (batched and call-by-call failures
     carry equal messages): strings with quotes, escapes, lone surrogates, non-BMP, Tuple2,
     TimeWindow, VOID_NAMESPACE."""
-    from properties.flink.convert import java_template
+    from cowcheck.flink.convert import java_template
 
     jvm()
     r = random.Random(7)
@@ -267,8 +267,8 @@ def _python(script: str, timeout: float = 600) -> subprocess.CompletedProcess:
 def test_a_seed_that_kills_the_jvm_costs_that_seed_and_one_new_worker():
     result = _python("""
         import json
-        from spark_fuzz.executor import CampaignConfig
-        from spark_fuzz.ranges import run_range, shutdown_worker
+        from cowcheck.spark_fuzz.executor import CampaignConfig
+        from cowcheck.spark_fuzz.ranges import run_range, shutdown_worker
         config = CampaignConfig(impl="flink:corrupt=halt", capacity=128, white_box=False, steps=120)
         first = run_range(0, 40, config)
         second = run_range(40, 60, config)
@@ -288,8 +288,8 @@ def test_a_seed_that_kills_the_jvm_costs_that_seed_and_one_new_worker():
 def test_a_seed_that_hangs_inside_java_is_a_timeout_and_the_campaign_goes_on():
     result = _python("""
         import json
-        from spark_fuzz.executor import CampaignConfig
-        from spark_fuzz.ranges import run_range, shutdown_worker
+        from cowcheck.spark_fuzz.executor import CampaignConfig
+        from cowcheck.spark_fuzz.ranges import run_range, shutdown_worker
         config = CampaignConfig(impl="flink:corrupt=cycle", capacity=128, white_box=False, steps=120,
                                 step_time_limit=1.0, seed_time_limit=3.0)
         result = run_range(0, 40, config)
@@ -305,7 +305,7 @@ def test_a_seed_that_hangs_inside_java_is_a_timeout_and_the_campaign_goes_on():
 
 def test_check_finds_a_corruption_of_flinks_map_in_its_batched_walks_and_the_file_replays(tmp_path):
     def cowcheck(*args):
-        return subprocess.run([sys.executable, "-m", "properties", *args], cwd=tmp_path, capture_output=True,
+        return subprocess.run([sys.executable, "-m", "cowcheck", *args], cwd=tmp_path, capture_output=True,
                               text=True, timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
 
     found = cowcheck("check", "--impl", "flink:corrupt=mark-fresh", "--examples", "20", "--seed", "3")

@@ -1,10 +1,10 @@
 import pytest
 
-from model import ModelMap
-from properties.core.failures import DIVERGENCE, INVARIANT, CheckFailure
-from properties.map.harness import Harness
-from properties.core.program import Step
-from reference import CopyOnWriteStateMap
+from cowcheck.model import ModelMap
+from cowcheck.core.failures import DIVERGENCE, INVARIANT, CheckFailure
+from cowcheck.map.harness import Harness
+from cowcheck.core.program import Step
+from cowcheck.reference import CopyOnWriteStateMap
 
 
 def run(harness: Harness, steps: list) -> Harness:
@@ -177,7 +177,7 @@ def test_snapshot_id_reused_in_one_program_is_reported_as_a_program_error():
 
 @pytest.mark.parametrize("symbolic", [False, True])
 def test_same_entries_ignores_order_and_sees_every_difference(symbolic):
-    from properties.core.states import same_entries
+    from cowcheck.core.states import same_entries
 
     a = [(1, 0, [1, 2]), (2, 0, None), (3, 1, [])]
     assert same_entries(a, list(reversed(a)), symbolic)
@@ -188,7 +188,7 @@ def test_same_entries_ignores_order_and_sees_every_difference(symbolic):
 
 
 def test_same_entries_settles_unsortable_values_and_lists_for_tuples_by_the_json_form():
-    from properties.core.states import same_entries
+    from cowcheck.core.states import same_entries
 
     mixed = [("k", 0, [1]), (1, "n", None)]  # str and int keys do not sort together
     assert same_entries(mixed, list(reversed(mixed)))

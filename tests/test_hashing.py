@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from reference.hashing import (
+from cowcheck.reference.hashing import (
     bit_mix,
     composite_hash,
     java_hash_code,
@@ -161,8 +161,8 @@ def test_composite_hash_is_bit_mix_of_xor_of_java_hash_codes():
 
 _LAYOUT_SCRIPT = """
 import json
-from reference import CopyOnWriteStateMap
-from reference.hashing import composite_hash
+from cowcheck.reference import CopyOnWriteStateMap
+from cowcheck.reference.hashing import composite_hash
 keys = [f"user-{i}" for i in range(50)]
 m = CopyOnWriteStateMap(capacity=64)
 for k in keys:
@@ -204,7 +204,7 @@ def test_bucket_layout_of_string_keys_is_identical_across_processes_with_differe
 # The memoised twins of the hot path agree with the pure functions (which carry the contracts).
 from hypothesis import given, strategies as st  # noqa: E402
 
-from reference import hashing as _hashing  # noqa: E402
+from cowcheck.reference import hashing as _hashing  # noqa: E402
 
 
 @given(st.one_of(st.integers(-(2**63), 2**63 - 1), st.text(max_size=8), st.booleans()))

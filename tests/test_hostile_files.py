@@ -1,6 +1,6 @@
 """A zoo of hostile and careless input, run as a user runs it (issue 24).
 
-Every case runs the command line in a child process (or ``properties.cli.main``
+Every case runs the command line in a child process (or ``cowcheck.cli.main``
 with captured streams) in a directory of its own, with the fixtures made here
 in ``tmp_path``: a file is data (it never becomes code, never triggers a
 download, never imports a module lying beside it), every read is bounded,
@@ -23,23 +23,23 @@ from pathlib import Path
 
 import pytest
 
-from properties.cli import main
-from properties.core.counterexample import Counterexample, load, save
-from properties.core.failures import Failure
-from properties.core.files import write_atomically
-from properties.core.impls import resolve
-from properties.core.processes import module_command
-from properties.core.program import Step
-from properties.core.shrink import replay
-from properties.map import expected_results
-from properties.map.harness import Harness
-from reference.checkpoint import CheckpointHandle, CheckpointStreamFactory, HeapKeyedStateBackend
-from reference.checkpoint.format import INDEX_ENTRY, MAGIC, TRAILER_SIZE, U32, CheckpointMetadata, StateMetadata
-from reference.checkpoint.handle import MAX_HANDLE_BYTES
-from reference.checkpoint.restore import MAX_DATA_BYTES
-from reference.errors import CheckpointFormatError
-from reference.serializers import IntSerializer, ListSerializer
-from reference.state_table import KeyGroupRange
+from cowcheck.cli import main
+from cowcheck.core.counterexample import Counterexample, load, save
+from cowcheck.core.failures import Failure
+from cowcheck.core.files import write_atomically
+from cowcheck.core.impls import resolve
+from cowcheck.core.processes import module_command
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import replay
+from cowcheck.map import expected_results
+from cowcheck.map.harness import Harness
+from cowcheck.reference.checkpoint import CheckpointHandle, CheckpointStreamFactory, HeapKeyedStateBackend
+from cowcheck.reference.checkpoint.format import INDEX_ENTRY, MAGIC, TRAILER_SIZE, U32, CheckpointMetadata, StateMetadata
+from cowcheck.reference.checkpoint.handle import MAX_HANDLE_BYTES
+from cowcheck.reference.checkpoint.restore import MAX_DATA_BYTES
+from cowcheck.reference.errors import CheckpointFormatError
+from cowcheck.reference.serializers import IntSerializer, ListSerializer
+from cowcheck.reference.state_table import KeyGroupRange
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = [Step("put_and_get_old", (3, 3, [])), Step("transform", (0, 0, 0)), Step("snapshot", (0,)),
@@ -54,7 +54,7 @@ def cowcheck(*args, cwd, env=None, timeout=120):
     """The command line in a child process that, like the ``cowcheck`` script, does not put
     the working directory on sys.path; ``PYTHONPATH`` is this checkout only."""
     environment = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
-    return subprocess.run(module_command("properties.cli", *map(str, args)), capture_output=True, text=True,
+    return subprocess.run(module_command("cowcheck.cli", *map(str, args)), capture_output=True, text=True,
                           cwd=cwd, env=environment, timeout=timeout)
 
 
@@ -385,7 +385,7 @@ def test_checkpoint_inspect_reads_regular_files_only_and_no_more_than_recorded(t
 
 
 def test_campaign_state_is_read_as_a_users_file(tmp_path):
-    from spark_fuzz.store import CampaignStore, CampaignStoreError
+    from cowcheck.spark_fuzz.store import CampaignStore, CampaignStoreError
 
     campaign = tmp_path / "camp"
     campaign.mkdir()
@@ -429,7 +429,7 @@ def test_shrink_of_a_file_that_now_fails_differently_keeps_it(tmp_path):
 
 
 def test_a_campaign_directory_takes_one_run_at_a_time(tmp_path):
-    from spark_fuzz.store import CampaignStore
+    from cowcheck.spark_fuzz.store import CampaignStore
 
     out = tmp_path / "camp"
     holder = CampaignStore(out)
@@ -441,7 +441,7 @@ def test_a_campaign_directory_takes_one_run_at_a_time(tmp_path):
     finally:
         holder.close()
     # The lock goes with the process that held it, however it ends.
-    script = ("import os, sys; from spark_fuzz.store import CampaignStore; "
+    script = ("import os, sys; from cowcheck.spark_fuzz.store import CampaignStore; "
               f"CampaignStore({str(out)!r}).acquire({{}}, False); os._exit(9)")
     assert subprocess.run([sys.executable, "-c", script], env=dict(os.environ, PYTHONPATH=str(ROOT))).returncode == 9
     again = CampaignStore(out)
@@ -464,7 +464,7 @@ def test_versions_reports_a_bad_file_as_bad_and_the_others_as_they_are(tmp_path)
 
 
 def test_a_failure_found_survives_a_closed_pipe(tmp_path):
-    process = subprocess.Popen(module_command("properties.cli", "check", "--impl", "mutant:skip-prefix-copy",
+    process = subprocess.Popen(module_command("cowcheck.cli", "check", "--impl", "mutant:skip-prefix-copy",
                                               "--seed", "1", "--save-dir", str(tmp_path / "found")),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
                                env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -481,7 +481,7 @@ def test_a_failure_found_is_stored_elsewhere_when_its_directory_refuses_it(tmp_p
     import errno
     import tempfile
 
-    import properties.core.counterexample as counterexample
+    import cowcheck.core.counterexample as counterexample
 
     refused = tmp_path / "save"
     real = counterexample.write_atomically
@@ -567,7 +567,7 @@ def test_files_are_written_with_the_users_umask(tmp_path, umask, mode):
 
 def test_a_stored_counterexample_is_readable_by_the_group_under_umask_002(tmp_path):
     run = subprocess.run(["sh", "-c", 'umask 002 && exec "$@"', "sh",
-                          *module_command("properties.cli", "check", "--impl", "mutant:skip-prefix-copy", "--seed",
+                          *module_command("cowcheck.cli", "check", "--impl", "mutant:skip-prefix-copy", "--seed",
                                           "1", "--save-dir", "found")],
                          cwd=tmp_path, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)),
                          timeout=300)
@@ -588,8 +588,8 @@ def test_the_step_watchdog_never_reads_the_main_threads_frames(monkeypatch):
     publishes instead, and still times the implementation's calls only."""
     import time as time_
 
-    from properties.core.failures import TIME_LIMIT, TIMEOUT
-    from properties.core.limits import StepTimeLimit
+    from cowcheck.core.failures import TIME_LIMIT, TIMEOUT
+    from cowcheck.core.limits import StepTimeLimit
 
     def forbidden(*args, **kwargs):
         raise AssertionError("the watchdog read another thread's frames")
@@ -618,7 +618,7 @@ def test_the_step_watchdog_never_reads_the_main_threads_frames(monkeypatch):
 def test_the_limit_of_a_shrink_stores_what_is_stuck_as_the_run_does(monkeypatch):
     """An inner limit (shrinking's, replaying's) without on_stuck of its own uses the run's: a step
     stuck in native code while shrinking is stored, not lost (it was exit 1 with nothing stored)."""
-    from properties.core import limits
+    from cowcheck.core import limits
 
     stored, exits = [], []
     monkeypatch.setattr(limits.os, "_exit", exits.append)
@@ -635,7 +635,7 @@ def test_a_failure_is_stored_when_the_command_starts_with_its_output_closed(tmp_
     from Python itself, nothing stored and an internal-error file."""
     for closes in ([">&-"], [">&-", "2>&-"], ["<&-", ">&-", "2>&-"]):
         save_dir = tmp_path / f"found{len(closes)}"
-        command = " ".join([*map(shlex.quote, module_command("properties.cli", "check", "--impl",
+        command = " ".join([*map(shlex.quote, module_command("cowcheck.cli", "check", "--impl",
                                                                "mutant:skip-prefix-copy", "--seed", "1",
                                                                "--save-dir", str(save_dir))), *closes])
         run = subprocess.run(["sh", "-c", command], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)),
@@ -673,8 +673,8 @@ def test_a_full_disk_under_the_output_directory_is_one_line_exit_2(tmp_path, mon
 def test_a_campaign_whose_directory_cannot_take_its_lock_is_bad_usage(tmp_path, monkeypatch):
     import errno
 
-    from spark_fuzz import store as store_module
-    from spark_fuzz.store import CampaignStore, CampaignStoreError
+    from cowcheck.spark_fuzz import store as store_module
+    from cowcheck.spark_fuzz.store import CampaignStore, CampaignStoreError
 
     def full(fd, length):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -690,7 +690,7 @@ def test_reading_a_counterexample_with_a_10_mib_message_stays_small(tmp_path):
     """The nesting check ran a regular expression over the file's strings: 1.3 GB for one 10 MiB string."""
     import tracemalloc
 
-    from properties.core.files import MIB, read_json
+    from cowcheck.core.files import MIB, read_json
 
     path = variant(clean_map_file(tmp_path), tmp_path / "long.json",
                    lambda d: d["failure"].update(message="m" * (10 * MIB)))
@@ -709,8 +709,8 @@ def test_checkpoint_inspect_refuses_a_huge_data_file_without_reading_it(tmp_path
     from its size (it read 256 MiB first: 599 MB of memory for an 8 GiB sparse file)."""
     import tracemalloc
 
-    from properties.cli.checkpoint import _read
-    from properties.checkpoint.inspect import inspect_checkpoint
+    from cowcheck.cli.checkpoint import _read
+    from cowcheck.checkpoint.inspect import inspect_checkpoint
 
     huge = _big_sparse(tmp_path / "huge.cwck", 8 << 30, start=MAGIC)
     tracemalloc.start()
@@ -726,7 +726,7 @@ def test_checkpoint_inspect_refuses_a_huge_data_file_without_reading_it(tmp_path
 def test_a_failures_values_are_described_within_bounds():
     """What a failure keeps of the map's values (json_data) never runs their code beyond the
     built-in types, and never more than a bounded amount of it."""
-    from properties.core.failures import json_data
+    from cowcheck.core.failures import json_data
 
     class Endless(list):
         def __iter__(self):
@@ -755,8 +755,8 @@ def test_a_campaign_whose_disk_fills_at_the_end_keeps_its_verdict(tmp_path, monk
     import errno
     import tempfile as tempfile_
 
-    from spark_fuzz import driver
-    from spark_fuzz.store import CampaignStore
+    from cowcheck.spark_fuzz import driver
+    from cowcheck.spark_fuzz.store import CampaignStore
 
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")

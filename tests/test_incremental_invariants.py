@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from reference import CopyOnWriteStateMap, StateMapEntry
-from reference.invariants import SnapshotGuard, StructureTracker, check_structure
+from cowcheck.reference import CopyOnWriteStateMap, StateMapEntry
+from cowcheck.reference.invariants import SnapshotGuard, StructureTracker, check_structure
 
 
 def reachable(m):

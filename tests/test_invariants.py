@@ -1,7 +1,7 @@
 import random
 
-from reference import CopyOnWriteStateMap, StateMapEntry
-from reference.invariants import INVARIANTS, SnapshotGuard, Violation, check_structure
+from cowcheck.reference import CopyOnWriteStateMap, StateMapEntry
+from cowcheck.reference.invariants import INVARIANTS, SnapshotGuard, Violation, check_structure
 
 
 def codes(violations) -> set:

@@ -2,13 +2,13 @@
 
 import pytest
 
-from model.keyed_model import KeyedModel, StateSpec
-from reference.checkpoint import CheckpointStreamFactory
-from reference.keyed import (ON_READ_AND_WRITE, HashMapStateBackend, ListStateDescriptor, ManualClock,
+from cowcheck.model.keyed_model import KeyedModel, StateSpec
+from cowcheck.reference.checkpoint import CheckpointStreamFactory
+from cowcheck.reference.keyed import (ON_READ_AND_WRITE, HashMapStateBackend, ListStateDescriptor, ManualClock,
                              MapStateDescriptor, ReducingStateDescriptor, StateMigrationError, StateTtlConfig,
                              ValueStateDescriptor)
-from reference.serializers import IntSerializer, LongSerializer, TtlSerializer, TtlValue, serializer_from_id
-from reference.state_table import KeyGroupRange
+from cowcheck.reference.serializers import IntSerializer, LongSerializer, TtlSerializer, TtlValue, serializer_from_id
+from cowcheck.reference.state_table import KeyGroupRange
 
 INT = IntSerializer()
 WHOLE = KeyGroupRange(0, 7)

@@ -1,6 +1,6 @@
 import pytest
 
-from reference.layout import (
+from cowcheck.reference.layout import (
     MAXIMUM_CAPACITY,
     NEVER_GROW_THRESHOLD,
     bucket_index,

@@ -1,4 +1,4 @@
-"""Time limits on the implementation's calls (properties.core.limits)."""
+"""Time limits on the implementation's calls (cowcheck.core.limits)."""
 
 import subprocess
 import sys
@@ -16,7 +16,7 @@ def test_a_wait_for_several_calls_signalled_past_the_full_limit_gets_the_grace_a
     script = textwrap.dedent("""
         import signal
         import time
-        from properties.core.limits import StepTimeLimit, StepTimeout, implementation_calls
+        from cowcheck.core.limits import StepTimeLimit, StepTimeout, implementation_calls
 
         def wait():
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})

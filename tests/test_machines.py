@@ -5,13 +5,13 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from model import ModelMap
-from properties.core.failures import CheckFailure
-from properties.map.machine import MachineConfig, make_map_machine
-from properties.core.machine import RunRecord
-from properties.map.mutants import SkipPrefixCopy  # copies the entry to change, not the chain prefix
-from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
-from reference import CopyOnWriteStateMap
+from cowcheck.model import ModelMap
+from cowcheck.core.failures import CheckFailure
+from cowcheck.map.machine import MachineConfig, make_map_machine
+from cowcheck.core.machine import RunRecord
+from cowcheck.map.mutants import SkipPrefixCopy  # copies the entry to change, not the chain prefix
+from cowcheck.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
+from cowcheck.reference import CopyOnWriteStateMap
 
 # Runs under whatever --hypothesis-profile selects (ci in CI).
 TestReferenceMachine = make_map_machine(CopyOnWriteStateMap).TestCase
@@ -68,10 +68,10 @@ def test_black_box_machine_catches_the_prefix_mutant_through_the_model_alone():
 def test_the_runs_budget_cuts_rules_short_but_not_an_examples_teardown():
     import time
 
-    from properties.async_exec.machine import make_async_machine
-    from properties.core.limits import BudgetSpent
-    from properties.core.machine import RunRecord
-    from reference.async_execution import AsyncExecutionController
+    from cowcheck.async_exec.machine import make_async_machine
+    from cowcheck.core.limits import BudgetSpent
+    from cowcheck.core.machine import RunRecord
+    from cowcheck.reference.async_execution import AsyncExecutionController
 
     record = RunRecord()
     machine = make_async_machine(AsyncExecutionController, record=record)()
@@ -92,8 +92,8 @@ def test_an_example_ends_without_a_cycle_holding_the_implementation_or_what_it_h
     import gc
     import weakref
 
-    from properties.core.program import Step
-    from properties.map.harness import Harness
+    from cowcheck.core.program import Step
+    from cowcheck.map.harness import Harness
 
     class Handout(CopyOnWriteStateMap):
         def get(self, key, namespace):
@@ -129,8 +129,8 @@ def test_an_example_ends_without_a_cycle_holding_the_implementation_or_what_it_h
 
 
 def test_hypothesis_complaining_about_an_example_the_budget_cut_short_is_the_budgets_end():
-    from properties.core.hunt import _cut_by_budget
-    from properties.core.limits import BudgetSpent
+    from cowcheck.core.hunt import _cut_by_budget
+    from cowcheck.core.limits import BudgetSpent
 
     try:
         try:
@@ -148,7 +148,7 @@ def test_cyclic_garbage_holding_much_memory_goes_as_the_next_program_starts(monk
     import gc
     import weakref
 
-    from properties.core import garbage
+    from cowcheck.core import garbage
 
     class Holder:
         pass

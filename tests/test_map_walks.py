@@ -20,12 +20,12 @@ from collections import Counter
 
 import pytest
 
-from properties.core.failures import CheckFailure
-from properties.map.harness import Harness
-from properties.map.ops import SNAPSHOT_TRANSFORMERS, render_program
-from properties.core.program import Step
-from properties.map.scenarios import MAP_SCENARIOS
-from reference import CopyOnWriteStateMap
+from cowcheck.core.failures import CheckFailure
+from cowcheck.map.harness import Harness
+from cowcheck.map.ops import SNAPSHOT_TRANSFORMERS, render_program
+from cowcheck.core.program import Step
+from cowcheck.map.scenarios import MAP_SCENARIOS
+from cowcheck.reference import CopyOnWriteStateMap
 
 OPS = (
     "put", "put_and_get_old", "get", "get_mutate", "contains_key", "remove", "remove_and_get_old",

@@ -1,6 +1,6 @@
 import pytest
 
-from model import ModelConcurrentModification, ModelMap, ModelReleaseError
+from cowcheck.model import ModelConcurrentModification, ModelMap, ModelReleaseError
 
 
 def filled_model(n=4) -> ModelMap:

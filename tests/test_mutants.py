@@ -5,9 +5,9 @@ import re
 import pytest
 from hypothesis import settings
 
-from properties.core.impls import resolve
-from properties.core.mutants import catalogue
-from properties.core.mutants import run_mutant
+from cowcheck.core.impls import resolve
+from cowcheck.core.mutants import catalogue
+from cowcheck.core.mutants import run_mutant
 
 CATALOGUE = catalogue()
 SEED = 0

@@ -1,6 +1,6 @@
 """Tests that close gaps found by mutation testing of reference/cow_state_map.py.
 
-Each test names the mutmut mutant(s) it kills (``reference.cow_state_map.``
+Each test names the mutmut mutant(s) it kills (``cowcheck.reference.cow_state_map.``
 prefix left out); docs/mutmut.md explains every surviving mutant and how this
 file answers the ones that were real gaps. Mutant numbers are those of the
 mutmut run recorded there (reference at commit 859f769).
@@ -8,9 +8,9 @@ mutmut run recorded there (reference at commit 859f769).
 
 from __future__ import annotations
 
-from reference import CopyOnWriteStateMap, StateMapEntry
-from reference.hashing import composite_hash
-from reference.layout import uses_primary_table
+from cowcheck.reference import CopyOnWriteStateMap, StateMapEntry
+from cowcheck.reference.hashing import composite_hash
+from cowcheck.reference.layout import uses_primary_table
 
 
 def chain(head) -> list:
@@ -185,8 +185,8 @@ def test_every_keyed_operation_hashes_correctly_on_a_memo_miss():
     against the uncached Java arithmetic.
     Kills x__hash_of__mutmut_16..19 and the ``if h is None`` branch mutants
     of get, put, _put_entry and _remove_entry."""
-    from reference.hashing import _MIX_CACHE, bit_mix
-    from reference.invariants import check_structure
+    from cowcheck.reference.hashing import _MIX_CACHE, bit_mix
+    from cowcheck.reference.invariants import check_structure
 
     def fresh(op, *args):
         _MIX_CACHE.clear()
@@ -261,7 +261,7 @@ def test_chained_copy_reuses_middle_entries_already_copied_for_the_newest_snapsh
 def test_foreign_snapshot_error_names_the_snapshot_version():
     """errors.py: ForeignSnapshotError carries the version it refused.
     Kills xǁCopyOnWriteStateMapǁrelease_snapshot__mutmut_2."""
-    from reference.errors import ForeignSnapshotError
+    from cowcheck.reference.errors import ForeignSnapshotError
 
     m, other = CopyOnWriteStateMap(capacity=4), CopyOnWriteStateMap(capacity=4)
     m.snapshot()

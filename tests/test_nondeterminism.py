@@ -19,20 +19,20 @@ from pathlib import Path
 
 import pytest
 
-import properties.map  # noqa: F401  (registers the map machine)
-from properties.cli import main
-from properties.core import shrink as shrinking
-from properties.core.counterexample import Counterexample, CounterexampleError, load, save
-from properties.core.failures import Failure
-from properties.core.mutants import catalogue, format_table, run_mutant
-from properties.core.program import Step
-from properties.core.shrink import DEFAULT_REPLAYS, replay, reproductions, shrink, shrink_failure
-from properties.map.harness import Harness
-from properties.map.mutants import SnapshotLosesEntryAtRandom
-from reference import CopyOnWriteStateMap
-from spark_fuzz.executor import CampaignConfig, run_seed
-from spark_fuzz.ranges import RangeResult
-from spark_fuzz.report import render_markdown
+import cowcheck.map  # noqa: F401  (registers the map machine)
+from cowcheck.cli import main
+from cowcheck.core import shrink as shrinking
+from cowcheck.core.counterexample import Counterexample, CounterexampleError, load, save
+from cowcheck.core.failures import Failure
+from cowcheck.core.mutants import catalogue, format_table, run_mutant
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import DEFAULT_REPLAYS, replay, reproductions, shrink, shrink_failure
+from cowcheck.map.harness import Harness
+from cowcheck.map.mutants import SnapshotLosesEntryAtRandom
+from cowcheck.reference import CopyOnWriteStateMap
+from cowcheck.spark_fuzz.executor import CampaignConfig, run_seed
+from cowcheck.spark_fuzz.ranges import RangeResult
+from cowcheck.spark_fuzz.report import render_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -292,8 +292,8 @@ def test_the_campaign_executor_marks_the_outcome_its_rows_and_its_report(tmp_pat
 
 
 def test_walk_test_raises_the_failure_with_its_count():
-    from properties.core.failures import CheckFailure
-    from properties.map import walk_test
+    from cowcheck.core.failures import CheckFailure
+    from cowcheck.map import walk_test
 
     with pytest.raises(CheckFailure) as caught:
         walk_test(every_third_map, impl_spec="test_nondeterminism:every_third_map")()
@@ -304,8 +304,8 @@ def test_walk_test_raises_the_failure_with_its_count():
 
 _PYTEST_FILE = '''
 import itertools
-from properties.map import make_map_machine, walk_test
-from reference import CopyOnWriteStateMap
+from cowcheck.map import make_map_machine, walk_test
+from cowcheck.reference import CopyOnWriteStateMap
 
 
 class EveryThird(CopyOnWriteStateMap):

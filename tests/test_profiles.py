@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hypothesis.internal.conjecture import providers
 
-from properties.core.profiles import PROFILES, stabilise_generation
+from cowcheck.core.profiles import PROFILES, stabilise_generation
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,15 +19,15 @@ _GENERATE = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     if {extra!r}:
         sys.path.insert(0, {extra!r}); import lots_of_literals  # a local module full of constants
-    from properties.core.profiles import stabilise_generation
+    from cowcheck.core.profiles import stabilise_generation
     if {stabilise!r}:
         stabilise_generation()
     from hypothesis import settings, seed, Phase
     from hypothesis import strategies as st, given
     from hypothesis.stateful import run_state_machine_as_test
-    from reference import CopyOnWriteStateMap
-    from properties.map.machine import make_map_machine
-    from properties.core.machine import RunRecord
+    from cowcheck.reference import CopyOnWriteStateMap
+    from cowcheck.map.machine import make_map_machine
+    from cowcheck.core.machine import RunRecord
     programs = []
     record = RunRecord(on_example=lambda r: programs.append(r.last))
     machine = make_map_machine(CopyOnWriteStateMap, record=record)
@@ -40,7 +40,7 @@ _GENERATE = textwrap.dedent("""
     def ints(x):
         drawn.append(x)
     ints()
-    from properties.core.program import step_to_json
+    from cowcheck.core.program import step_to_json
     print(json.dumps([[step_to_json(s) for s in h.steps] for h in programs] + [drawn]))
 """)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import crosshair_mutants
-from properties.core.contracts import (
+from cowcheck.core.contracts import (
     CONFIRMED,
     DEFAULT_TARGETS,
     ERROR,
@@ -27,7 +27,7 @@ from properties.core.contracts import (
     parse_report,
     run_contracts,
 )
-from reference import hashing, layout
+from cowcheck.reference import hashing, layout
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS_FILE = str(Path(crosshair_mutants.__file__).resolve())
@@ -37,7 +37,7 @@ CI_PER_CONDITION_TIMEOUT = 2.0
 
 
 def cowcheck(*args):
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
 
 
@@ -116,7 +116,7 @@ def test_the_real_contracts_are_never_refuted_within_the_ci_budget(capsys):
 
 
 def test_contracts_are_found_in_source_order_with_their_def_lines():
-    contracts = find_contracts("reference.layout")
+    contracts = find_contracts("cowcheck.reference.layout")
     names = [c.function for c in contracts]
     assert names[:3] == ["is_valid_capacity", "bucket_index", "uses_primary_table"]
     assert "_fills_in_order" not in names  # helpers without conditions are not contracts
@@ -145,7 +145,7 @@ def test_crosshair_lines_map_to_the_three_verdicts_and_errors():
 @pytest.mark.parametrize("args, message", [
     (["no.such.module"], "cannot import 'no.such.module'"),
     (["missing/file.py"], "no such file 'missing/file.py'"),
-    (["reference.errors"], "no pre:/post: contracts in reference.errors"),
+    (["cowcheck.reference.errors"], "no pre:/post: contracts in cowcheck.reference.errors"),
     (["--only", "nope"], "no contract named nope"),
     (["--per-condition-timeout", "0"], "expected a positive number"),
 ])
@@ -176,16 +176,16 @@ def test_prove_on_the_shipped_contracts_is_deterministic_three_runs_in_a_row_exi
 
 def test_an_error_on_a_shipped_contract_is_an_internal_error_not_bad_usage(monkeypatch, tmp_path):
     # CrossHair failing on a contract cowcheck ships is cowcheck's own error: exit 3, the details in a file.
-    from properties.cli import main
-    from properties.core import contracts as contracts_module
+    from cowcheck.cli import main
+    from cowcheck.core import contracts as contracts_module
 
     def crashing(contracts, *args, **kwargs):
         return [contracts_module.ContractResult(c, ERROR, (), 0.0, "NotDeterministic: simulated") for c in contracts]
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("properties.cli.prove.run_contracts", crashing)
+    monkeypatch.setattr("cowcheck.cli.prove.run_contracts", crashing)
     import io
     out, err = io.StringIO(), io.StringIO()
     assert 3 == main(["prove", "--only", "key_group"], stdout=out, stderr=err)
-    assert err.getvalue().startswith("internal error in cowcheck: prove: reference.hashing.key_group: NotDeterministic")
+    assert err.getvalue().startswith("internal error in cowcheck: prove: cowcheck.reference.hashing.key_group: NotDeterministic")
     assert list((tmp_path / ".cowcheck" / "internal-errors").glob("*.txt"))

@@ -12,12 +12,12 @@ import traceback
 import pytest
 from hypothesis import settings
 
-import properties.map  # noqa: F401  (registers the map machine and its mutants)
-from properties.core.hunt import hunt
-from properties.core.machine import machine_kind
-from properties.core.settle import Subject
-from properties.core.mutants import catalogue
-from properties.map.rendering import MARKER
+import cowcheck.map  # noqa: F401  (registers the map machine and its mutants)
+from cowcheck.core.hunt import hunt
+from cowcheck.core.machine import machine_kind
+from cowcheck.core.settle import Subject
+from cowcheck.core.mutants import catalogue
+from cowcheck.map.rendering import MARKER
 
 MAP = machine_kind("map")
 MUTANTS = sorted(name for name, m in catalogue().items() if m.machine == "map" and "random" not in name)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.serializers import (
+from cowcheck.reference.serializers import (
     BytesSerializer,
     IntSerializer,
     ListSerializer,

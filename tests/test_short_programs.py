@@ -9,11 +9,11 @@ measurements are in docs/crosshair.md.
 import pytest
 from hypothesis import given, settings
 
-from properties.core.failures import CheckFailure
-from properties.core.mutants import catalogue
-from properties.core.program import Step
-from properties.map.short_programs import decode, run_program, short_programs
-from reference import CopyOnWriteStateMap
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.mutants import catalogue
+from cowcheck.core.program import Step
+from cowcheck.map.short_programs import decode, run_program, short_programs
+from cowcheck.reference import CopyOnWriteStateMap
 
 
 @given(ops=short_programs())

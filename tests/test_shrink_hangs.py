@@ -15,11 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "zoo"))
 
 from tiny import TinyMap  # noqa: E402
 
-from properties.core.failures import TIME_LIMIT, TIMEOUT  # noqa: E402
-from properties.core.limits import PACE_FLOOR, StepTimeLimit, current_limit  # noqa: E402
-from properties.core.program import Step  # noqa: E402
-from properties.core.shrink import replay, shrink, shrink_failure  # noqa: E402
-from properties.map.harness import Harness  # noqa: E402
+from cowcheck.core.failures import TIME_LIMIT, TIMEOUT  # noqa: E402
+from cowcheck.core.limits import PACE_FLOOR, StepTimeLimit, current_limit  # noqa: E402
+from cowcheck.core.program import Step  # noqa: E402
+from cowcheck.core.shrink import replay, shrink, shrink_failure  # noqa: E402
+from cowcheck.map.harness import Harness  # noqa: E402
 
 LIMITS_SEEN: list = []
 
@@ -156,7 +156,7 @@ def test_the_second_pass_after_a_misled_first_is_bounded_as_the_first(monkeypatc
     # The quick pass takes the slow contains_key for the hang and its result does not hang under
     # the full limit; the pass at a tenth of the limit (0.5 s) gets as long as the quick one had,
     # not the whole shrink budget (unbounded here): with 0.3 s, a get or so.
-    from properties.core import shrink as shrinking
+    from cowcheck.core import shrink as shrinking
 
     monkeypatch.setattr(shrinking, "_HANG_SHRINK_FLOOR", 0.3)
     monkeypatch.setattr(shrinking, "_HANG_SHRINK_SHARE", 0.0)
@@ -203,8 +203,8 @@ class EndlessHarness(Harness):
 
 
 def test_a_step_whose_own_checking_runs_past_its_bound_is_cowchecks_error_not_a_timeout(monkeypatch):
-    from properties.core import limits
-    from properties.core.errors import InternalError
+    from cowcheck.core import limits
+    from cowcheck.core.errors import InternalError
 
     monkeypatch.setattr(limits, "_HARNESS_FLOOR", 0.3)
     with StepTimeLimit(0.05), pytest.raises(InternalError):
@@ -267,9 +267,9 @@ class SlowOnceInTheProcess(TinyMap):
 def test_hunt_runs_the_walk_a_slow_call_stopped_again_and_the_map_passes():
     from hypothesis import settings
 
-    from properties.core.hunt import hunt
-    from properties.core.machine import RunRecord, machine_kind
-    from properties.core.settle import Subject
+    from cowcheck.core.hunt import hunt
+    from cowcheck.core.machine import RunRecord, machine_kind
+    from cowcheck.core.settle import Subject
 
     kind = machine_kind("map")
     config = kind.config(capacity=4, white_box=False)
@@ -283,8 +283,8 @@ def test_hunt_runs_the_walk_a_slow_call_stopped_again_and_the_map_passes():
 
 
 def test_no_spare_walks_are_run_after_a_hang():
-    from properties.core.walk_phase import run_walks
-    from properties.map import walk
+    from cowcheck.core.walk_phase import run_walks
+    from cowcheck.map import walk
 
     with StepTimeLimit(0.2):
         run = run_walks(walk, HangsWithTwoSnapshots, harness_class=Harness, harness_options={"white_box": False},
@@ -294,8 +294,8 @@ def test_no_spare_walks_are_run_after_a_hang():
 
 
 def test_building_and_probing_run_under_the_full_limit_not_the_pace():
-    from properties.map import _introspection_problem
-    from reference import CopyOnWriteStateMap
+    from cowcheck.map import _introspection_problem
+    from cowcheck.reference import CopyOnWriteStateMap
 
     class SlowView(CopyOnWriteStateMap):
         slow = True

@@ -8,12 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import run_state_machine_as_test
 
-from properties.map.machine import MachineConfig, make_map_machine
-from reference import CopyOnWriteStateTable
-from reference.errors import ConcurrentModificationError, IllegalStateError, KeyGroupOutOfRangeError
-from reference.hashing import key_group
-from reference.serializers import IntSerializer, ListSerializer
-from reference.state_table import KeyGroupRange, key_group_range_for_operator
+from cowcheck.map.machine import MachineConfig, make_map_machine
+from cowcheck.reference import CopyOnWriteStateTable
+from cowcheck.reference.errors import ConcurrentModificationError, IllegalStateError, KeyGroupOutOfRangeError
+from cowcheck.reference.hashing import key_group
+from cowcheck.reference.serializers import IntSerializer, ListSerializer
+from cowcheck.reference.state_table import KeyGroupRange, key_group_range_for_operator
 
 INTS = IntSerializer()
 LISTS = ListSerializer(IntSerializer())

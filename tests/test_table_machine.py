@@ -12,13 +12,13 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-import properties.registry  # noqa: F401
-from properties.core.machine import RunRecord, machine_kind
-from properties.core.program import Step
-from properties.core.shrink import replay
-from properties.core.walk_phase import run_walks
-from properties.table import TableHarness, make_table_machine, reference_table
-from properties.table.mutants import StaleCopierTable
+import cowcheck.registry  # noqa: F401
+from cowcheck.core.machine import RunRecord, machine_kind
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import replay
+from cowcheck.core.walk_phase import run_walks
+from cowcheck.table import TableHarness, make_table_machine, reference_table
+from cowcheck.table.mutants import StaleCopierTable
 
 ROOT = Path(__file__).resolve().parent.parent
 # FLINK-26853 as the suite shrank it on Flink 1.13.6 in an earlier run (the stored finding,
@@ -28,7 +28,7 @@ PROGRAM = [Step("set_meta_info", ()), Step("put", (5, 0, [])), Step("snapshot", 
 
 
 def cowcheck(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=900)
 
 
@@ -58,8 +58,8 @@ def test_the_checkpoint_write_of_a_key_group_holds_what_the_snapshot_froze():
 
 
 def test_writestateinkeygroup_bytes_of_flink_2_3_0_equal_the_references():
-    from properties.core.states import write_serializers
-    from properties.flink.table import FlinkStateTable
+    from cowcheck.core.states import write_serializers
+    from cowcheck.flink.table import FlinkStateTable
 
     tables = [reference_table(), FlinkStateTable()]
     snapshots = []
@@ -103,7 +103,7 @@ def test_versions_gives_the_regression_range_of_the_finding(tmp_path):
 
 @pytest.mark.parametrize("release", ["1.13.6", "2.3.0"])
 def test_per_key_group_checkpoint_bytes_of_a_release_equal_the_references(release):
-    run = subprocess.run([sys.executable, "-m", "properties.flink.table_parity", release, "5"], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "cowcheck.flink.table_parity", release, "5"], capture_output=True,
                          text=True, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])

@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-import properties.registry  # noqa: F401
-from properties.core.errors import InternalError
-from properties.core.machine import machine_kind
-from properties.core.mutants import catalogue
-from properties.core.walk_phase import run_walks, walk_length, walk_seeds
-from properties.map.harness import Harness
-from reference import CopyOnWriteStateMap
+import cowcheck.registry  # noqa: F401
+from cowcheck.core.errors import InternalError
+from cowcheck.core.machine import machine_kind
+from cowcheck.core.mutants import catalogue
+from cowcheck.core.walk_phase import run_walks, walk_length, walk_seeds
+from cowcheck.map.harness import Harness
+from cowcheck.reference import CopyOnWriteStateMap
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def cowcheck(*args, cwd):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=300)
 
 
@@ -95,8 +95,8 @@ def test_a_passing_check_reports_its_walk_phase(tmp_path):
 
 
 def test_walk_test_passes_on_the_reference_and_raises_the_shrunk_failure_of_a_mutant():
-    from properties.core.failures import CheckFailure
-    from properties.map import walk_test
+    from cowcheck.core.failures import CheckFailure
+    from cowcheck.map import walk_test
 
     walk_test(CopyOnWriteStateMap, walks=8)()
     with pytest.raises(CheckFailure) as caught:
@@ -108,8 +108,8 @@ def test_walk_test_passes_on_the_reference_and_raises_the_shrunk_failure_of_a_mu
 
 def test_under_pytest_a_failing_walk_test_is_stored_and_shown_with_its_replay_command(tmp_path):
     (tmp_path / "test_my_map.py").write_text(
-        "from properties.core.mutants import catalogue\n"
-        "from properties.map import walk_test\n"
+        "from cowcheck.core.mutants import catalogue\n"
+        "from cowcheck.map import walk_test\n"
         "test_walks = walk_test(catalogue()['skip-prefix-copy'].factory, impl_spec='mutant:skip-prefix-copy')\n")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_my_map.py",
                           "--cowcheck-dir", str(tmp_path / "found")], capture_output=True, text=True, cwd=tmp_path,
@@ -122,13 +122,13 @@ def test_under_pytest_a_failing_walk_test_is_stored_and_shown_with_its_replay_co
 
 
 @pytest.mark.parametrize("machine, module, builder, mutant", [
-    ("async", "properties.async_exec.machine", "make_async_machine", "async-key-not-released"),
-    ("checkpoint", "properties.checkpoint.machine", "make_checkpoint_machine", "checkpoint-wrong-offsets"),
-    ("table", "properties.table.machine", "make_table_machine", "table-set-meta-info-keeps-copier"),
+    ("async", "cowcheck.async_exec.machine", "make_async_machine", "async-key-not-released"),
+    ("checkpoint", "cowcheck.checkpoint.machine", "make_checkpoint_machine", "checkpoint-wrong-offsets"),
+    ("table", "cowcheck.table.machine", "make_table_machine", "table-set-meta-info-keeps-copier"),
 ])
 def test_under_pytest_a_failing_machine_of_any_kind_is_stored_and_replays(tmp_path, machine, module, builder, mutant):
     (tmp_path / "test_mine.py").write_text(
-        "from properties.core.mutants import catalogue\n"
+        "from cowcheck.core.mutants import catalogue\n"
         f"from {module} import {builder}\n"
         f"TestBroken = {builder}(catalogue()[{mutant!r}].implementation().factory).TestCase\n")
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_mine.py",
@@ -141,6 +141,6 @@ def test_under_pytest_a_failing_machine_of_any_kind_is_stored_and_replays(tmp_pa
     data = json.loads(path.read_text())
     assert data["machine"] == machine and data["found_by"]["tool"] == "pytest"
     replay_line = next(line for line in run.stdout.splitlines() if line.startswith("replay: cowcheck replay"))
-    replayed = subprocess.run([sys.executable, "-m", "properties.cli", *replay_line.split()[2:]], capture_output=True,
+    replayed = subprocess.run([sys.executable, "-m", "cowcheck.cli", *replay_line.split()[2:]], capture_output=True,
                               text=True, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=300)
     assert replayed.returncode == 1 and "reproduces" in replayed.stdout, replayed.stdout[-2000:]

@@ -22,16 +22,16 @@ sys.path.insert(0, str(ZOO_DIR))
 
 from adversaries import ZOO  # noqa: E402
 
-from properties.core.errors import UsageError  # noqa: E402
-from properties.core.impls import probe_isolated, resolve  # noqa: E402
-from properties.core.machine import machine_kind  # noqa: E402
-from spark_fuzz.executor import CampaignConfig, run_seed  # noqa: E402
-from spark_fuzz.ranges import run_range  # noqa: E402
+from cowcheck.core.errors import UsageError  # noqa: E402
+from cowcheck.core.impls import probe_isolated, resolve  # noqa: E402
+from cowcheck.core.machine import machine_kind  # noqa: E402
+from cowcheck.spark_fuzz.executor import CampaignConfig, run_seed  # noqa: E402
+from cowcheck.spark_fuzz.ranges import run_range  # noqa: E402
 
 
 def cowcheck(*args, cwd, timeout=300):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ZOO_DIR), str(ROOT)]))
-    return subprocess.run([sys.executable, "-m", "properties.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=timeout)
 
 
@@ -188,9 +188,9 @@ def test_a_hang_is_suspected_at_the_runs_pace_and_stored_as_confirmed_under_the_
 def test_the_p6_harm_of_a_shallow_snapshot_is_the_same_with_the_map_in_its_own_process():
     # The harness appends a mark to the state a P6 breach handed out and reads the snapshots: a
     # map in its own process must get that change (and its undoing) as one in cowcheck's does.
-    from properties.core.boundary import build
-    from properties.core.failures import CheckFailure
-    from properties.core.program import Step
+    from cowcheck.core.boundary import build
+    from cowcheck.core.failures import CheckFailure
+    from cowcheck.core.program import Step
 
     kind = machine_kind("map")
     program = [Step("put", (1000, 0, [])), Step("snapshot", (0,)), Step("get", (1000, 0))]

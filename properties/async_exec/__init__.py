@@ -5,19 +5,19 @@
 - ``machine``: the Hypothesis state machine; ``mutants``: the controller's seeded bugs.
 
 (The package is not called ``async``: that is a Python keyword.) Importing it
-registers the machine (and its mutants) with :mod:`properties.core.machine`.
+registers the machine (and its mutants) with :mod:`cowcheck.core.machine`.
 """
 
 from __future__ import annotations
 
-from properties.async_exec import mutants  # noqa: F401  (registers the controller's seeded bugs)
-from properties.async_exec.harness import ASYNC_SCENARIOS, AsyncHarness, AsyncMachineConfig
-from properties.async_exec.machine import make_async_machine, replay_setup
-from properties.async_exec.ops import ASYNC_OPS
-from properties.async_exec.walks import walk
-from properties.core.impls import Implementation, probe_by_harness
-from properties.core.machine import MachineKind, register_machine
-from reference.async_execution import AsyncExecutionController
+from cowcheck.async_exec import mutants  # noqa: F401  (registers the controller's seeded bugs)
+from cowcheck.async_exec.harness import ASYNC_SCENARIOS, AsyncHarness, AsyncMachineConfig
+from cowcheck.async_exec.machine import make_async_machine, replay_setup
+from cowcheck.async_exec.ops import ASYNC_OPS
+from cowcheck.async_exec.walks import walk
+from cowcheck.core.impls import Implementation, probe_by_harness
+from cowcheck.core.machine import MachineKind, register_machine
+from cowcheck.reference.async_execution import AsyncExecutionController
 
 __all__ = ["ASYNC", "AsyncHarness", "AsyncMachineConfig", "make_async_machine"]
 

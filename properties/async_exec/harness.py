@@ -1,8 +1,8 @@
 """Drive an async execution controller and the serial model side by side (docs/contract.md §12).
 
-A program is a list of :class:`~properties.core.program.Step` over the ops of
-:data:`~properties.async_exec.ops.ASYNC_OPS`: record arrivals (each record runs a small program of
-chained async state calls on its key, see ``model.async_model``), time
+A program is a list of :class:`~cowcheck.core.program.Step` over the ops of
+:data:`~cowcheck.async_exec.ops.ASYNC_OPS`: record arrivals (each record runs a small program of
+chained async state calls on its key, see ``cowcheck.model.async_model``), time
 passing, forced triggers, drains and partial mailbox runs. The harness builds
 the controller itself (``factory(batch_size=, max_in_flight=,
 buffer_timeout=, clock=, backend=)``) around a manual clock and a heap backend
@@ -28,7 +28,7 @@ Properties (``Failure.code``):
 - A9 context: callbacks run with their record's context current;
 - A10 liveness: a drain finishes (kind TIMEOUT), the controller does not raise
   (kind CRASH);
-- A11 epochs (``non_record`` steps, ``reference.epochs``): a non-record's
+- A11 epochs (``non_record`` steps, ``cowcheck.reference.epochs``): a non-record's
   trigger action runs once, only after every record that arrived before it
   has finished and the previous non-record's final action has run; its final
   action runs once, after its trigger action and after every timer the
@@ -43,7 +43,7 @@ space, as Flink's timer service does (``process_timer``: a context for the
 timer's key, a sync point with the timer's callback, which makes its own state
 accesses); a timer may fire on a key a record holds, and at the in-flight
 limit. A key's records and timers start in the order they enter the key's
-queue (:class:`model.async_model.KeyOrder`: a timer when it fires, a record once
+queue (:class:`cowcheck.model.async_model.KeyOrder`: a timer when it fires, a record once
 its arrival call has returned; A1, A2), and the serial model runs each record
 and timer when it starts (A7).
 
@@ -55,7 +55,7 @@ White-box, reading ``in_flight``, ``key_accounting``, ``buffer`` and the
 batches handed to ``state_executor``: A1's executor order, A2's holders, A3's
 count, A4, A6, A8's armed deadline.
 
->>> from reference.async_execution import AsyncExecutionController
+>>> from cowcheck.reference.async_execution import AsyncExecutionController
 >>> h = AsyncHarness(AsyncExecutionController, AsyncMachineConfig(batch_size=2, max_in_flight=1))
 >>> for key in (1, 1, 2):
 ...     h.apply(Step("arrive", (key, [["add", "a", 5]])))
@@ -69,15 +69,15 @@ from __future__ import annotations
 
 import attrs
 
-from model.async_model import AsyncModel, KeyOrder
-from properties.async_exec.ops import ASYNC_OPS
+from cowcheck.model.async_model import AsyncModel, KeyOrder
+from cowcheck.async_exec.ops import ASYNC_OPS
 # arrive, fire_timer, non_record: regression files written before they moved to records.py import them from here
-from properties.async_exec.records import ProgramHooks, _state_names, arrive, fire_timer, issue_program, non_record
-from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure, json_data
-from properties.core.harness import HarnessBase
-from properties.core.program import Step
-from reference.async_execution import DrainStalledError, ManualClock
-from reference.state_executor import HeapStateBackend
+from cowcheck.async_exec.records import ProgramHooks, _state_names, arrive, fire_timer, issue_program, non_record
+from cowcheck.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure, json_data
+from cowcheck.core.harness import HarnessBase
+from cowcheck.core.program import Step
+from cowcheck.reference.async_execution import DrainStalledError, ManualClock
+from cowcheck.reference.state_executor import HeapStateBackend
 
 __all__ = [
     "AsyncMachineConfig",
@@ -107,7 +107,7 @@ class AsyncMachineConfig:
     pass ``threaded=True`` (batches on a worker thread); ``white_box``: check
     the controller's internals too (None: if it offers them); ``epoch_mode``:
     serial or parallel epochs. What the implementation has (a Flink release's
-    defaults, ``properties.flink``): ``final_actions``, non-records with a final
+    defaults, ``cowcheck.flink``): ``final_actions``, non-records with a final
     action besides the trigger; ``overdraft``, timers admitted past the
     in-flight limit (with False they wait for capacity as records do)."""
 
@@ -147,14 +147,14 @@ def render_async(step: Step) -> str:
 
 def render_async_program(steps: list[Step], config: AsyncMachineConfig = AsyncMachineConfig(),
                          factory: str = "AsyncExecutionController") -> str:
-    """A runnable Python program for the steps (the factory named as in ``reference.async_execution``)."""
+    """A runnable Python program for the steps (the factory named as in ``cowcheck.reference.async_execution``)."""
     threaded = ", threaded=True" if config.threaded else ""
     if config.epoch_mode == "parallel":
         threaded += ", epoch_parallel_mode=ParallelMode.PARALLEL_BETWEEN_EPOCH"
     lines = [
-        "from reference.async_execution import AsyncExecutionController, ManualClock, ParallelMode",
-        "from reference.state_executor import HeapStateBackend",
-        "from properties.async_exec.records import arrive, non_record",
+        "from cowcheck.reference.async_execution import AsyncExecutionController, ManualClock, ParallelMode",
+        "from cowcheck.reference.state_executor import HeapStateBackend",
+        "from cowcheck.async_exec.records import arrive, non_record",
         "clock, backend = ManualClock(), HeapStateBackend()",
         (f"aec = {factory}(batch_size={config.batch_size}, max_in_flight={config.max_in_flight}, "
          f"buffer_timeout={config.buffer_timeout}, clock=clock, backend=backend{threaded})"),
@@ -280,7 +280,7 @@ class AsyncHarness(HarnessBase):
         if config.threaded:
             options["threaded"] = True
         if config.epoch_mode == "parallel":
-            from reference.epochs import ParallelMode
+            from cowcheck.reference.epochs import ParallelMode
 
             options["epoch_parallel_mode"] = ParallelMode.PARALLEL_BETWEEN_EPOCH
         self.controller = factory(**options)

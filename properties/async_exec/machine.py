@@ -2,12 +2,12 @@
 
 ``make_async_machine(factory, config, record)`` returns a
 ``RuleBasedStateMachine`` class with one rule per operation of
-:data:`~properties.async_exec.ops.ASYNC_OPS`, its arguments drawn per domain
+:data:`~cowcheck.async_exec.ops.ASYNC_OPS`, its arguments drawn per domain
 (:class:`Strategies`): record arrivals (one record, or a burst of them), time
 passing (the periodic buffer-timeout check then an idle mailbox), forced
 triggers, drains to a target, partial mailbox runs and non-records (whose
-trigger actions fire timers on the records' keys). Each rule becomes a :class:`~properties.core.program.Step` applied
-through the :class:`~properties.async_exec.harness.AsyncHarness`, which checks
+trigger actions fire timers on the records' keys). Each rule becomes a :class:`~cowcheck.core.program.Step` applied
+through the :class:`~cowcheck.async_exec.harness.AsyncHarness`, which checks
 A1–A11 after every step; every example ends with a drain to 0, which checks
 that everything finished and the state equals the serial model's. Steps of
 the last run are kept (``record.last.steps``), so a failure is data.
@@ -17,7 +17,7 @@ blocking, backpressure and partial batches happen in nearly every run.
 
 >>> from hypothesis import settings
 >>> from hypothesis.stateful import run_state_machine_as_test
->>> from reference.async_execution import AsyncExecutionController
+>>> from cowcheck.reference.async_execution import AsyncExecutionController
 >>> Machine = make_async_machine(AsyncExecutionController)
 >>> run_state_machine_as_test(Machine, settings=settings(max_examples=5, database=None))
 """
@@ -29,17 +29,17 @@ from typing import Callable
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
-from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
-from properties.async_exec.ops import ASYNC_OPS
-from properties.async_exec.walks import BURST, statement_choices, timer_sizes, waits
-from properties.core.machine import HarnessMachine, RunRecord, identify
+from cowcheck.async_exec.harness import AsyncHarness, AsyncMachineConfig
+from cowcheck.async_exec.ops import ASYNC_OPS
+from cowcheck.async_exec.walks import BURST, statement_choices, timer_sizes, waits
+from cowcheck.core.machine import HarnessMachine, RunRecord, identify
 
 __all__ = ["AsyncMachineConfig", "Strategies", "make_async_machine", "replay_setup"]
 
 
 class Strategies:
     """A Hypothesis strategy per argument domain of :data:`ASYNC_OPS` (the seeded walks draw the
-    same domains with :class:`~properties.async_exec.walks.WalkContext`)."""
+    same domains with :class:`~cowcheck.async_exec.walks.WalkContext`)."""
 
     def __init__(self, config: AsyncMachineConfig) -> None:
         self.config = config

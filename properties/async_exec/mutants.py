@@ -4,17 +4,17 @@ Every mutant is a mistake a person porting or maintaining Flink's
 AsyncExecutionController, StateRequestBuffer, KeyAccountingUnit or
 ContextStateFutureImpl could make; the docstring line is its catalogue
 description. All are killed by the ``async`` machine (``expected`` names the
-properties of ``properties.async_exec.harness`` that may catch them, first the
+properties of ``cowcheck.async_exec.harness`` that may catch them, first the
 one that usually does).
 """
 
 from __future__ import annotations
 
-from properties.core.mutants import register_mutant
-from reference.async_execution import AsyncExecutionController, KeyAccountingUnit, StateRequestBuffer
-from reference.epochs import Epoch, EpochManager, EpochStatus
-from reference.errors import IllegalStateError
-from reference.state_future import ContextStateFuture
+from cowcheck.core.mutants import register_mutant
+from cowcheck.reference.async_execution import AsyncExecutionController, KeyAccountingUnit, StateRequestBuffer
+from cowcheck.reference.epochs import Epoch, EpochManager, EpochStatus
+from cowcheck.reference.errors import IllegalStateError
+from cowcheck.reference.state_future import ContextStateFuture
 
 __all__: list[str] = []
 

@@ -1,19 +1,19 @@
 """The async machine's operations, declared once (:data:`ASYNC_OPS`).
 
 Record arrivals (each record runs a small program of chained async state
-calls on its key, see ``model.async_model``), time passing, forced triggers,
+calls on its key, see ``cowcheck.model.async_model``), time passing, forced triggers,
 drains, partial mailbox runs and non-records (a watermark whose trigger action
 fires timers on keys of the records' own key space, each running a program of
-its own, ``timers``). Each argument has a :class:`~properties.core.program.Domain`;
-the Hypothesis rules (``properties.async_exec.machine``) and the seeded walks
-(``properties.async_exec.walks``) draw every operation's arguments per domain
+its own, ``timers``). Each argument has a :class:`~cowcheck.core.program.Domain`;
+the Hypothesis rules (``cowcheck.async_exec.machine``) and the seeded walks
+(``cowcheck.async_exec.walks``) draw every operation's arguments per domain
 from this table, so an operation added here is drawn by both. The harness
 applies operation ``NAME`` with its method ``_op_NAME``; rendering, reading
 from files (every argument has a check, within what the machine generates:
 small ints that no sum of a program overflows in Java, short programs, time
 steps of at most a minute) and the shrinker's simplifications come from here.
 
->>> from properties.core.program import Step
+>>> from cowcheck.core.program import Step
 >>> ASYNC_OPS.render(Step("drain", (0,)))
 'aec.drain_inflight_records(0)'
 """
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import attrs
 
-from model.async_model import STATEMENT_ARITY
-from properties.core.checks import INT32, int_in, name_like
-from properties.core.program import Domain, Operation, OperationTable, domains_checker, domains_simplifier
+from cowcheck.model.async_model import STATEMENT_ARITY
+from cowcheck.core.checks import INT32, int_in, name_like
+from cowcheck.core.program import Domain, Operation, OperationTable, domains_checker, domains_simplifier
 
 __all__ = ["ASYNC_OPS", "AsyncOperation", "KEY", "PROGRAM", "MILLIS", "TARGET", "LIMIT", "TIMERS"]
 

@@ -1,17 +1,17 @@
 """What a record does on an async execution controller: its program of chained async state calls.
 
-A record (or a timer's callback) runs a small program of ``model.async_model``'s
+A record (or a timer's callback) runs a small program of ``cowcheck.model.async_model``'s
 statements on its key, issued as chained async calls (:func:`issue_program`,
 observed through :class:`ProgramHooks`); :func:`arrive`, :func:`fire_timer` and
 :func:`non_record` are what the async machine's steps do, and what the Python
-programs of its regressions call (:func:`~properties.async_exec.harness.render_async_program`).
+programs of its regressions call (:func:`~cowcheck.async_exec.harness.render_async_program`).
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-from reference.state_future import CompletedStateFuture
+from cowcheck.reference.state_future import CompletedStateFuture
 
 __all__ = ["ProgramHooks", "issue_program", "arrive", "fire_timer", "non_record"]
 
@@ -39,7 +39,7 @@ _NO_HOOKS = ProgramHooks()
 
 
 def issue_program(states: dict, program: list, hooks: ProgramHooks = _NO_HOOKS):
-    """Issue a record program (``model.async_model``'s statements) as chained
+    """Issue a record program (``cowcheck.model.async_model``'s statements) as chained
     async calls for the current record; the future of its last statement.
     Statement i+1 starts in a ``then_compose`` callback of statement i."""
     cb, req, fut, read = hooks.callback, hooks.request, hooks.future, hooks.read

@@ -1,7 +1,7 @@
 """Seeded swarm walks of the async machine (the walk phase of ``check`` and ``mutants``).
 
-The same operations as the Hypothesis machine (:mod:`properties.async_exec.machine`), read
-from the same table (:data:`~properties.async_exec.ops.ASYNC_OPS`), their arguments drawn
+The same operations as the Hypothesis machine (:mod:`cowcheck.async_exec.machine`), read
+from the same table (:data:`~cowcheck.async_exec.ops.ASYNC_OPS`), their arguments drawn
 per domain by :class:`WalkContext` with ``random.Random(seed)``: each walk switches some
 operations off (swarm testing), and ends with a drain to 0, as every example does.
 
@@ -14,9 +14,9 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from properties.async_exec.harness import AsyncMachineConfig
-from properties.async_exec.ops import ASYNC_OPS
-from properties.core.program import Step
+from cowcheck.async_exec.harness import AsyncMachineConfig
+from cowcheck.async_exec.ops import ASYNC_OPS
+from cowcheck.core.program import Step
 
 __all__ = ["statement_choices", "waits", "timer_sizes", "WalkContext", "walk_program"]
 
@@ -25,7 +25,7 @@ BURST = (2, 5)  # records in one burst of arrivals
 
 
 def statement_choices(config: AsyncMachineConfig) -> list:
-    """Every statement a record program may hold (``model.async_model``), over the config's state names."""
+    """Every statement a record program may hold (``cowcheck.model.async_model``), over the config's state names."""
     names = config.states
     return ([["add", s, d] for s in names for d in (1, 2, 5)]
             + [["add_in_accept", s, d] for s in names for d in (1, 3)]

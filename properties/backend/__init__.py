@@ -2,25 +2,25 @@
 
 - ``ops``: the states (value, list, map, reducing; without TTL, with TTL on
   create and write, on read and write) and the operations, declared once;
-- ``harness``: drives a state backend against :mod:`model.keyed_model`, checks K1–K6;
+- ``harness``: drives a state backend against :mod:`cowcheck.model.keyed_model`, checks K1–K6;
 - ``machine``: the Hypothesis machine, its rules generated from the table;
 - ``walks``: seeded swarm walks; ``mutants``: seeded bugs of the reference backend.
 
 Importing this package registers the machine (and its mutants) with
-:mod:`properties.core.machine`; ``--impl flink[@VERSION]`` runs Flink's own
-``HeapKeyedStateBackend`` (``properties.flink.backend``).
+:mod:`cowcheck.core.machine`; ``--impl flink[@VERSION]`` runs Flink's own
+``HeapKeyedStateBackend`` (``cowcheck.flink.backend``).
 """
 
 from __future__ import annotations
 
-from properties.backend import mutants  # noqa: F401  (registers the backend's seeded bugs)
-from properties.backend.harness import BACKEND_SCENARIOS, BackendHarness, BackendMachineConfig
-from properties.backend.machine import make_backend_machine, replay_setup
-from properties.backend.ops import BACKEND_OPS
-from properties.backend.walks import walk
-from properties.core.impls import Implementation, probe_by_harness
-from properties.core.machine import MachineKind, register_machine
-from reference.keyed import HashMapStateBackend
+from cowcheck.backend import mutants  # noqa: F401  (registers the backend's seeded bugs)
+from cowcheck.backend.harness import BACKEND_SCENARIOS, BackendHarness, BackendMachineConfig
+from cowcheck.backend.machine import make_backend_machine, replay_setup
+from cowcheck.backend.ops import BACKEND_OPS
+from cowcheck.backend.walks import walk
+from cowcheck.core.impls import Implementation, probe_by_harness
+from cowcheck.core.machine import MachineKind, register_machine
+from cowcheck.reference.keyed import HashMapStateBackend
 
 __all__ = ["BACKEND", "BackendHarness", "BackendMachineConfig", "make_backend_machine", "reference_state_backend",
            "reference_flink_format_backend"]

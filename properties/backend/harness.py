@@ -4,9 +4,9 @@ The implementation is a *state backend* (``factory()``): an object with a
 ``clock`` (``advance(millis)``, starting at 0) that builds keyed backends
 (``create_keyed_state_backend(key_serializer, max_parallelism,
 key_group_range, state_handles=())``, the API of
-:mod:`reference.keyed`). The harness opens one, registers the twelve states
-of :data:`~properties.backend.ops.STATES` through their descriptors, and
-applies each step to it and to :class:`~model.keyed_model.KeyedModel`.
+:mod:`cowcheck.reference.keyed`). The harness opens one, registers the twelve states
+of :data:`~cowcheck.backend.ops.STATES` through their descriptors, and
+applies each step to it and to :class:`~cowcheck.model.keyed_model.KeyedModel`.
 
 Codes (``Failure.code``):
 
@@ -33,7 +33,7 @@ part runs, each step of the task thread starts with a random yield (a
 asks the implementation to yield at random while it writes
 (:class:`YieldingStreamFactory`).
 
->>> from reference.keyed import HashMapStateBackend
+>>> from cowcheck.reference.keyed import HashMapStateBackend
 >>> h = BackendHarness(HashMapStateBackend())
 >>> for step in [Step("open", ("int", 8)), Step("update", ("value_ttl", 0, 0, 7)), Step("advance", (10,)),
 ...              Step("value", ("value_ttl", 0, 0))]:
@@ -53,16 +53,16 @@ from typing import Optional
 
 import attrs
 
-from model.keyed_model import KeyedModel
-from properties.backend.ops import (BACKEND_OPS, CHECKPOINTS, KEYED, NAMESPACES, STATES, descriptor_of, key_pool)
-from properties.core.failures import CRASH, DIVERGENCE, CheckFailure
-from properties.core.harness import HarnessBase
-from properties.core.keys import FAMILIES, fresh
-from properties.core.program import Step
-from reference.checkpoint import CheckpointStreamFactory
-from reference.hashing import key_group
-from reference.serializers import IntSerializer
-from reference.state_table import KeyGroupRange
+from cowcheck.model.keyed_model import KeyedModel
+from cowcheck.backend.ops import (BACKEND_OPS, CHECKPOINTS, KEYED, NAMESPACES, STATES, descriptor_of, key_pool)
+from cowcheck.core.failures import CRASH, DIVERGENCE, CheckFailure
+from cowcheck.core.harness import HarnessBase
+from cowcheck.core.keys import FAMILIES, fresh
+from cowcheck.core.program import Step
+from cowcheck.reference.checkpoint import CheckpointStreamFactory
+from cowcheck.reference.hashing import key_group
+from cowcheck.reference.serializers import IntSerializer
+from cowcheck.reference.state_table import KeyGroupRange
 
 __all__ = ["BackendHarness", "BackendMachineConfig", "YieldingStreamFactory", "BACKEND_SCENARIOS", "SPECS"]
 

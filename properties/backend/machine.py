@@ -1,7 +1,7 @@
 """The backend machine for Hypothesis: one rule per operation of the table, generated from it.
 
 ``open`` is the machine's initialize rule (key type and max parallelism);
-every other operation of :data:`~properties.backend.ops.BACKEND_OPS`
+every other operation of :data:`~cowcheck.backend.ops.BACKEND_OPS`
 becomes a rule whose arguments are drawn from their domains
 (:data:`STRATEGIES`). Keys, key groups and splits are drawn as indexes and
 resolved against what the example opened (its key pool and max
@@ -11,7 +11,7 @@ produces a completed one, ``checkpoint_async`` a running one that
 
 >>> from hypothesis import settings
 >>> from hypothesis.stateful import run_state_machine_as_test
->>> from reference.keyed import HashMapStateBackend
+>>> from cowcheck.reference.keyed import HashMapStateBackend
 >>> Machine = make_backend_machine(HashMapStateBackend)
 >>> run_state_machine_as_test(Machine, settings=settings(max_examples=2, stateful_step_count=10, database=None))
 """
@@ -23,10 +23,10 @@ from typing import Callable
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, rule
 
-from properties.backend.harness import BackendHarness, BackendMachineConfig
-from properties.backend.ops import (BACKEND_OPS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES, STATES, TARGETS, USER_KEYS,
+from cowcheck.backend.harness import BackendHarness, BackendMachineConfig
+from cowcheck.backend.ops import (BACKEND_OPS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES, STATES, TARGETS, USER_KEYS,
                                     key_pool, states_of_kind)
-from properties.core.machine import HarnessMachine, RunRecord, identify
+from cowcheck.core.machine import HarnessMachine, RunRecord, identify
 
 __all__ = ["make_backend_machine", "replay_setup", "STRATEGIES"]
 

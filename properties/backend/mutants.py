@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import attrs
 
-from properties.core.mutants import register_mutant
-from reference.checkpoint import PendingCheckpoint
-from reference.checkpoint.flink_format import FlinkPendingCheckpoint
-from reference.keyed import HashMapStateBackend, KeyedStateBackend
-from reference.keyed.backend import SnapshotFuture
-from reference.keyed.descriptors import LIST, MAP, VALUE
-from reference.keyed.states import HeapListState, HeapMapState, HeapValueState, TtlReduceFunction
-from reference.keyed.ttl import ON_CREATE_AND_WRITE, expiration_timestamp
-from reference.state_table import KeyGroupRange
+from cowcheck.core.mutants import register_mutant
+from cowcheck.reference.checkpoint import PendingCheckpoint
+from cowcheck.reference.checkpoint.flink_format import FlinkPendingCheckpoint
+from cowcheck.reference.keyed import HashMapStateBackend, KeyedStateBackend
+from cowcheck.reference.keyed.backend import SnapshotFuture
+from cowcheck.reference.keyed.descriptors import LIST, MAP, VALUE
+from cowcheck.reference.keyed.states import HeapListState, HeapMapState, HeapValueState, TtlReduceFunction
+from cowcheck.reference.keyed.ttl import ON_CREATE_AND_WRITE, expiration_timestamp
+from cowcheck.reference.state_table import KeyGroupRange
 
 __all__: list[str] = []
 

@@ -17,7 +17,7 @@ from (:data:`DOMAINS`): the Hypothesis rules (``machine.py``) and the
 seeded walks (``walks.py``) are both built from this table, and a file's
 arguments are checked against it.
 
->>> from properties.core.program import Step
+>>> from cowcheck.core.program import Step
 >>> BACKEND_OPS.render(Step("update", ("value_ttl", 3, 0, None)))
 "at(3, 0, 'value_ttl').update(None)"
 >>> [s.name for s in STATES if s.kind == "map"]
@@ -30,14 +30,14 @@ from typing import Callable
 
 import attrs
 
-from model.keyed_model import StateSpec
-from properties.core.checks import INT32, arguments, int_in, list_of, one_of
-from properties.core.keys import FAMILIES
-from properties.core.program import Operation, OperationTable
-from reference.hashing import to_int32
-from reference.keyed import (ON_CREATE_AND_WRITE, ON_READ_AND_WRITE, ListStateDescriptor, MapStateDescriptor,
+from cowcheck.model.keyed_model import StateSpec
+from cowcheck.core.checks import INT32, arguments, int_in, list_of, one_of
+from cowcheck.core.keys import FAMILIES
+from cowcheck.core.program import Operation, OperationTable
+from cowcheck.reference.hashing import to_int32
+from cowcheck.reference.keyed import (ON_CREATE_AND_WRITE, ON_READ_AND_WRITE, ListStateDescriptor, MapStateDescriptor,
                              ReducingStateDescriptor, StateTtlConfig, ValueStateDescriptor)
-from reference.serializers import IntSerializer
+from cowcheck.reference.serializers import IntSerializer
 
 __all__ = ["BACKEND_OPS", "BackendOperation", "STATES", "STATE_NAMES", "KEY_TYPES", "MAX_PARALLELISMS", "TTL",
            "NAMESPACES", "TARGETS", "KEYED", "CHECKPOINTS", "sum_int32", "key_pool", "states_of_kind",
@@ -87,7 +87,7 @@ def states_of_kind(kind: str) -> tuple[str, ...]:
 
 def key_pool(key_type: str, keys: int) -> list:
     """The keys a program of ``key_type`` uses: the first ``keys`` of that family's bulk sequence
-    (properties.core.keys: ints across the int32 range, longs beyond it, strings of every plane)."""
+    (cowcheck.core.keys: ints across the int32 range, longs beyond it, strings of every plane)."""
     family = FAMILIES[key_type]
     return [family.nth(i) for i in range(keys)]
 

@@ -1,7 +1,7 @@
 """Seeded swarm walks of the backend machine (the walk phase of ``check``, ``mutants`` and campaigns).
 
 The same operations as the Hypothesis machine, drawn from the table's
-domains (:data:`~properties.backend.ops.BACKEND_OPS`) with
+domains (:data:`~cowcheck.backend.ops.BACKEND_OPS`) with
 ``random.Random(seed)``: a walk opens a backend of a random key type and
 max parallelism, switches some kinds of step off and keeps to a few of the
 states, keys and namespaces (swarm testing: the same entry is written,
@@ -17,9 +17,9 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from properties.backend.ops import (BACKEND_OPS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES, STATES, TARGETS,
+from cowcheck.backend.ops import (BACKEND_OPS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES, STATES, TARGETS,
                                     USER_KEYS, key_pool, states_of_kind)
-from properties.core.program import Step
+from cowcheck.core.program import Step
 
 __all__ = ["walk_program", "walk", "WEIGHTS"]
 

@@ -5,18 +5,18 @@
 - ``machine``: the Hypothesis state machine and ``small_backend``; ``mutants``: the write path's seeded bugs.
 
 Importing this package registers the machine (and its mutants) with
-:mod:`properties.core.machine`.
+:mod:`cowcheck.core.machine`.
 """
 
 from __future__ import annotations
 
-from properties.checkpoint import mutants  # noqa: F401  (registers the checkpoint path's seeded bugs)
-from properties.checkpoint.harness import CHECKPOINT_SCENARIOS, CheckpointHarness
-from properties.checkpoint.machine import CheckpointMachineConfig, make_checkpoint_machine, replay_setup, small_backend
-from properties.checkpoint.ops import CHECKPOINT_OPS
-from properties.checkpoint.walks import walk
-from properties.core.impls import Implementation, probe_by_harness
-from properties.core.machine import MachineKind, register_machine
+from cowcheck.checkpoint import mutants  # noqa: F401  (registers the checkpoint path's seeded bugs)
+from cowcheck.checkpoint.harness import CHECKPOINT_SCENARIOS, CheckpointHarness
+from cowcheck.checkpoint.machine import CheckpointMachineConfig, make_checkpoint_machine, replay_setup, small_backend
+from cowcheck.checkpoint.ops import CHECKPOINT_OPS
+from cowcheck.checkpoint.walks import walk
+from cowcheck.core.impls import Implementation, probe_by_harness
+from cowcheck.core.machine import MachineKind, register_machine
 
 __all__ = ["CHECKPOINT", "CheckpointHarness", "CheckpointMachineConfig", "make_checkpoint_machine", "small_backend"]
 

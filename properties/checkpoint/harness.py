@@ -29,7 +29,7 @@ on-write stops once released") and P7 (unexpected errors):
 - C5 checkpoint files: a data file visible before its checkpoint completed,
   or a file left behind by a cancelled or failed one.
 
->>> from properties.checkpoint.machine import small_backend
+>>> from cowcheck.checkpoint.machine import small_backend
 >>> h = CheckpointHarness(small_backend()())
 >>> for step in [Step("kv_put", ("a", 1, 0, [1])), Step("checkpoint", (0, 0)),
 ...              Step("write_key_group", (0,)), Step("kv_get_mutate", ("a", 1, 0, 2)), Step("complete", (0,))]:
@@ -46,16 +46,16 @@ import os
 import tempfile
 from typing import Any
 
-from model.checkpoint_model import CheckpointModel
-from properties.checkpoint.ops import CHECKPOINT_OPS, KEYED
-from properties.core.failures import CRASH, DIVERGENCE, CheckFailure
-from properties.core.harness import HarnessBase
-from properties.core.program import Step
-from properties.core.states import entries, transform_append
-from reference.checkpoint import CheckpointStreamFactory, PendingCheckpoint
-from reference.hashing import key_group
-from reference.serializers import IntSerializer, ListSerializer, LongSerializer
-from reference.state_table import KeyGroupRange, key_group_range_for_operator
+from cowcheck.model.checkpoint_model import CheckpointModel
+from cowcheck.checkpoint.ops import CHECKPOINT_OPS, KEYED
+from cowcheck.core.failures import CRASH, DIVERGENCE, CheckFailure
+from cowcheck.core.harness import HarnessBase
+from cowcheck.core.program import Step
+from cowcheck.core.states import entries, transform_append
+from cowcheck.reference.checkpoint import CheckpointStreamFactory, PendingCheckpoint
+from cowcheck.reference.hashing import key_group
+from cowcheck.reference.serializers import IntSerializer, ListSerializer, LongSerializer
+from cowcheck.reference.state_table import KeyGroupRange, key_group_range_for_operator
 
 __all__ = [
     "CheckpointHarness",
@@ -160,7 +160,7 @@ def _split(key_group_range: KeyGroupRange, parts: int) -> list[KeyGroupRange]:
 
 class CheckpointHarness(HarnessBase):
     """Drives one backend (a ``HeapKeyedStateBackend`` without states) against
-    a fresh :class:`~model.checkpoint_model.CheckpointModel`.
+    a fresh :class:`~cowcheck.model.checkpoint_model.CheckpointModel`.
 
     ``white_box``: also compare every map's registered snapshot versions with
     the model after every step (needs ``backend.state(name).maps``; None: if

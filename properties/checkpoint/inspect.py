@@ -15,12 +15,12 @@ from typing import Optional, Union
 
 import attrs
 
-from reference.checkpoint.flink_format import (FLINK_HANDLE_FORMAT, FlinkCheckpointData, KeyGroupsStateHandle,
+from cowcheck.reference.checkpoint.flink_format import (FLINK_HANDLE_FORMAT, FlinkCheckpointData, KeyGroupsStateHandle,
                                                SerializationProxy, looks_like_flink_checkpoint)
-from reference.checkpoint.format import HANDLE_FORMAT, MAGIC, U32, CheckpointMetadata
-from reference.checkpoint.handle import MAX_HANDLE_BYTES, CheckpointHandle, parse_handle_json, read_file
-from reference.checkpoint.restore import MAX_DATA_BYTES, CheckpointData
-from reference.errors import CheckpointFormatError
+from cowcheck.reference.checkpoint.format import HANDLE_FORMAT, MAGIC, U32, CheckpointMetadata
+from cowcheck.reference.checkpoint.handle import MAX_HANDLE_BYTES, CheckpointHandle, parse_handle_json, read_file
+from cowcheck.reference.checkpoint.restore import MAX_DATA_BYTES, CheckpointData
+from cowcheck.reference.errors import CheckpointFormatError
 
 __all__ = ["KeyGroupInfo", "CheckpointInfo", "FlinkCheckpointInfo", "inspect_checkpoint", "load_handle_or_file"]
 

@@ -1,16 +1,16 @@
 """A Hypothesis state machine for checkpoints of key-grouped heap state (docs/contract.md §10, §11).
 
 ``make_checkpoint_machine(factory)`` returns a ``RuleBasedStateMachine``
-class with a rule per operation of :data:`~properties.checkpoint.ops.CHECKPOINT_OPS`
-(:func:`properties.core.rules.operation_rules`): keyed operations on two list
+class with a rule per operation of :data:`~cowcheck.checkpoint.ops.CHECKPOINT_OPS`
+(:func:`cowcheck.core.rules.operation_rules`): keyed operations on two list
 states (put, get, get-then-mutate-in-place, remove, transform) interleaved with
 checkpoints: start (the synchronous part), write key groups (1-4 in a row),
 complete, cancel, fail (an injected write error), and restores of completed
 checkpoints into the same range, into smaller ranges, rescaled round trips
 (split, checkpoint each part, merge) and recovery that continues on the
-restored state. Every rule is a :class:`~properties.core.program.Step` applied
+restored state. Every rule is a :class:`~cowcheck.core.program.Step` applied
 through the
-:class:`~properties.checkpoint.harness.CheckpointHarness`, which checks the
+:class:`~cowcheck.checkpoint.harness.CheckpointHarness`, which checks the
 model and the C1–C5 properties after every step.
 
 ``factory()`` (no arguments) builds a fresh backend without states, so the
@@ -32,12 +32,12 @@ from typing import Callable
 import attrs
 from hypothesis import strategies as st
 
-from properties.checkpoint.harness import STATES, CheckpointHarness, key_pool as keys_of
-from properties.checkpoint.ops import CHECKPOINT_OPS
-from properties.core.machine import HarnessMachine, RunRecord, identify
-from properties.core.rules import RuleContext, operation_rules, pools
-from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, HeapKeyedStateBackend
-from reference.state_table import KeyGroupRange
+from cowcheck.checkpoint.harness import STATES, CheckpointHarness, key_pool as keys_of
+from cowcheck.checkpoint.ops import CHECKPOINT_OPS
+from cowcheck.core.machine import HarnessMachine, RunRecord, identify
+from cowcheck.core.rules import RuleContext, operation_rules, pools
+from cowcheck.reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, HeapKeyedStateBackend
+from cowcheck.reference.state_table import KeyGroupRange
 
 __all__ = ["CheckpointMachineConfig", "make_checkpoint_machine", "small_backend", "replay_setup"]
 
@@ -65,7 +65,7 @@ def small_backend(backend_class: type = HeapKeyedStateBackend, max_parallelism: 
 
 
 class _Draws(RuleContext):
-    """The values the machine's rules draw, per domain kind of :data:`~properties.checkpoint.ops.CHECKPOINT_OPS`:
+    """The values the machine's rules draw, per domain kind of :data:`~cowcheck.checkpoint.ops.CHECKPOINT_OPS`:
     keyed steps on the backend's own keys, thresholds either side of the machine's checkpoint sizes,
     key-group ranges within the backend's."""
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import struct
 import zlib
 
-from properties.checkpoint.machine import small_backend
-from properties.core.mutants import register_mutant
-from reference.checkpoint import HeapKeyedStateBackend, PendingCheckpoint
-from reference.state_table import KeyGroupRange
+from cowcheck.checkpoint.machine import small_backend
+from cowcheck.core.mutants import register_mutant
+from cowcheck.reference.checkpoint import HeapKeyedStateBackend, PendingCheckpoint
+from cowcheck.reference.state_table import KeyGroupRange
 
 __all__: list[str] = []
 

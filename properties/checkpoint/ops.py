@@ -10,18 +10,18 @@ harness applies operation ``NAME`` with its method ``_op_NAME``; rendering,
 reading from files (every argument has a check: a file's step holds what the
 machine could have generated, as the serializers can write it), the
 shrinker's simplifications and the Hypothesis rules (``domains``: drawn per
-kind by ``properties.checkpoint.machine``) come from here.
+kind by ``cowcheck.checkpoint.machine``) come from here.
 
->>> from properties.core.program import Step
+>>> from cowcheck.core.program import Step
 >>> CHECKPOINT_OPS.render(Step("cancel", (0,)))
 'c0.cancel()'
 """
 
 from __future__ import annotations
 
-from properties.core.checks import INT32, INT64, arguments, int_in, list_of, one_of
-from properties.core.program import Domain, Operation, OperationTable
-from reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, MAX_MEMORY_THRESHOLD
+from cowcheck.core.checks import INT32, INT64, arguments, int_in, list_of, one_of
+from cowcheck.core.program import Domain, Operation, OperationTable
+from cowcheck.reference.checkpoint import DEFAULT_MEMORY_THRESHOLD, MAX_MEMORY_THRESHOLD
 
 __all__ = ["CHECKPOINT_OPS", "KEYED", "STATE_NAMES"]
 
@@ -97,7 +97,7 @@ def _two_parts(args: tuple):
         yield (args[0], 2)
 
 
-# Argument domains (what the machine draws: properties.checkpoint.machine). Checks and simplifications
+# Argument domains (what the machine draws: cowcheck.checkpoint.machine). Checks and simplifications
 # are the operations' own: a value's check depends on the state it goes to.
 AT = Domain("at", 3)  # state, key, namespace
 VALUES = Domain("values")  # a state's new content

@@ -1,6 +1,6 @@
 """Seeded swarm walks of the checkpoint machine (the walk phase of ``check`` and ``mutants``).
 
-The same operations as the Hypothesis machine (:mod:`properties.checkpoint.machine`)
+The same operations as the Hypothesis machine (:mod:`cowcheck.checkpoint.machine`)
 drawn with ``random.Random(seed)``, over the keys of the backend's own key
 groups; each walk switches some kinds of step off (swarm testing) and ends by
 cancelling the checkpoints still running, as every example does.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 from typing import Iterator
 
-from properties.checkpoint.harness import STATES, key_pool
-from properties.core.program import Step
+from cowcheck.checkpoint.harness import STATES, key_pool
+from cowcheck.core.program import Step
 
 __all__ = ["walk_program", "key_pool"]
 
@@ -22,7 +22,7 @@ _KINDS = ("kv_put", "kv_get", "kv_get_mutate", "kv_remove", "kv_transform", "che
 
 
 def walk_program(seed: int, steps: int, backend, keys: int = 6, namespaces: int = 2) -> Iterator[Step]:
-    from properties.checkpoint.machine import THRESHOLDS
+    from cowcheck.checkpoint.machine import THRESHOLDS
 
     r = random.Random(seed)
     weights = [0.0 if r.random() < _SWARM_OFF else r.random() for _ in _KINDS]

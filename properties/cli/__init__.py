@@ -26,16 +26,16 @@ import re
 from importlib import metadata
 from typing import TextIO
 
-import properties.flink  # noqa: F401  (registers --impl flink)
-import properties.registry  # noqa: F401  (registers every machine)
-from properties.cli import check, checkpoint, explain, mutants, prove, replay, versions
-from properties.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error, standard_streams
-from properties.core.boundary import catching_interrupts
-from properties.core.errors import UsageError, did_you_mean
-from properties.core.impls import UnknownImplementationError
-from properties.core.profiles import tune_collector
+import cowcheck.flink  # noqa: F401  (registers --impl flink)
+import cowcheck.registry  # noqa: F401  (registers every machine)
+from cowcheck.cli import check, checkpoint, explain, mutants, prove, replay, versions
+from cowcheck.cli.common import EXIT_USAGE, GuardedOutput, one_line, report_internal_error, standard_streams
+from cowcheck.core.boundary import catching_interrupts
+from cowcheck.core.errors import UsageError, did_you_mean
+from cowcheck.core.impls import UnknownImplementationError
+from cowcheck.core.profiles import tune_collector
 
-__all__ = ["main", "build_parser", "COMMANDS", "ENTRY_POINT_GROUP"]
+__all__ = ["main", "run", "build_parser", "COMMANDS", "ENTRY_POINT_GROUP"]
 
 COMMANDS = (check, mutants, replay, checkpoint, prove, versions, explain)
 ENTRY_POINT_GROUP = "cowcheck.commands"
@@ -59,7 +59,7 @@ def _did_you_mean(message: str) -> str:
 
 def version_text() -> str:
     """``cowcheck X (Python Y, hypothesis Z, ...)``: what a bug report needs."""
-    from properties.core.counterexample import tool_versions
+    from cowcheck.core.counterexample import tool_versions
 
     versions = tool_versions()
     rest = ", ".join(f"{name} {version}" for name, version in versions.items() if name != "cowcheck")
@@ -95,6 +95,13 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: Te
          commands: tuple = ()) -> int:
     """Run the command line ``argv`` (default ``sys.argv[1:]``) writing to ``stdout`` and ``stderr``
     (default the process's own, usable even if it was started with them closed); the exit code."""
+    return run(argv, stdout, stderr, commands)
+
+
+def run(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: TextIO | None = None,
+        commands: tuple = (), **extra) -> int:
+    """:func:`main`, with ``extra`` set on the parsed arguments before the command runs (what
+    :mod:`cowcheck.checking` hands the commands: a factory object instead of a spec)."""
     if stdout is None or stderr is None:
         standard_out, standard_err = standard_streams()
         stdout, stderr = stdout or standard_out, stderr or standard_err
@@ -104,6 +111,8 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: Te
     parser = build_parser(commands)
     try:
         args = parser.parse_args(argv)
+        for name, value in extra.items():
+            setattr(args, name, value)
         tune_collector()
         with catching_interrupts():
             code = args.handler(args, stdout, stderr)
@@ -121,4 +130,3 @@ def main(argv: list[str] | None = None, stdout: TextIO | None = None, stderr: Te
         stderr.write(note + "\n")
     stderr.flush()
     return code
-

@@ -1,7 +1,7 @@
-"""``python -m properties.cli`` runs the ``cowcheck`` command line (as ``python -m properties`` does)."""
+"""``python -m cowcheck.cli`` runs the ``cowcheck`` command line (as ``python -m cowcheck`` does)."""
 
 import sys
 
-from properties.cli import main
+from cowcheck.cli import main
 
 sys.exit(main())

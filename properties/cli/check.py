@@ -11,26 +11,26 @@ from typing import TextIO
 import attrs
 from hypothesis import settings
 
-from properties.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
+from cowcheck.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
                                    one_line, seed_arg, step_seconds_arg, store_found)
-from properties.core import bounds
-from properties.core.contract import pointer
-from properties.core.counterexample import Counterexample, CounterexampleError, load, replay_command, save
-from properties.core.errors import UsageError
-from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
-from properties.core.hunt import HuntResult, hunt
-from properties.core.impls import resolve
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit, active_limit, unpaced
-from properties.core.machine import MACHINES, RunRecord, machine_kind
-from properties.core.profiles import stabilise_generation
-from properties.core.replay import replay_setup, replay_traced
-from properties.core.report import format_failure, format_summary
-from properties.core.settle import Subject, counterexample_of
-from properties.core.shrink import DEFAULT_REPLAYS
-from properties.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
-from properties.registry import DEFAULT_MACHINE
-from properties.map.harness import CONTRACTS
-from properties.map.ops import SIZE_CLASSES
+from cowcheck.core import bounds
+from cowcheck.core.contract import pointer
+from cowcheck.core.counterexample import Counterexample, CounterexampleError, load, replay_command, save
+from cowcheck.core.errors import UsageError
+from cowcheck.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
+from cowcheck.core.hunt import HuntResult, hunt
+from cowcheck.core.impls import implementation_of, resolve
+from cowcheck.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit, active_limit, unpaced
+from cowcheck.core.machine import MACHINES, RunRecord, machine_kind
+from cowcheck.core.profiles import stabilise_generation
+from cowcheck.core.replay import replay_setup, replay_traced
+from cowcheck.core.report import format_failure, format_summary
+from cowcheck.core.settle import Subject, counterexample_of
+from cowcheck.core.shrink import DEFAULT_REPLAYS
+from cowcheck.core.walk_phase import DEFAULT_WALK_STEPS, DEFAULT_WALKS
+from cowcheck.registry import DEFAULT_MACHINE
+from cowcheck.map.harness import CONTRACTS
+from cowcheck.map.ops import SIZE_CLASSES
 
 __all__ = ["register", "check"]
 
@@ -118,7 +118,9 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     if not args.no_save and args.save_dir != DEFAULT_SAVE_DIR:  # the default falls back to a temp dir if need be
         check_output_directory(args.save_dir, "--save-dir")
     kind = machine_kind(args.machine)
-    impl = resolve(args.impl, args.machine, isolated=not args.in_process)
+    factory = getattr(args, "factory", None)  # cowcheck.check(factory) from Python: this process, no spec
+    impl = (resolve(args.impl, args.machine, isolated=not args.in_process) if factory is None
+            else implementation_of(factory, args.machine))
     stabilise_generation()
     sized = "capacity" in attrs.fields_dict(kind.config_class)  # the map machine's configs have a capacity
     capacity = (args.capacity or impl.default_capacity) if sized else None
@@ -185,6 +187,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     walked = result.walks
     if result.failure is not None:  # stored before anything is printed: the failure survives its report
         saved = _save(args, stderr, result.counterexample)
+        _hand_over(args, result.counterexample, saved)
     if walks:
         outcome = (f"failure in walk {walked.walks} (seed {walked.finding.seed})" if result.phase == "walks"
                    else "no failure")
@@ -264,9 +267,17 @@ def _failed_at_construction(args, stdout: TextIO, stderr: TextIO, failure: Failu
     cx = counterexample_of([], failure, subject, found_by={"tool": "cowcheck check", "generator": "probe",
                                                            "seed": args.seed})
     saved = _save(args, stderr, cx)
+    _hand_over(args, cx, saved)
     stdout.write("building the implementation failed before any step\n")
     stdout.write(format_failure(failure, [], impl.spec, kind, config))
     return _report_saved(stdout, saved, impl, args)
+
+
+def _hand_over(args, cx: Counterexample, saved) -> None:
+    """What was found, for a caller from Python (:func:`cowcheck.check` passes a dict as ``found_into``)."""
+    into = getattr(args, "found_into", None)
+    if into is not None:
+        into["found"] = (cx, saved[0] if saved else None)
 
 
 def default_walks(walks: int | None, examples: int | None) -> int:

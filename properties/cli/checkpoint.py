@@ -7,8 +7,8 @@ serialization proxy's version; its handle file says ``"format":
 "flink-key-groups-state-handle"``): by content, never by name. Exit 0 and a
 report on stdout; bad input is one line on stderr naming the file, the
 offset and the problem, exit 2. Every check restore runs when reading a
-checkpoint runs here too (``properties.checkpoint.inspect``). Files are read
-as a user's files (``properties.core.files``: regular files only, at most the
+checkpoint runs here too (``cowcheck.checkpoint.inspect``). Files are read
+as a user's files (``cowcheck.core.files``: regular files only, at most the
 size the handle records, or 1 GiB for a data file without one), and what the
 report shows from them (state names) is printed with unprintable characters
 escaped.
@@ -18,19 +18,19 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from properties.cli.common import PrintableOutput
-from properties.core.errors import UsageError
-from properties.core.files import UserFileError, read_user_file
-from properties.checkpoint.inspect import FlinkCheckpointInfo, inspect_checkpoint
-from reference.checkpoint.restore import MAX_DATA_BYTES
-from reference.errors import CheckpointFormatError
+from cowcheck.cli.common import PrintableOutput
+from cowcheck.core.errors import UsageError
+from cowcheck.core.files import UserFileError, read_user_file
+from cowcheck.checkpoint.inspect import FlinkCheckpointInfo, inspect_checkpoint
+from cowcheck.reference.checkpoint.restore import MAX_DATA_BYTES
+from cowcheck.reference.errors import CheckpointFormatError
 
 __all__ = ["register", "inspect", "format_info"]
 
 
 def register(sub) -> None:
-    p = sub.add_parser("checkpoint", help="work with checkpoints written by reference.checkpoint",
-                       description="Work with checkpoints written by reference.checkpoint.")
+    p = sub.add_parser("checkpoint", help="work with checkpoints written by cowcheck.reference.checkpoint",
+                       description="Work with checkpoints written by cowcheck.reference.checkpoint.")
     actions = p.add_subparsers(dest="checkpoint_command", required=True)
     i = actions.add_parser("inspect", help="print metadata, key groups, offsets and entry counts",
                            description="Read and check a checkpoint; print its metadata, key groups, offsets "

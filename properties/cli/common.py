@@ -15,11 +15,11 @@ import traceback
 from pathlib import Path
 from typing import TextIO
 
-from properties.core import bounds
-from properties.core.bounds import Bound
-from properties.core.errors import InternalError, UsageError
-from properties.core.failures import printable
-from properties.core.files import writable_directory_problem, write_atomically
+from cowcheck.core import bounds
+from cowcheck.core.bounds import Bound
+from cowcheck.core.errors import InternalError, UsageError
+from cowcheck.core.failures import printable
+from cowcheck.core.files import writable_directory_problem, write_atomically
 
 __all__ = ["Progress", "UsageError", "non_negative_int", "positive_int", "positive_float", "capacity_arg",
            "count_arg", "seconds_arg", "step_seconds_arg", "minutes_arg", "seed_arg", "report_internal_error",
@@ -174,7 +174,7 @@ def store_found(save, directory, stderr: TextIO):
 
 class PrintableOutput:
     """A text stream that shows every unprintable character but the newline escaped
-    (``properties.core.failures.printable``): what a command prints from a file
+    (``cowcheck.core.failures.printable``): what a command prints from a file
     (a counterexample's message, a checkpoint's state names) cannot move the
     cursor or forge a line."""
 

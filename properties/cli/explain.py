@@ -3,7 +3,7 @@
 Every failure line names a code (``DIVERGENCE P6``, ``TIMEOUT time-limit``)
 and points here. ``cowcheck explain P6`` prints that code's entry of
 docs/contract.md, read from the copy installed with the package
-(:mod:`properties.core.contract`): the rule, the harm, how the suite checks
+(:mod:`cowcheck.core.contract`): the rule, the harm, how the suite checks
 it, a program that breaks it and the usual causes. Without a code it lists
 every code with its title. Codes are matched without regard to case, and a
 kind in front (``INVARIANT I9``, as pasted from a failure line) is skipped;
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from properties.core.contract import CONTRACT, entries, render, similar
-from properties.core.errors import UsageError
-from properties.core.failures import KINDS
+from cowcheck.core.contract import CONTRACT, entries, render, similar
+from cowcheck.core.errors import UsageError
+from cowcheck.core.failures import KINDS
 
 __all__ = ["register", "explain"]
 

@@ -6,15 +6,15 @@ from typing import TextIO
 
 from hypothesis import settings
 
-from properties.cli.common import count_arg, seconds_arg, seed_arg, step_seconds_arg
-from properties.core import bounds
-from properties.core.contract import CONTRACT
-from properties.core.errors import UsageError
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
-from properties.core.mutants import catalogue, format_table, run_mutant
-from properties.core.profiles import stabilise_generation
-from properties.core.shrink import DEFAULT_REPLAYS
-from properties.core.walk_phase import DEFAULT_WALKS
+from cowcheck.cli.common import count_arg, seconds_arg, seed_arg, step_seconds_arg
+from cowcheck.core import bounds
+from cowcheck.core.contract import CONTRACT
+from cowcheck.core.errors import UsageError
+from cowcheck.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
+from cowcheck.core.mutants import catalogue, format_table, run_mutant
+from cowcheck.core.profiles import stabilise_generation
+from cowcheck.core.shrink import DEFAULT_REPLAYS
+from cowcheck.core.walk_phase import DEFAULT_WALKS
 
 __all__ = ["register", "mutants"]
 

@@ -1,6 +1,6 @@
 """``cowcheck prove``: CrossHair on the contracts of the pure layout and hashing functions.
 
-The runner is :mod:`properties.core.contracts`. Exit codes: 0 nothing
+The runner is :mod:`cowcheck.core.contracts`. Exit codes: 0 nothing
 refuted, 1 a contract is refuted, 2 bad usage or CrossHair could not check one
 of the user's own contracts (one line on stderr), 3 CrossHair could not check
 a contract cowcheck ships (an internal error: one line, details in a file).
@@ -12,9 +12,9 @@ import os
 import time
 from typing import TextIO
 
-from properties.cli.common import count_arg, one_line, seconds_arg
-from properties.core import bounds
-from properties.core.contracts import (
+from cowcheck.cli.common import count_arg, one_line, seconds_arg
+from cowcheck.core import bounds
+from cowcheck.core.contracts import (
     CONFIRMED,
     DEFAULT_PER_CONDITION_TIMEOUT,
     DEFAULT_TARGETS,
@@ -29,7 +29,7 @@ from properties.core.contracts import (
     run_contracts,
     shown,
 )
-from properties.core.errors import InternalError, UsageError
+from cowcheck.core.errors import InternalError, UsageError
 
 __all__ = ["register", "prove"]
 
@@ -39,7 +39,7 @@ __all__ = ["register", "prove"]
 def register(sub) -> None:
     p = sub.add_parser("prove", help="check the layout and hashing contracts with CrossHair",
                        description="Run CrossHair on the PEP 316 contracts (pre:/post: docstring lines) of "
-                                   "reference.layout and reference.hashing, or of the given modules or .py "
+                                   "cowcheck.reference.layout and cowcheck.reference.hashing, or of the given modules or .py "
                                    "files; report each as confirmed, no counterexample within budget, or "
                                    "refuted with a counterexample. Exit 0: nothing refuted, 1: a contract "
                                    "is refuted, 2: bad usage or CrossHair could not check a contract.")

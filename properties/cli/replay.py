@@ -11,7 +11,7 @@ built-in ones (``reference``, ``model``, ``mutant:NAME``, ``flink``...) are
 resolved from it. Any other must be named on the command line with
 ``--impl``, so replaying a file received from elsewhere never imports a
 module the file chose, nor fetches a release it names
-(:func:`properties.core.replay.implementation_for`). What replay prints from a
+(:func:`cowcheck.core.replay.implementation_for`). What replay prints from a
 file is shown with unprintable characters escaped (``PrintableOutput``).
 
 shrink never changes which failure a file holds: a file is rewritten only
@@ -28,21 +28,21 @@ from typing import TextIO
 
 import attrs
 
-from properties.cli.common import PrintableOutput, check_output_directory, count_arg, step_seconds_arg, store_found
-from properties.core import bounds
-from properties.core.counterexample import CounterexampleError, load, reliability, save
-from properties.core.contract import pointer
-from properties.core.errors import UsageError
-from properties.core.files import write_atomically
-from properties.core.impls import UnknownImplementationError, resolve
-from properties.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
-from properties.core.regression import test_name_for, to_pytest
-from properties.core.failures import CheckFailure
-from properties.core.replay import implementation_for, replay_setup, replay_subject, replay_traced
-from properties.core.report import nondeterminism_note
-from properties.core.settle import settle
-from properties.core.shrink import replay, signature_of
-from properties.map.harness import CONTRACTS
+from cowcheck.cli.common import PrintableOutput, check_output_directory, count_arg, step_seconds_arg, store_found
+from cowcheck.core import bounds
+from cowcheck.core.counterexample import CounterexampleError, load, reliability, save
+from cowcheck.core.contract import pointer
+from cowcheck.core.errors import UsageError
+from cowcheck.core.files import write_atomically
+from cowcheck.core.impls import UnknownImplementationError, resolve
+from cowcheck.core.limits import DEFAULT_STEP_TIME_LIMIT, StepTimeLimit
+from cowcheck.core.regression import test_name_for, to_pytest
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.replay import implementation_for, replay_setup, replay_subject, replay_traced
+from cowcheck.core.report import nondeterminism_note
+from cowcheck.core.settle import settle
+from cowcheck.core.shrink import replay, signature_of
+from cowcheck.map.harness import CONTRACTS
 
 __all__ = ["register", "replay_files", "shrink_files"]
 

@@ -1,15 +1,15 @@
 """``cowcheck versions``: stored counterexamples replayed on Flink releases, as a matrix.
 
 Each release runs in its own process (one JVM per process); a release not
-cached yet is fetched first (``properties.flink.releases``). Prints, per
+cached yet is fetched first (``cowcheck.flink.releases``). Prints, per
 counterexample and release: reproduces / fails differently / passes / not
 applicable, and the regression range of each counterexample.
 
-Every file is read and checked here first (``properties.core.counterexample.load``):
+Every file is read and checked here first (``cowcheck.core.counterexample.load``):
 a bad file is a row of its own ("bad file", and exit 2 with one line naming it
 once the matrix is printed), never passed to a release's process, so it
 cannot take the others' results down with it. The releases' processes run
-without the working directory on ``sys.path`` (``properties.core.processes``).
+without the working directory on ``sys.path`` (``cowcheck.core.processes``).
 """
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ import subprocess
 from pathlib import Path
 from typing import TextIO
 
-from properties.cli.common import EXIT_USAGE, PrintableOutput, one_line
-from properties.core.counterexample import CounterexampleError, load
-from properties.core.errors import UsageError
-from properties.core.processes import module_command
-from properties.flink.releases import DEFAULT_VERSION, OLDEST_VERSION, check_version, parse_version
-from properties.flink.versions import regression_range, run_release
+from cowcheck.cli.common import EXIT_USAGE, PrintableOutput, one_line
+from cowcheck.core.counterexample import CounterexampleError, load
+from cowcheck.core.errors import UsageError
+from cowcheck.core.processes import module_command
+from cowcheck.flink.releases import DEFAULT_VERSION, OLDEST_VERSION, check_version, parse_version
+from cowcheck.flink.versions import regression_range, run_release
 
 __all__ = ["register", "versions"]
 

@@ -1,13 +1,13 @@
 """Walks and Hypothesis's examples run ahead in the implementation's process, checked step by step here.
 
 Asking an implementation in another process call by call costs a round trip
-per call (:mod:`properties.core.remote`), and on a loaded machine each one
+per call (:mod:`cowcheck.core.remote`), and on a loaded machine each one
 waits for both processes to be scheduled. So a walk's program is sent to the
 implementation's process at once (a Hypothesis example's steps one by one, as
 Hypothesis draws them), and there the very harness of the checker runs it
 over the implementation, through proxies of the same classes as the
 checker's, each call made at once (in-process semantics) and recorded
-(:class:`~properties.core.recorder.Recorder`): what was called with what, what it returned or raised,
+(:class:`~cowcheck.core.recorder.Recorder`): what was called with what, what it returned or raised,
 what the harness's own functions were given (``transform``). The records
 stream back a few steps at a time while the next steps run.
 
@@ -40,18 +40,18 @@ from __future__ import annotations
 import io
 from collections import deque
 
-from properties.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, OutOfStep, WorkerFailure, build
-from properties.core.failures import TIMEOUT, CheckFailure
-from properties.core.limits import StepTimeout, implementation_call, implementation_calls
-from properties.core.processes import describe_wait_status
-from properties.core.program import Step
-from properties.core.recorder import _ROOT, _plain, _Unrecordable
-from properties.core.remote import RemoteFactory
-from properties.core.session import RemoteObject, Session, _Bound
-from properties.core.wire import (_ANSWER, _BATCH, _END, _MORE, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK, _T_FN,
+from cowcheck.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, OutOfStep, WorkerFailure, build
+from cowcheck.core.failures import TIMEOUT, CheckFailure
+from cowcheck.core.limits import StepTimeout, implementation_call, implementation_calls
+from cowcheck.core.processes import describe_wait_status
+from cowcheck.core.program import Step
+from cowcheck.core.recorder import _ROOT, _plain, _Unrecordable
+from cowcheck.core.remote import RemoteFactory
+from cowcheck.core.session import RemoteObject, Session, _Bound
+from cowcheck.core.wire import (_ANSWER, _BATCH, _END, _MORE, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK, _T_FN,
                                   _T_LIST, _T_LISTX, _T_OBJ, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID,
                                   _T_WINDOW, _WALK, _Broken)
-from reference.keys import TimeWindow, Tuple2, VoidNamespace
+from cowcheck.reference.keys import TimeWindow, Tuple2, VoidNamespace
 
 __all__ = ["AheadHarness", "Replay", "ahead_harness", "example_harness"]
 
@@ -111,7 +111,7 @@ class Replay(Session):
     def finish(self, stepwise: bool = False) -> None:
         """After the last step: the walk ends there (a stepwise walk is told to). Its answer
         (after the records not read) is not waited for: it is read before the worker's next
-        request (:meth:`~properties.core.remote.Worker.collect`)."""
+        request (:meth:`~cowcheck.core.remote.Worker.collect`)."""
         if self.ended:
             return
         if stepwise:
@@ -565,7 +565,7 @@ def ahead_harness(harness_class: type, machine: str, make, stepwise: bool = Fals
 def example_harness(harness_class: type, machine: str, factory, make) -> type:
     """The harness class a Hypothesis machine of ``machine`` applies its examples through:
     ``harness_class``, or for a factory of implementations in a process of their own
-    (a :class:`~properties.core.remote.RemoteFactory`) its stepwise :class:`AheadHarness`,
+    (a :class:`~cowcheck.core.remote.RemoteFactory`) its stepwise :class:`AheadHarness`,
     building the implementation live with ``make``."""
     if not isinstance(factory, RemoteFactory):
         return harness_class

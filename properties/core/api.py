@@ -14,7 +14,7 @@ whether it keeps the promises: that is what the suite checks).
 are optional: a map without them is not asked for them, or is checked
 black-box.
 
->>> from reference import CopyOnWriteStateMap
+>>> from cowcheck.reference import CopyOnWriteStateMap
 >>> m = CopyOnWriteStateMap(capacity=4)
 >>> isinstance(m, StateMap), isinstance(m.snapshot(), StateMapSnapshot)
 (True, True)

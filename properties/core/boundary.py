@@ -17,7 +17,7 @@ module draws the line for what is not an ordinary exception:
   apart from the user's (:func:`is_interruption`). Without the handler (a
   library call, a plain test) every KeyboardInterrupt is taken for the
   user's.
-- **An implementation in another process** (``properties.core.remote``)
+- **An implementation in another process** (``cowcheck.core.remote``)
   fails in two more ways, both BaseExceptions so that no ``except Exception``
   of the checker takes them for something else: its process ends or breaks
   the protocol (:class:`WorkerFailure`), or a call whose answer was not
@@ -42,10 +42,10 @@ import signal
 import threading
 from typing import Callable, NoReturn
 
-from properties.core.errors import InternalError
-from properties.core.failures import CRASH, TIME_LIMIT, TIMEOUT, CheckFailure, Failure
-from properties.core.garbage import collect_if_grown
-from properties.core.limits import BudgetSpent, HarnessOverrun, StepTimeout, current_limit, implementation_call
+from cowcheck.core.errors import InternalError
+from cowcheck.core.failures import CRASH, TIME_LIMIT, TIMEOUT, CheckFailure, Failure
+from cowcheck.core.garbage import collect_if_grown
+from cowcheck.core.limits import BudgetSpent, HarnessOverrun, StepTimeout, current_limit, implementation_call
 
 __all__ = ["Interrupted", "catching_interrupts", "no_user_here", "is_interruption", "is_ours", "WorkerFailure", "LateError", "OutOfStep",
            "ImplementationError", "build", "construction_failure", "is_crash_at_construction", "CONSTRUCTION",
@@ -92,7 +92,7 @@ def catching_interrupts():
 
 
 def no_user_here() -> None:
-    """In a process that ignores SIGINT (an implementation's own, ``properties.core.remote``):
+    """In a process that ignores SIGINT (an implementation's own, ``cowcheck.core.remote``):
     no KeyboardInterrupt there is the user's."""
     global _INSTALLED, _PRESSED
     _INSTALLED, _PRESSED = 1, False
@@ -104,7 +104,7 @@ def is_interruption(exc: BaseException) -> bool:
 
 
 class OutOfStep(BaseException):
-    """A walk run ahead in the implementation's process (``properties.core.ahead``) recorded
+    """A walk run ahead in the implementation's process (``cowcheck.core.ahead``) recorded
     other calls than the checker's harness makes: the checker stops reading the record and
     asks the implementation live instead. Never a verdict."""
 
@@ -197,7 +197,7 @@ def build(make: Callable[[], object]):
     step: CheckFailure with a CRASH (``construction``, ``worker-exit``) or TIMEOUT at
     step 0 of an empty program, which stores and replays like any failure. What earlier
     programs left in reference cycles is collected first if the process has grown
-    (:func:`~properties.core.garbage.collect_if_grown`)."""
+    (:func:`~cowcheck.core.garbage.collect_if_grown`)."""
     collect_if_grown()
     try:
         return implementation_call(make)

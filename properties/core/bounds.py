@@ -4,7 +4,7 @@ A number past its bound is bad usage (exit 2, one line with the reason), so
 an absurd argument (``--seeds 0:2**70``, ``--minutes inf``) or file
 (``"capacity": 2**40``) never turns into memory, time or work lists
 proportional to it. The command line's argument types
-(``properties.cli.common``) and the counterexample reader use these.
+(``cowcheck.cli.common``) and the counterexample reader use these.
 
 >>> MAX_REPLAYS.limit
 1000

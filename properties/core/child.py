@@ -1,10 +1,10 @@
-"""The child's side of an implementation in a process of its own (:mod:`properties.core.remote`).
+"""The child's side of an implementation in a process of its own (:mod:`cowcheck.core.remote`).
 
 :func:`_child_main` runs in the forked child: it imports the user's module
 there and serves the checker's requests (:class:`_Server`: the
 implementation's objects by handle, values encoded as
-:mod:`properties.core.wire` says) until the pipe closes. A walk run ahead is
-run by what :mod:`properties.core.recorder` registers (:func:`register_ahead`).
+:mod:`cowcheck.core.wire` says) until the pipe closes. A walk run ahead is
+run by what :mod:`cowcheck.core.recorder` registers (:func:`register_ahead`).
 """
 
 from __future__ import annotations
@@ -22,16 +22,16 @@ import sys
 import types
 from typing import Callable
 
-from properties.core.boundary import no_user_here, raised_text
-from properties.core.errors import callables_of, did_you_mean
-from properties.core.wire import (_ANSWER, _BATCH, _CALL, _CALLBACK, _CALLS, _DRAIN, _ERR, _FOLLOWED, _GETATTR,
+from cowcheck.core.boundary import no_user_here, raised_text
+from cowcheck.core.errors import callables_of, did_you_mean
+from cowcheck.core.wire import (_ANSWER, _BATCH, _CALL, _CALLBACK, _CALLS, _DRAIN, _ERR, _FOLLOWED, _GETATTR,
                                   _IMPORT_ERROR, _LATE, _MAX_DEPTH, _MAX_ITEMS, _NEW, _NOP, _OK, _OP, _PROTOCOL, _READY, _REPLY,
                                   _SCALARS, _SKIPPED, _SYNC, _T_CALLABLE, _T_CALLBACK, _T_ENTRIES, _T_FN, _T_LIST,
                                   _T_LISTX, _T_OBJ, _T_SAME, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID,
                                   _T_WINDOW, _TEXT, _WALK, Isolation, _Broken, _Channel, _exception_info,
                                   _oversized)
-from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
-from reference.serializers import serializer_from_id
+from cowcheck.reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
+from cowcheck.reference.serializers import serializer_from_id
 
 
 def _memoable(value) -> bool:
@@ -493,7 +493,7 @@ def _readable(cls: type):
         return ()
 
 
-_AHEAD: Callable | None = None  # runs a walk ahead in the child (properties.core.recorder registers it)
+_AHEAD: Callable | None = None  # runs a walk ahead in the child (cowcheck.core.recorder registers it)
 
 
 def register_ahead(run: Callable) -> None:

@@ -63,7 +63,7 @@ class Entry:
 
 def contract_text() -> str:
     """The contract as installed with the package."""
-    return resources.files("properties.core").joinpath("contract.md").read_text(encoding="utf-8")
+    return resources.files("cowcheck.core").joinpath("contract.md").read_text(encoding="utf-8")
 
 
 def parse(text: str) -> dict[str, Entry]:

@@ -13,7 +13,7 @@ time per condition) and reports a verdict per function:
 - ``refuted``: a counterexample, printed as CrossHair prints it
   (``file:line: error: ... when calling f(...)``).
 
->>> contracts = find_contracts("reference.layout")
+>>> contracts = find_contracts("cowcheck.reference.layout")
 >>> [c.function for c in contracts][:3]
 ['is_valid_capacity', 'bucket_index', 'uses_primary_table']
 """
@@ -33,7 +33,7 @@ from typing import Callable, Iterable
 
 import attrs
 
-from properties.core.errors import UsageError
+from cowcheck.core.errors import UsageError
 
 __all__ = [
     "Contract",
@@ -60,7 +60,7 @@ NO_COUNTEREXAMPLE = "no counterexample within budget"
 REFUTED = "refuted"
 ERROR = "error"  # CrossHair could not check the contract (import error, bad condition, crash)
 
-DEFAULT_TARGETS = ("reference.layout", "reference.hashing")
+DEFAULT_TARGETS = ("cowcheck.reference.layout", "cowcheck.reference.hashing")
 DEFAULT_PER_CONDITION_TIMEOUT = 4.0
 
 # A PEP 316 section header, as CrossHair parses it.

@@ -7,8 +7,8 @@ are JSON data; nothing is pickled or evaluated. Files are named by a stable
 signature, so the same bug found twice is stored once (the shorter program
 wins), and written atomically.
 
->>> from properties.core.failures import Failure
->>> from properties.core.program import Step
+>>> from cowcheck.core.failures import Failure
+>>> from cowcheck.core.program import Step
 >>> cx = Counterexample.build([Step("put", (1, 0, []))], Failure("CRASH", "P7", "m", 0),
 ...                           impl="mutant:x", machine="map", capacity=4, found_by={"tool": "doctest"})
 >>> cx.signature
@@ -25,13 +25,14 @@ from typing import Any
 
 import attrs
 
-from properties.core.bounds import MAX_CAPACITY
-from properties.core.contract import entries as contract_entries
-from properties.core.failures import Failure, json_data
-from properties.core.files import MIB, UserFileError, read_json, write_atomically
-from properties.core.impls import is_builtin
-from properties.core.machine import MACHINES
-from properties.core.program import Step, step_to_json
+from cowcheck.core.bounds import MAX_CAPACITY
+from cowcheck.core.contract import entries as contract_entries
+from cowcheck.core.failures import Failure, json_data
+from cowcheck.core.files import MIB, UserFileError, read_json, write_atomically
+from cowcheck.core.impls import is_builtin
+from cowcheck.core.legacy import renamed_spec
+from cowcheck.core.machine import MACHINES
+from cowcheck.core.program import Step, step_to_json
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Counterexample", "CounterexampleError", "DEFAULT_DIR", "load", "save",
            "signature", "tool_versions", "replay_command", "reliability"]
@@ -168,7 +169,7 @@ class Counterexample:
         if version != FORMAT_VERSION:
             raise CounterexampleError(path, f"unknown format version {version!r} (this cowcheck reads {FORMAT_VERSION})")
         impl = need(data, "implementation", dict)
-        spec = need(impl, "spec", str, "implementation")
+        spec = renamed_spec(need(impl, "spec", str, "implementation"))  # a module's pre-0.2.0 name
         capacity = need(impl, "capacity", int, "implementation")
         if isinstance(capacity, bool) or not (capacity == 0 or 4 <= capacity <= MAX_CAPACITY.limit
                                               and not capacity & (capacity - 1)):

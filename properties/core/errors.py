@@ -1,7 +1,7 @@
 """The suite's own exceptions, by outcome: bad usage (exit 2) and internal errors (exit 3).
 
 A failure of the implementation under test is not an exception of this
-module: it is a :class:`~properties.core.failures.CheckFailure` carrying a
+module: it is a :class:`~cowcheck.core.failures.CheckFailure` carrying a
 ``Failure`` (exit 1). Everything here is about the suite and its user:
 
 - :class:`UsageError`: bad arguments or input, reported as one line, exit 2.
@@ -13,7 +13,7 @@ module: it is a :class:`~properties.core.failures.CheckFailure` carrying a
 >>> raise ConstructionError("mypkg:make", {"capacity": 4}, ValueError("only 128"), "--capacity")
 Traceback (most recent call last):
 ...
-properties.core.errors.ConstructionError: mypkg:make(capacity=4) raised ValueError: only 128; choose other arguments with --capacity
+cowcheck.core.errors.ConstructionError: mypkg:make(capacity=4) raised ValueError: only 128; choose other arguments with --capacity
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def long_container(type_name: str, length: int, beginning: str) -> str:
     """How a failure shows a container too large to print whole (or to carry across processes):
     its beginning and its length. The same text whether the value was read in cowcheck's
     process (:func:`safe_repr`) or only its beginning reached it from the implementation's
-    (``properties.core.wire.Oversized``).
+    (``cowcheck.core.wire.Oversized``).
 
     >>> long_container("list", 50_000_000, "[0, 0, 0, 0, 0, 0, ...]")
     '[0, 0, 0, 0, 0, 0, ...] (list of 50,000,000 items)'

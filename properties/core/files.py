@@ -26,7 +26,7 @@ b'hello'
 >>> read_user_file(Path("/dev/zero"), what="a note", limit=3)  # doctest: +IGNORE_EXCEPTION_DETAIL
 Traceback (most recent call last):
 ...
-properties.core.files.UserFileError: /dev/zero: is a character device, not a note (only regular files are read)
+cowcheck.core.files.UserFileError: /dev/zero: is a character device, not a note (only regular files are read)
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from properties.core.errors import UsageError
+from cowcheck.core.errors import UsageError
 
 __all__ = ["write_atomically", "read_user_file", "read_json", "UserFileError", "OutputError", "MAX_JSON_DEPTH",
            "MIB", "file_mode", "writable_directory_problem"]

@@ -7,7 +7,7 @@ that leaves a cycle behind (a map whose snapshot points back at it, an
 exception kept with its frames) while holding a few very large values (a
 state of millions of items) makes few objects and many bytes: run after run,
 they would pile up. :func:`collect_if_grown` runs as each program's
-implementation is built (``properties.core.boundary.build``: every walk,
+implementation is built (``cowcheck.core.boundary.build``: every walk,
 Hypothesis example and replay), so what a run holds stays bounded by what one
 program holds.
 """

@@ -1,30 +1,30 @@
 """The step loop every harness shares: one step at a time, every call into the implementation guarded.
 
-A harness applies a :class:`~properties.core.program.Step` to the implementation
+A harness applies a :class:`~cowcheck.core.program.Step` to the implementation
 under test and to its model, then checks properties. :class:`HarnessBase`
 owns what does not depend on the structure:
 
 - the step loop (:meth:`~HarnessBase.apply` calls the subclass's
   ``_op_<name>`` method, then :meth:`~HarnessBase.check_after_step`);
 - :meth:`~HarnessBase._fail`, which records a
-  :class:`~properties.core.failures.Failure` and raises ``CheckFailure``;
+  :class:`~cowcheck.core.failures.Failure` and raises ``CheckFailure``;
 - :meth:`~HarnessBase._call`, the only way into the implementation: an
   exception it raises becomes a CRASH failure of the step, BaseExceptions
   included (``SystemExit``, ``GeneratorExit``, a ``KeyboardInterrupt`` it
-  raises itself; :mod:`properties.core.boundary`); an implementation in
+  raises itself; :mod:`cowcheck.core.boundary`); an implementation in
   another process whose process ends is a CRASH ``worker-exit`` of the step;
-- time limits (:mod:`properties.core.limits`): a call into the implementation
+- time limits (:mod:`cowcheck.core.limits`): a call into the implementation
   past the active limit is a TIMEOUT failure (code ``time-limit``) naming the
   step; the limit counts the calls only, never the harness's own checking (a
   step whose checking alone runs past its bound is cowcheck's error);
 - the boundary between the implementation's failures and the suite's own
   errors: any other exception escaping a step was raised by cowcheck's own
   code (the model, the invariants, rendering) and becomes
-  :class:`~properties.core.errors.InternalError`, never a failure of the
+  :class:`~cowcheck.core.errors.InternalError`, never a failure of the
   implementation.
 
 Subclasses set ``operations`` (the machine's
-:class:`~properties.core.program.OperationTable`; each operation is applied
+:class:`~cowcheck.core.program.OperationTable`; each operation is applied
 by the method ``_op_<name>``, which a subclass must define: a harness
 missing one fails when its class is defined), and may set ``crash_code``
 (the property an unexpected exception breaks). The table gives the steps'
@@ -40,12 +40,12 @@ from collections import Counter
 from threading import get_ident
 from typing import NoReturn
 
-from properties.core.boundary import (WORKER_EXIT, ImplementationError, LateError, WorkerFailure, is_interruption,
+from cowcheck.core.boundary import (WORKER_EXIT, ImplementationError, LateError, WorkerFailure, is_interruption,
                                       is_ours)
-from properties.core.errors import InternalError, UsageError
-from properties.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
-from properties.core.limits import MAIN_THREAD, RUNNING, TOKENS, HarnessOverrun, StepTimeout, steps_through
-from properties.core.program import OperationTable, Step
+from cowcheck.core.errors import InternalError, UsageError
+from cowcheck.core.failures import CRASH, DIVERGENCE, TIME_LIMIT, TIMEOUT, CheckFailure, Failure, json_data
+from cowcheck.core.limits import MAIN_THREAD, RUNNING, TOKENS, HarnessOverrun, StepTimeout, steps_through
+from cowcheck.core.program import OperationTable, Step
 
 __all__ = ["HarnessBase"]
 
@@ -200,7 +200,7 @@ class HarnessBase:
         """``fn(*args, **kwargs)``, a call into the implementation: an exception
         it raises is a CRASH failure of ``step`` (code :attr:`crash_code`). The
         call, and only the call, runs under the step time limit: it names itself
-        in ``limits.RUNNING`` for the watchdog, as :func:`~properties.core.limits.calls_into`
+        in ``limits.RUNNING`` for the watchdog, as :func:`~cowcheck.core.limits.calls_into`
         does, inline because every call into the implementation pays for it."""
         main = get_ident() == MAIN_THREAD
         previous = RUNNING[0]

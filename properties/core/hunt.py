@@ -1,11 +1,11 @@
 """Run a state machine until it fails or its budget is spent, then shrink.
 
-First a walk phase (``properties.core.walk_phase``): a fixed number of seeded
+First a walk phase (``cowcheck.core.walk_phase``): a fixed number of seeded
 swarm walks through the same harness, when the machine has a walker; most
 bugs fall there within milliseconds. Then Hypothesis generates and finds (no
-Hypothesis shrinking: see ``properties.core.profiles.FIND_ONLY``); the failure
+Hypothesis shrinking: see ``cowcheck.core.profiles.FIND_ONLY``); the failure
 then takes the path every failure takes to its counterexample
-(:func:`properties.core.settle.settle`: confirmed, replayed before and after
+(:func:`cowcheck.core.settle.settle`: confirmed, replayed before and after
 the replay shrinker minimises it, one that does not fail every time reported as
 nondeterministic with its count). Used by ``cowcheck check``, ``cowcheck
 mutants``, the campaigns' Hypothesis executor and walk tests (the walk phase
@@ -15,7 +15,7 @@ The failure is the one the harness raised first, with the program that
 raised it (kept in the machine's ``RunRecord``), whatever Hypothesis does
 afterwards: an implementation that fails once and not on Hypothesis's
 replay is still reported (exit 1). An error of cowcheck's own is raised as
-:class:`~properties.core.errors.InternalError`, never reported as a failure.
+:class:`~cowcheck.core.errors.InternalError`, never reported as a failure.
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ import attrs
 from hypothesis import Verbosity, seed, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from properties.core.counterexample import Counterexample
-from properties.core.errors import InternalError, UsageError
-from properties.core.failures import CheckFailure, Failure
-from properties.core.limits import BudgetSpent
-from properties.core.machine import RunRecord, add_space
-from properties.core.profiles import FIND_ONLY
-from properties.core.program import Step
-from properties.core.settle import Settled, Subject, settle
-from properties.core.shrink import DEFAULT_REPLAYS
-from properties.core.walk_phase import DEFAULT_WALK_STEPS, WalkRun, run_walks
+from cowcheck.core.counterexample import Counterexample
+from cowcheck.core.errors import InternalError, UsageError
+from cowcheck.core.failures import CheckFailure, Failure
+from cowcheck.core.limits import BudgetSpent
+from cowcheck.core.machine import RunRecord, add_space
+from cowcheck.core.profiles import FIND_ONLY
+from cowcheck.core.program import Step
+from cowcheck.core.settle import Settled, Subject, settle
+from cowcheck.core.shrink import DEFAULT_REPLAYS
+from cowcheck.core.walk_phase import DEFAULT_WALK_STEPS, WalkRun, run_walks
 
 __all__ = ["HuntResult", "hunt"]
 
@@ -48,7 +48,7 @@ _SPARES = 4  # other failing walks collected after the first, for a shorter shru
 @attrs.frozen
 class HuntResult:
     """``failure`` and its shrunk ``program`` (None/[] if nothing was found), its ``counterexample``
-    (:func:`~properties.core.settle.settle`); ``found_at``: (examples, steps) when the first failure
+    (:func:`~cowcheck.core.settle.settle`); ``found_at``: (examples, steps) when the first failure
     showed (walks and walk steps if ``phase`` is ``walks``); ``walks``: what the walk phase did."""
 
     failure: Failure | None
@@ -85,7 +85,7 @@ def hunt(machine_for: Callable[[RunRecord], type] | None, subject: Subject, *, b
     given), then ``machine_for(record)`` (None: the walk phase alone) with seeds
     ``base_seed, base_seed + 1, …`` (one per batch) until a failure, ``examples``
     examples, or ``deadline`` (monotonic; checked before every step); then
-    :func:`~properties.core.settle.settle` the failure on ``subject``, shrinking for at most
+    :func:`~cowcheck.core.settle.settle` the failure on ``subject``, shrinking for at most
     ``shrink_seconds``, replaying the failing program ``replays`` times before and after (how
     reliably it fails); its counterexample records ``found_by`` with what found it (the
     generator, the walk or the examples and steps run). A failure whose signature is

@@ -3,13 +3,13 @@
 A spec names an implementation of one machine's structure: a built-in of
 that machine (``reference``, and ``model`` for the map), a registered prefix
 (``mutant:NAME`` from the seeded-bug catalogue, ``flink`` from the Flink
-bridge once ``properties.flink`` is imported), or ``MODULE:FACTORY``: any
+bridge once ``cowcheck.flink`` is imported), or ``MODULE:FACTORY``: any
 importable callable building the structure.
 
 Resolving a spec imports the factory and builds nothing. The machine's
 ``probe`` then builds one instance with the arguments the tool chose: a
 factory that rejects them is a usage error
-(:class:`~properties.core.errors.ConstructionError`, exit 2, naming the
+(:class:`~cowcheck.core.errors.ConstructionError`, exit 2, naming the
 option that changes them), and the instance decides between white-box and
 black-box checks.
 
@@ -32,18 +32,18 @@ from typing import Callable
 
 import attrs
 
-from properties.core.boundary import construction_failure, is_crash_at_construction, is_ours
-from properties.core.errors import ConstructionError, InternalError, UsageError, callables_of, did_you_mean
-from properties.core.failures import CheckFailure
-from properties.core.limits import StepTimeout, implementation_call, limited, unpaced
-from properties.core.machine import MachineKind, machine_kind
-from properties.core.ahead import ahead_harness
-from properties.core.remote import ImportFailed, remote_factory
+from cowcheck.core.boundary import construction_failure, is_crash_at_construction, is_ours
+from cowcheck.core.errors import ConstructionError, InternalError, UsageError, callables_of, did_you_mean
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.limits import StepTimeout, implementation_call, limited, unpaced
+from cowcheck.core.machine import MachineKind, machine_kind, spec_of
+from cowcheck.core.ahead import ahead_harness
+from cowcheck.core.remote import ImportFailed, remote_factory
 
 __all__ = ["Implementation", "RemoteImplementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
-           "construct", "probe_by_harness", "probe_isolated", "fetch_needed"]
+           "construct", "probe_by_harness", "probe_isolated", "fetch_needed", "implementation_of"]
 
-# Prefixes other layers register: "mutant" (properties.core.mutants), "flink" (properties.flink).
+# Prefixes other layers register: "mutant" (cowcheck.core.mutants), "flink" (cowcheck.flink).
 _RESOLVERS: dict[str, Callable[[str, MachineKind], "Implementation"]] = {}
 # prefix -> fetches(rest): what resolving would fetch over the network (and write to a cache), or None.
 _FETCHES: dict[str, Callable[[str], "str | None"]] = {}
@@ -83,7 +83,7 @@ class Implementation:
 
     def batched_walks(self, kind: MachineKind, config) -> tuple[Callable[[], object], type] | None:
         """``(make, harness_class)`` of this implementation's walks of ``kind`` with ``config``
-        that run ahead in batches (a harness of that class :attr:`~properties.core.harness.HarnessBase.runs_ahead`:
+        that run ahead in batches (a harness of that class :attr:`~cowcheck.core.harness.HarnessBase.runs_ahead`:
         ``expect(steps)``, then ``apply`` each), or None: its walks run call by call."""
         return None
 
@@ -91,8 +91,8 @@ class Implementation:
 @attrs.frozen
 class RemoteImplementation(Implementation):
     """A ``MODULE:FACTORY`` implementation running in a process of its own
-    (:mod:`properties.core.remote`): its factory returns proxies; its walks run
-    ahead there and are checked here (:mod:`properties.core.ahead`)."""
+    (:mod:`cowcheck.core.remote`): its factory returns proxies; its walks run
+    ahead there and are checked here (:mod:`cowcheck.core.ahead`)."""
 
     def batched_walks(self, kind: MachineKind, config) -> tuple[Callable[[], object], type]:
         """Walks run ahead in the implementation's process, checked here from their records."""
@@ -160,7 +160,7 @@ def resolve(spec: str, machine: str = "map", isolated: bool = False) -> Implemen
 
     ``isolated``: a ``MODULE:FACTORY`` of a machine that supports it
     (``MachineKind.isolation``) runs in a process of its own
-    (:mod:`properties.core.remote`): the module is imported there, never here,
+    (:mod:`cowcheck.core.remote`): the module is imported there, never here,
     and the factory returns proxies. Built-in implementations always run here."""
     kind = machine_kind(machine)
     if spec in kind.builtins:
@@ -180,6 +180,16 @@ def resolve(spec: str, machine: str = "map", isolated: bool = False) -> Implemen
             raise UnknownImplementationError(spec, f"{exc}{_path_hint(module, str(exc))}") from None
         return RemoteImplementation(spec, factory, None, f"{module}.{attribute}, in a process of its own", user=True)
     return Implementation(spec, import_factory(spec, module, attribute), None, f"{module}.{attribute}", user=True)
+
+
+def implementation_of(factory: Callable, machine: str = "map") -> Implementation:
+    """The implementation of ``machine`` that ``factory`` builds, run in this process (a factory object
+    handed over from Python, :func:`cowcheck.check`): a built-in's or a mutant's own settings when it is
+    one, else a user's factory named by its module and qualified name."""
+    spec = spec_of(machine, factory)
+    if is_builtin(spec):
+        return resolve(spec, machine)
+    return Implementation(spec, factory, None, f"{spec}, in this process", user=True)
 
 
 def _spelling_hint(spec: str, kind: MachineKind) -> str:
@@ -210,7 +220,7 @@ def construct(impl: Implementation, build: Callable[[], object], arguments: dict
     """``build()`` under the active step time limit; ConstructionError (naming
     ``arguments`` and the ``option`` that changes them) if it raises or hangs.
     A factory that crashes instead (ends its process, raises SystemExit or another
-    BaseException: :func:`~properties.core.boundary.is_crash_at_construction`) is
+    BaseException: :func:`~cowcheck.core.boundary.is_crash_at_construction`) is
     the implementation's failure: CheckFailure of a program with no steps."""
     try:
         with unpaced():

@@ -11,10 +11,10 @@ A :class:`Family` is one type of key or namespace with its whole range
 (docs/contract.md §17): ``int`` (Java ``Integer``, the int32 range: negatives, extremes,
 values sharing low bits), ``long`` (beyond int32), ``string`` (ASCII,
 accented, CJK, non-BMP, lone surrogates, pairs with equal ``hashCode`` such
-as "Aa"/"BB"), ``tuple`` (:class:`~reference.keys.Tuple2`, a composite key
+as "Aa"/"BB"), ``tuple`` (:class:`~cowcheck.reference.keys.Tuple2`, a composite key
 through the ``java_hash_code`` extension point), and for namespaces ``void``
 (Flink's ``VoidNamespace`` singleton), ``int`` and ``window``
-(:class:`~reference.keys.TimeWindow`). Each family draws values (seeded
+(:class:`~cowcheck.reference.keys.TimeWindow`). Each family draws values (seeded
 walks: :meth:`Family.draw`; Hypothesis: :meth:`Family.strategy`), numbers a
 bulk sequence (:meth:`Family.nth`), proposes simpler values for the shrinker
 (small ints, short strings), checks values read from a file, and names the
@@ -38,9 +38,9 @@ from __future__ import annotations
 import random
 from typing import Any, Callable
 
-from reference.hashing import INT_MAX, INT_MIN, to_int32
-from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
-from reference.serializers import (IntSerializer, LongSerializer, StringSerializer, TimeWindowSerializer,
+from cowcheck.reference.hashing import INT_MAX, INT_MIN, to_int32
+from cowcheck.reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
+from cowcheck.reference.serializers import (IntSerializer, LongSerializer, StringSerializer, TimeWindowSerializer,
                                    Tuple2Serializer, VoidNamespaceSerializer)
 
 __all__ = ["Family", "FAMILIES", "INT", "KEY_FAMILIES", "NAMESPACE_FAMILIES", "family_of", "fresh", "pinned",

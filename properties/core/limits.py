@@ -27,7 +27,7 @@ the slowest call seen so far, at least ``PACE_FLOOR``, at most the limit
 (calls are timed by the watchdog's samples, so the pace moves only for calls
 longer than a sample interval). A call past the pace is only *suspected* of
 hanging (:attr:`StepTimeout.seconds` below the limit): whoever stores it
-first confirms it under the full limit (``properties.core.shrink``), and a
+first confirms it under the full limit (``cowcheck.core.shrink``), and a
 suspicion that does not confirm takes the pace up (:meth:`StepTimeLimit.missed`)
 and the work is done again. So a hang costs a second or so to find and one
 full limit to confirm; a map that is only slow still passes.
@@ -43,7 +43,7 @@ Two kinds of hang cannot be interrupted inside the process:
   the grace period, with every thread's traceback on stderr.
 
 Campaigns also run each seed range in a child process that is killed on a
-hang (``spark_fuzz.ranges``), so there a hang costs one seed.
+hang (``cowcheck.spark_fuzz.ranges``), so there a hang costs one seed.
 
 Without an active limit (a library call of the harness, a plain test),
 steps run unbounded, as before.

@@ -4,13 +4,13 @@ A *machine kind* (:class:`MachineKind`) is everything the tools need to run,
 replay, shrink, store and render programs of one structure: its table of
 operations, its harness, the builder of its Hypothesis machine, its
 configuration, its built-in implementations, its scenarios. Each machine
-package (``properties.map``, ``properties.async_exec``,
-``properties.checkpoint``) registers its kind when imported; the commands
+package (``cowcheck.map``, ``cowcheck.async_exec``,
+``cowcheck.checkpoint``) registers its kind when imported; the commands
 look kinds up by name (:func:`machine_kind`) and hold no structure-specific
 branches.
 
 :class:`HarnessMachine` is the base of every machine: each rule builds a
-:class:`~properties.core.program.Step` and applies it through the harness;
+:class:`~cowcheck.core.program.Step` and applies it through the harness;
 the shared :class:`RunRecord` counts examples and steps and keeps the first
 failure exactly as the harness raised it.
 """
@@ -26,11 +26,11 @@ import attrs
 from hypothesis import event
 from hypothesis.stateful import RuleBasedStateMachine
 
-from properties.core.boundary import build
-from properties.core.errors import InternalError, UsageError
-from properties.core.failures import CheckFailure, Failure
-from properties.core.limits import BudgetSpent
-from properties.core.program import OperationTable, Step
+from cowcheck.core.boundary import build
+from cowcheck.core.errors import InternalError, UsageError
+from cowcheck.core.failures import CheckFailure, Failure
+from cowcheck.core.limits import BudgetSpent
+from cowcheck.core.program import OperationTable, Step
 
 __all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind", "add_space",
            "identify", "spec_of"]
@@ -95,7 +95,7 @@ class HarnessMachine(RuleBasedStateMachine):
             cls.teardown = teardown
 
     def construct(self, make: Callable[[], Any]):
-        """``make()``, the implementation of this example (``properties.core.boundary.build``):
+        """``make()``, the implementation of this example (``cowcheck.core.boundary.build``):
         if building it fails, the example fails before its first step and the record keeps
         that failure with its empty program."""
         try:
@@ -128,7 +128,7 @@ class HarnessMachine(RuleBasedStateMachine):
 
     def settle(self) -> None:
         """Every step given so far checked: a harness that checks a step at the next one
-        (``properties.core.ahead``, an implementation in a process of its own) checks the
+        (``cowcheck.core.ahead``, an implementation in a process of its own) checks the
         last now. Call it before reading the harness's state (in ``teardown``)."""
         settle = getattr(self.harness, "settle", None)
         if settle is not None:
@@ -184,7 +184,7 @@ class MachineKind:
     - ``describe_state(harness, failed=)`` -> text shown by ``replay --diagram`` after each step;
     - ``findings``: finding ids -> descriptions (reported, not failures);
     - ``walker(seed, steps, instance)`` -> the steps of a seeded swarm walk (the
-      walk phase of ``check`` and ``mutants``, ``properties.core.walk_phase``), or
+      walk phase of ``check`` and ``mutants``, ``cowcheck.core.walk_phase``), or
       None for a machine without walks;
     - ``summary``: what the machine drives, in a few words (``cowcheck check --help``);
     - ``walker_takes_config``: the walker also takes ``config=`` (the run's config, e.g. the
@@ -193,7 +193,7 @@ class MachineKind:
       counterexample records when they are not the default (the async
       machine's ``epoch_mode``), so a replay builds the same config;
     - ``isolation``: how a user's ``MODULE:FACTORY`` implementation runs in a
-      process of its own (:class:`~properties.core.wire.Isolation`), or None
+      process of its own (:class:`~cowcheck.core.wire.Isolation`), or None
       for a machine whose user implementations run in the checker's process;
     - ``api``, ``sample``: the methods the object a user's factory builds must have, and
       how to build one from a factory with default arguments; a factory meant for
@@ -325,7 +325,7 @@ def register_machine(kind: MachineKind) -> MachineKind:
 def machine_kind(name: str) -> MachineKind:
     """The machine called ``name``; ValueError naming the known ones otherwise."""
     if name not in MACHINES:
-        known = ", ".join(sorted(MACHINES)) or "none (import properties.map, properties.async_exec, ...)"
+        known = ", ".join(sorted(MACHINES)) or "none (import cowcheck.map, cowcheck.async_exec, ...)"
         raise ValueError(f"unknown machine {name!r}; known: {known}")
     return MACHINES[name]
 

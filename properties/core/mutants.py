@@ -18,13 +18,13 @@ from typing import Callable
 
 import attrs
 
-from properties.core.errors import did_you_mean
-from properties.core.hunt import hunt
-from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
-from properties.core.machine import MachineKind, machine_kind
-from properties.core.settle import Subject
-from properties.core.shrink import DEFAULT_REPLAYS
-from properties.core.walk_phase import DEFAULT_WALKS
+from cowcheck.core.errors import did_you_mean
+from cowcheck.core.hunt import hunt
+from cowcheck.core.impls import Implementation, UnknownImplementationError, register_resolver
+from cowcheck.core.machine import MachineKind, machine_kind
+from cowcheck.core.settle import Subject
+from cowcheck.core.shrink import DEFAULT_REPLAYS
+from cowcheck.core.walk_phase import DEFAULT_WALKS
 
 __all__ = ["Mutant", "MutantResult", "register_mutant", "catalogue", "run_mutant", "format_table"]
 

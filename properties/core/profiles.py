@@ -24,7 +24,7 @@ from hypothesis.internal.conjecture import providers
 __all__ = ["PROFILES", "FIND_ONLY", "register_profiles", "stabilise_generation", "tune_collector"]
 
 _SUPPRESS = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
-# Hypothesis finds; the replay shrinker of properties.core.shrink minimises in
+# Hypothesis finds; the replay shrinker of cowcheck.core.shrink minimises in
 # milliseconds what Hypothesis's stateful shrinker takes minutes over.
 FIND_ONLY = [Phase.explicit, Phase.reuse, Phase.generate]
 
@@ -36,7 +36,7 @@ PROFILES = {
     "nightly": dict(max_examples=20_000, stateful_step_count=200, deadline=None, database=None,
                     suppress_health_check=_SUPPRESS, phases=FIND_ONLY),
     # CrossHair's symbolic backend (hypothesis-crosshair): ~10 examples a second, so for short
-    # programs (properties.map.short_programs), not the state machines; see docs/crosshair.md.
+    # programs (cowcheck.map.short_programs), not the state machines; see docs/crosshair.md.
     "crosshair": dict(backend="crosshair", max_examples=200, stateful_step_count=10, deadline=None,
                       database=None, suppress_health_check=_SUPPRESS,
                       phases=FIND_ONLY + [Phase.shrink]),

@@ -10,7 +10,7 @@ Each machine declares its operations once, in an :class:`OperationTable` of
 Python, how its arguments are checked when read from a file and how they
 simplify when shrinking, and the :class:`Domain` of each argument, from which
 generators draw them (the Hypothesis rules of every machine are made from the
-table: :func:`properties.core.rules.operation_rules`). A machine's package
+table: :func:`cowcheck.core.rules.operation_rules`). A machine's package
 extends :class:`Operation` and :class:`Domain` with what its own consumers need
 (the encoding of the Flink bridge's batches, regression rendering), so that
 adding an operation is a change to that package alone.
@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import attrs
 
-from properties.core.keys import decode_value, encode_value
+from cowcheck.core.keys import decode_value, encode_value
 
 __all__ = ["Step", "Domain", "Operation", "OperationTable", "domains_checker", "domains_simplifier", "draw_args",
            "step_to_json"]
@@ -45,7 +45,7 @@ class Step:
 
 
 def step_to_json(step: Step) -> dict[str, Any]:
-    """The step as JSON data (keys and namespaces beyond JSON as tagged objects, :mod:`properties.core.keys`)."""
+    """The step as JSON data (keys and namespaces beyond JSON as tagged objects, :mod:`cowcheck.core.keys`)."""
     return {"op": step.op, "args": encode_value(list(step.args))}
 
 
@@ -117,7 +117,7 @@ class Operation:
     ``legacy``: the arguments of an older file's form of the step in today's form
     (None: not an older form), so stored counterexamples keep replaying.
 
-    What generators need (:func:`properties.core.rules.operation_rules`): ``domains``,
+    What generators need (:func:`cowcheck.core.rules.operation_rules`): ``domains``,
     the arguments' :class:`Domain` in order; ``rule``, the Hypothesis rule's name (the
     operation's by default); ``joins``, the pool the step's id joins after it (a completed
     checkpoint; a new id joins its own pool anyway); ``requires(harness)``, whether the step

@@ -1,11 +1,11 @@
 """A walk run ahead, on the implementation's side: its process runs the checker's harness and records every call.
 
-:func:`run_ahead` (registered with :mod:`properties.core.child`, which runs it
+:func:`run_ahead` (registered with :mod:`cowcheck.core.child`, which runs it
 for a walk's request) runs a walk's steps through the machine's harness over
 the implementation, through a :class:`Recorder` (the child's server, each
 call made at once and recorded), and streams the records back a few steps at
 a time. The checker's side, which checks the steps from those records, is
-:mod:`properties.core.ahead`; how a step's arguments travel as plain data
+:mod:`cowcheck.core.ahead`; how a step's arguments travel as plain data
 (:func:`_plain`, :func:`_unplain`) is shared by both.
 """
 
@@ -15,15 +15,15 @@ import io
 import os
 import time
 
-from properties.core.child import _OPS, _next_items, _Server, register_ahead
-from properties.core.failures import CheckFailure
-from properties.core.machine import machine_kind
-from properties.core.program import Step
-from properties.core.session import RemoteObject, _Bound, _proxy_class
-from properties.core.wire import (_END, _MORE, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK, _T_FN, _T_OBJ, _T_SERIALIZER,
+from cowcheck.core.child import _OPS, _next_items, _Server, register_ahead
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.machine import machine_kind
+from cowcheck.core.program import Step
+from cowcheck.core.session import RemoteObject, _Bound, _proxy_class
+from cowcheck.core.wire import (_END, _MORE, _SCALARS, _STEP, _T_CALLABLE, _T_CALLBACK, _T_FN, _T_OBJ, _T_SERIALIZER,
                                   _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID, _T_WINDOW, _MAX_ITEMS, Oversized, _Broken,
                                   _exception_info, _oversized)
-from reference.keys import TimeWindow, Tuple2, VoidNamespace
+from cowcheck.reference.keys import TimeWindow, Tuple2, VoidNamespace
 
 _ROOT = 1  # the implementation's handle in a walk's records
 # A walk's records are sent a few at a time (at most this many, or after this many seconds, and
@@ -71,7 +71,7 @@ def _unplain(c):
     if tag == _T_WINDOW:
         return TimeWindow(c[1], c[2])
     if tag == _T_VOID:
-        from reference.keys import VOID_NAMESPACE
+        from cowcheck.reference.keys import VOID_NAMESPACE
         return VOID_NAMESPACE
     raise _Broken(f"a step argument tagged {tag!r:.20}")
 
@@ -287,7 +287,7 @@ class Recorder(_Server):
         if t is io.BytesIO:
             context.sinks.append(v)
             return v, (_T_SINK, len(context.sinks) - 1)
-        serializer_id = getattr(v, "serializer_id", None) if t.__module__ == "reference.serializers" else None
+        serializer_id = getattr(v, "serializer_id", None) if t.__module__ == "cowcheck.reference.serializers" else None
         if type(serializer_id) is str:
             return v, (_T_SERIALIZER, serializer_id)
         if callable(v):

@@ -2,7 +2,7 @@
 
 The checker (harness, model, verdict) never imports a user's module: a
 :class:`Worker` forks a child that imports it and serves requests over two
-pipes; the checker holds proxies (:class:`~properties.core.session.RemoteObject`) that speak the
+pipes; the checker holds proxies (:class:`~cowcheck.core.session.RemoteObject`) that speak the
 implementation's API. Whatever the module does at import (patching the
 suite), whatever its code does when called (``sys.exit``, ``os._exit``, a
 segfault, a hang), it does in its own process; the checker sees calls that
@@ -17,8 +17,8 @@ child answers each final once, with the root object's ``len()`` read after it
 (so the harness's ``len(m)`` after every step costs no request). A deferred
 request that raises is answered at once (``LATE``) and the rest of the
 program is skipped: the error reaches the harness at the step's next request
-(:class:`~properties.core.boundary.LateError`), a CRASH of the same step.
-A walk run ahead (:mod:`properties.core.ahead`) is one request whose
+(:class:`~cowcheck.core.boundary.LateError`), a CRASH of the same step.
+A walk run ahead (:mod:`cowcheck.core.ahead`) is one request whose
 records (``STEP``) come before its answer; a Hypothesis example's walk takes
 its steps in ``(MORE, steps)`` messages until ``(END,)``. The answer that
 ends a walk is not waited for: it is read before the next request
@@ -46,15 +46,15 @@ What crosses, and how identity is kept:
   when asked (two reads with no request between them are one read);
 - **exceptions** come back as exceptions of the same name, message and
   nearest builtin class (a ``ConcurrentModificationError`` is still a
-  RuntimeError), marked :class:`~properties.core.boundary.ImplementationError`;
+  RuntimeError), marked :class:`~cowcheck.core.boundary.ImplementationError`;
   a BaseException there (``SystemExit``...) comes back as an Exception that
   says so;
 - **functions** the checker passes: those both sides know by name
-  (:class:`~properties.core.wire.Isolation` ``functions``: ``copy.deepcopy``, snapshot transformers)
+  (:class:`~cowcheck.core.wire.Isolation` ``functions``: ``copy.deepcopy``, snapshot transformers)
   run in the child; any other is called back: the child asks, the checker runs
   it on the twins and answers (``transform``'s function records what it was given);
 - an output stream becomes a stream in the child whose bytes are written to
-  the checker's after the call; a serializer of :mod:`reference.serializers`
+  the checker's after the call; a serializer of :mod:`cowcheck.reference.serializers`
   is rebuilt from its id.
 
 Lifecycle: one child per implementation module, started when the spec is
@@ -69,8 +69,8 @@ and prints to stderr (stdout is the checker's report).
 
 This module is the checker's entry (:class:`Worker`, the factory, the
 harness's helpers); the protocol's messages, tags and channel are in
-:mod:`properties.core.wire`, the proxies and a program's :class:`~properties.core.session.Session`
-in :mod:`properties.core.session`, the child's server in :mod:`properties.core.child`.
+:mod:`cowcheck.core.wire`, the proxies and a program's :class:`~cowcheck.core.session.Session`
+in :mod:`cowcheck.core.session`, the child's server in :mod:`cowcheck.core.child`.
 """
 
 from __future__ import annotations
@@ -82,12 +82,12 @@ import sys
 import time
 from itertools import islice
 
-from properties.core.boundary import WORKER_PROTOCOL, WorkerFailure
-from properties.core.child import _child_main
-from properties.core.limits import StepTimeout, current_limit, implementation_call
-from properties.core.processes import describe_wait_status
-from properties.core.session import RemoteObject, Session
-from properties.core.wire import _ANSWER, _CALLBACK, _IMPORT_ERROR, _LATE, _READY, _STEP, Isolation, _Broken, _Channel
+from cowcheck.core.boundary import WORKER_PROTOCOL, WorkerFailure
+from cowcheck.core.child import _child_main
+from cowcheck.core.limits import StepTimeout, current_limit, implementation_call
+from cowcheck.core.processes import describe_wait_status
+from cowcheck.core.session import RemoteObject, Session
+from cowcheck.core.wire import _ANSWER, _CALLBACK, _IMPORT_ERROR, _LATE, _READY, _STEP, Isolation, _Broken, _Channel
 
 __all__ = ["RemoteFactory", "ImportFailed", "take", "expect_calls", "changed_in_place",
            "hidden_methods", "shutdown_workers", "remote_factory"]
@@ -114,7 +114,7 @@ class Worker:
         self.infos: dict = {}  # the child's type id -> what it said of the type
         self.started = 0  # processes started
         self.start_seconds = 0.0
-        self.streaming = False  # it runs a walk ahead (properties.core.ahead): no request until it ends
+        self.streaming = False  # it runs a walk ahead (cowcheck.core.ahead): no request until it ends
         self.owed = 0  # answers of walks ended and not read yet: read before the next request (collect)
         self.owner = 0  # the process that started it (a forked process starts its own)
         self.chunks: dict = {}  # method name -> how many of its announced calls a request makes (Session._fetch)

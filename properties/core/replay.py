@@ -19,14 +19,14 @@ from typing import Callable, TextIO
 
 import attrs
 
-from properties.core.boundary import build
-from properties.core.counterexample import Counterexample, load
-from properties.core.errors import UsageError
-from properties.core.failures import CheckFailure, Failure, safe_repr
-from properties.core.impls import Implementation, fetch_needed, is_builtin, resolve
-from properties.core.machine import MachineKind, machine_kind
-from properties.core.program import Step
-from properties.core.settle import Subject
+from cowcheck.core.boundary import build
+from cowcheck.core.counterexample import Counterexample, load
+from cowcheck.core.errors import UsageError
+from cowcheck.core.failures import CheckFailure, Failure, safe_repr
+from cowcheck.core.impls import Implementation, fetch_needed, is_builtin, resolve
+from cowcheck.core.machine import MachineKind, machine_kind
+from cowcheck.core.program import Step
+from cowcheck.core.settle import Subject
 
 __all__ = ["ReplayOutcome", "replay_traced", "replay_setup", "replay_subject", "implementation_for", "trace_of",
            "show"]
@@ -119,12 +119,12 @@ def replay_setup(cx: Counterexample, impl_spec: str,
 
 def replay_subject(cx: Counterexample, impl_spec: str, overrides: dict | None = None,
                    isolated: bool = False) -> tuple[Implementation, Subject]:
-    """The implementation named ``impl_spec`` and the :class:`~properties.core.settle.Subject`
+    """The implementation named ``impl_spec`` and the :class:`~cowcheck.core.settle.Subject`
     that replays ``cx`` on it; the implementation is built once with the file's arguments first
     (a factory rejecting them is a ConstructionError; one that crashes, a CheckFailure).
     ``overrides``: recorded settings to replay with instead of the file's (e.g. another
     contract level). ``isolated``: a ``MODULE:FACTORY`` runs in a process of its own
-    (:func:`~properties.core.impls.resolve`)."""
+    (:func:`~cowcheck.core.impls.resolve`)."""
     kind = machine_kind(cx.machine)
     impl = resolve(impl_spec, cx.machine, isolated=isolated)
     settings = dict(cx.settings, **{k: v for k, v in (overrides or {}).items() if v is not None})

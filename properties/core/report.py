@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from properties.core.contract import pointer
-from properties.core.failures import Failure
-from properties.core.machine import MachineKind
-from properties.core.program import Step
+from cowcheck.core.contract import pointer
+from cowcheck.core.failures import Failure
+from cowcheck.core.machine import MachineKind
+from cowcheck.core.program import Step
 
 __all__ = ["format_summary", "format_coverage", "format_space", "format_failure", "nondeterminism_note"]
 

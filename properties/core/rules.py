@@ -1,8 +1,8 @@
 """A machine's Hypothesis rules, made from its table of operations: one rule per operation.
 
 Each rule draws the operation's arguments domain by domain
-(:class:`~properties.core.program.Domain`) and applies the step through the
-machine's harness (:meth:`~properties.core.machine.HarnessMachine.apply`).
+(:class:`~cowcheck.core.program.Domain`) and applies the step through the
+machine's harness (:meth:`~cowcheck.core.machine.HarnessMachine.apply`).
 Values come from the machine's :class:`RuleContext` (a strategy per domain
 kind); ids of what the program made live in Hypothesis bundles, one per pool:
 a ``new`` id is numbered by the machine (0, 1, 2... per pool) and joins its
@@ -14,7 +14,7 @@ more than a strategy (the map's keys come from the example's world)
 overrides the context's hooks, not the rules.
 
 >>> from hypothesis import strategies as st
->>> from properties.core.program import Domain, Operation, OperationTable
+>>> from cowcheck.core.program import Domain, Operation, OperationTable
 >>> NEW = Domain("sid", ids="new", pool="snapshots")
 >>> table = OperationTable("demo", [Operation(name="snapshot", args=("sid",), domains=(NEW,)),
 ...                                 Operation(name="put", args=("value",), domains=(Domain("value"),))])
@@ -32,7 +32,7 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, precondition, rule
 
-from properties.core.program import Domain, Operation
+from cowcheck.core.program import Domain, Operation
 
 __all__ = ["RuleContext", "operation_rules", "pools", "new_id"]
 

@@ -1,8 +1,8 @@
-"""The checker's side of a program run in the implementation's process (:mod:`properties.core.remote`).
+"""The checker's side of a program run in the implementation's process (:mod:`cowcheck.core.remote`).
 
 :class:`Session` holds every object of one program on both sides (handles,
 twins, proxies, the keys' identities) and speaks the protocol of
-:mod:`properties.core.wire` through its :class:`~properties.core.remote.Worker`;
+:mod:`cowcheck.core.wire` through its :class:`~cowcheck.core.remote.Worker`;
 :class:`RemoteObject` and the classes made from it per type of object there
 are the proxies the harness calls.
 """
@@ -14,14 +14,14 @@ import io
 import time
 from collections import deque
 
-from properties.core.boundary import WORKER_PROTOCOL, ImplementationError, LateError, WorkerFailure
-from properties.core.errors import InternalError
-from properties.core.wire import (_BATCH, _CALL, _CALLS, _CHUNK_MOST, _CHUNK_SECONDS, _DRAIN, _ERR, _FLUSH_AT,
+from cowcheck.core.boundary import WORKER_PROTOCOL, ImplementationError, LateError, WorkerFailure
+from cowcheck.core.errors import InternalError
+from cowcheck.core.wire import (_BATCH, _CALL, _CALLS, _CHUNK_MOST, _CHUNK_SECONDS, _DRAIN, _ERR, _FLUSH_AT,
                                   _FOLLOWED, _GETATTR, _MAX_DEPTH, _NEW, _NOP, _OK, _OP, _PROTOCOL, _REPLY, _SCALARS,
                                   _SYNC, _T_CALLABLE, _T_CALLBACK, _T_ENTRIES, _T_FN, _T_LIST, _T_LISTX, _T_OBJ,
                                   _T_SAME, _T_SERIALIZER, _T_SINK, _T_TUPLE, _T_TUPLE2, _T_VOID, _T_WINDOW, Isolation,
                                   _T_OVERSIZED, Oversized, _Broken, _exception_info)
-from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
+from cowcheck.reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 
 # ------------------------------------------------------------------ proxies
 
@@ -567,7 +567,7 @@ class Session:
         if t is io.BytesIO:
             self.sinks.append(v)
             return (_T_SINK, len(self.sinks) - 1)
-        serializer_id = getattr(v, "serializer_id", None) if t.__module__ == "reference.serializers" else None
+        serializer_id = getattr(v, "serializer_id", None) if t.__module__ == "cowcheck.reference.serializers" else None
         if type(serializer_id) is str:
             return (_T_SERIALIZER, serializer_id)
         if callable(v):

@@ -1,23 +1,23 @@
 """From a failing program to its counterexample: the one path every driver takes.
 
 Whatever found a failure — the walk phase or Hypothesis (``cowcheck check``,
-``cowcheck mutants``, :mod:`properties.core.hunt`), a campaign's seed, a walk
+``cowcheck mutants``, :mod:`cowcheck.core.hunt`), a campaign's seed, a walk
 test or a machine test under pytest — the program it failed on goes through
 :func:`settle`, which returns the :class:`Settled` failure, its
-:class:`~properties.core.counterexample.Counterexample` built:
+:class:`~cowcheck.core.counterexample.Counterexample` built:
 
 1. *confirmed* on the machine's own harness, call by call, when the path that
    found it was another (``through``): a harness that runs walks ahead
-   (:attr:`~properties.core.harness.HarnessBase.runs_ahead`: Flink's batched
+   (:attr:`~cowcheck.core.harness.HarnessBase.runs_ahead`: Flink's batched
    walks) must fail there at the same step with the same kind and code, else
    the two paths disagree and that is cowcheck's error (InternalError); one that
    checks the structural invariants at some steps only
-   (:attr:`~properties.core.harness.HarnessBase.sampled`) is replayed with all of
+   (:attr:`~cowcheck.core.harness.HarnessBase.sampled`) is replayed with all of
    them, and the failure that replay shows (perhaps earlier, or another code) is
    the one stored, as ``cowcheck replay`` shows it. A harness that
-   :attr:`~properties.core.harness.HarnessBase.confirmed_on_replay` (a walk run
+   :attr:`~cowcheck.core.harness.HarnessBase.confirmed_on_replay` (a walk run
    ahead in a map's own process) confirmed it already;
-2. *counted and shrunk* (:func:`~properties.core.shrink.shrink_failure`: replayed
+2. *counted and shrunk* (:func:`~cowcheck.core.shrink.shrink_failure`: replayed
    ``replays`` times before and after, so a program that does not fail every
    time is stored as nondeterministic with its count; a hang once, under the full
    step time limit), through the path that found it when that path replays
@@ -29,10 +29,10 @@ test or a machine test under pytest — the program it failed on goes through
 A failure whose signature is ``known`` (a campaign shrank it before) is
 confirmed and returned without a counterexample: counted, not shrunk again.
 
->>> from properties.core.machine import machine_kind
->>> from properties.core.program import Step
->>> from properties.core.shrink import replay
->>> from properties.map.mutants import SkipPrefixCopy
+>>> from cowcheck.core.machine import machine_kind
+>>> from cowcheck.core.program import Step
+>>> from cowcheck.core.shrink import replay
+>>> from cowcheck.map.mutants import SkipPrefixCopy
 >>> kind = machine_kind("map")
 >>> subject = Subject.of(kind, "mutant:skip-prefix-copy", SkipPrefixCopy, kind.config(capacity=4))
 >>> found = [Step("put", ("", 0, [])), Step("put", ("aaZbØ", 86072576, [])), Step("get", ("", 0)),
@@ -52,11 +52,11 @@ from typing import Any, Callable
 
 import attrs
 
-from properties.core.counterexample import Counterexample, signature
-from properties.core.failures import Failure
-from properties.core.machine import MachineKind
-from properties.core.program import Step
-from properties.core.shrink import DEFAULT_REPLAYS, confirm_replay, is_hang, remeasured, replay, shrink_failure
+from cowcheck.core.counterexample import Counterexample, signature
+from cowcheck.core.failures import Failure
+from cowcheck.core.machine import MachineKind
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import DEFAULT_REPLAYS, confirm_replay, is_hang, remeasured, replay, shrink_failure
 
 __all__ = ["Subject", "Settled", "settle", "counterexample_of"]
 

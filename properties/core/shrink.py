@@ -20,9 +20,9 @@ a candidate once it has reproduced ``k`` times, rejecting it once it no
 longer can). A hang (TIMEOUT ``time-limit``) is replayed once, under the full
 limit, not ten times: each replay of it costs the limit.
 
->>> from reference import CopyOnWriteStateMap
->>> from properties.core.program import Step
->>> from properties.map.harness import Harness
+>>> from cowcheck.reference import CopyOnWriteStateMap
+>>> from cowcheck.core.program import Step
+>>> from cowcheck.map.harness import Harness
 >>> steps = [Step("put", (1, 0, [1])), Step("get", (1, 0))]
 >>> replay(steps, lambda: CopyOnWriteStateMap(capacity=4), harness_class=Harness) is None
 True
@@ -35,11 +35,11 @@ from typing import Callable
 
 import attrs
 
-from properties.core.boundary import build
-from properties.core.errors import InternalError
-from properties.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
-from properties.core.limits import StepTimeLimit, active_limit
-from properties.core.program import Step
+from cowcheck.core.boundary import build
+from cowcheck.core.errors import InternalError
+from cowcheck.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
+from cowcheck.core.limits import StepTimeLimit, active_limit
+from cowcheck.core.program import Step
 
 __all__ = ["replay", "shrink", "signature_of", "confirm_replay", "shrink_failure", "reproductions", "remeasured",
            "Shrunk", "DEFAULT_REPLAYS", "is_hang"]

@@ -15,9 +15,9 @@ import copy
 import io
 import json
 
-from properties.core.failures import safe_repr
-from properties.core.keys import serializers_for
-from reference.serializers import IntSerializer, ListSerializer, SerializationError
+from cowcheck.core.failures import safe_repr
+from cowcheck.core.keys import serializers_for
+from cowcheck.reference.serializers import IntSerializer, ListSerializer, SerializationError
 
 __all__ = ["copy_state", "entries", "same_entries", "transform_append", "Kept", "drain", "write_serializers",
            "decode_written"]
@@ -124,7 +124,7 @@ def write_serializers(key=0, namespace=0) -> tuple:
     """The serializers the harness hands ``snapshot.write_state`` for a map whose
     keys and namespaces are like ``key`` and ``namespace`` (a map holds one type of
     each, as Flink's state does): Flink's serializer of each one's family
-    (:mod:`properties.core.keys`), and ListSerializer(IntSerializer) for the
+    (:mod:`cowcheck.core.keys`), and ListSerializer(IntSerializer) for the
     states, lists of int32."""
     key_serializer, namespace_serializer = serializers_for(key, namespace)
     return key_serializer, namespace_serializer, ListSerializer(IntSerializer())

@@ -1,7 +1,7 @@
 """The walk phase: seeded swarm walks through the harness before Hypothesis.
 
 A raw walk (a machine's ``walker(seed, steps, instance)``, for the map
-:func:`properties.map.walks.walk_program`) runs a few hundred steps through
+:func:`cowcheck.map.walks.walk_program`) runs a few hundred steps through
 the very harness Hypothesis's machine uses, without Hypothesis's per-step
 overhead; most bugs fall to one of the first few walks within milliseconds.
 ``cowcheck check`` and ``cowcheck mutants`` run this phase first and hand a
@@ -22,12 +22,12 @@ from typing import Callable, Iterable
 
 import attrs
 
-from properties.core.boundary import build
-from properties.core.errors import InternalError, UsageError
-from properties.core.failures import CheckFailure, Failure
-from properties.core.machine import add_space
-from properties.core.program import Step
-from properties.core.shrink import is_hang
+from cowcheck.core.boundary import build
+from cowcheck.core.errors import InternalError, UsageError
+from cowcheck.core.failures import CheckFailure, Failure
+from cowcheck.core.machine import add_space
+from cowcheck.core.program import Step
+from cowcheck.core.shrink import is_hang
 
 __all__ = ["WalkFinding", "WalkRun", "run_walks", "walk_seeds", "walk_length", "DEFAULT_WALKS", "DEFAULT_WALK_STEPS"]
 

@@ -1,10 +1,10 @@
-"""The pipe between the checker and an implementation in a process of its own (:mod:`properties.core.remote`).
+"""The pipe between the checker and an implementation in a process of its own (:mod:`cowcheck.core.remote`).
 
 Message kinds, requests, answers and value tags; :class:`Isolation`, what
 both sides know of the implementation's API; the channel (length-prefixed
 :mod:`marshal` messages over two pipes: plain values only, never code); how
 an exception crosses (:func:`_exception_info`). The checker's side is
-:mod:`properties.core.session`, the child's :mod:`properties.core.child`.
+:mod:`cowcheck.core.session`, the child's :mod:`cowcheck.core.child`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 
 import attrs
 
-from properties.core.failures import long_container, short_beginning
+from cowcheck.core.failures import long_container, short_beginning
 
 # Messages.
 _READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP, _MORE, _END = range(9)
@@ -76,7 +76,7 @@ class Oversized:
     """What the checker reads for a list or tuple of more than ``_MAX_ITEMS`` items the
     implementation handed back: its type, length and beginning. It equals nothing but itself,
     so comparing it with what the model expects is the divergence it is (a correct map never
-    hands back anything as large), and it shows as :func:`~properties.core.failures.safe_repr`
+    hands back anything as large), and it shows as :func:`~cowcheck.core.failures.safe_repr`
     shows the whole value in one process."""
 
     __slots__ = ("type_name", "length", "text")

@@ -6,7 +6,7 @@
 - ``batch``, ``opcodes``: the batched encoding of map programs, and the helper's ``Ops.java`` generated
   from the map's table;
 - ``walk``: map programs on Flink a segment per Java call (``Walk.java``): batched walks checked by the
-  harness, and ``run_batch``, a program observed as ``properties.map.parity`` observes;
+  harness, and ``run_batch``, a program observed as ``cowcheck.map.parity`` observes;
 - ``serializers``: Flink's own serializers, for byte-for-byte parity with the reference's;
 - ``backend``: Flink's ``HeapKeyedStateBackend`` at the state level (``--machine backend``).
 
@@ -21,19 +21,19 @@ import functools
 
 import attrs
 
-from properties.core.impls import Implementation, UnknownImplementationError, register_resolver
-from properties.core.machine import MachineKind
-from properties.flink.jvm import FlinkUnavailableError, JvmInfo, available, compile_helper, jvm
-from properties.flink.async_controller import FLINK_ASYNC_SINCE, FlinkAsyncController, api_of
-from properties.flink.releases import (DEFAULT_VERSION, check_version, fetch_needed, parse_version, release_lib,
+from cowcheck.core.impls import Implementation, UnknownImplementationError, register_resolver
+from cowcheck.core.machine import MachineKind
+from cowcheck.flink.jvm import FlinkUnavailableError, JvmInfo, available, compile_helper, jvm
+from cowcheck.flink.async_controller import FLINK_ASYNC_SINCE, FlinkAsyncController, api_of
+from cowcheck.flink.releases import (DEFAULT_VERSION, check_version, fetch_needed, parse_version, release_lib,
                                        select_release)
-from properties.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
+from cowcheck.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
                                   FlinkView)
-from properties.flink.serializers import flink_deserialize, flink_serialize
-from properties.flink.backend import FlinkStateBackend, warm_up
-from properties.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
-from properties.flink.table import FlinkStateTable
-from properties.flink.segments import DETAILS, WalkHarness, WalkMap, run_batch
+from cowcheck.flink.serializers import flink_deserialize, flink_serialize
+from cowcheck.flink.backend import FlinkStateBackend, warm_up
+from cowcheck.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
+from cowcheck.flink.table import FlinkStateTable
+from cowcheck.flink.segments import DETAILS, WalkHarness, WalkMap, run_batch
 
 __all__ = ["FLINK_CAPACITY", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",
            "FlinkSnapshot", "FlinkView", "EntryMirror", "JvmInfo", "FlinkImplementation", "available", "jvm",
@@ -44,7 +44,7 @@ __all__ = ["FLINK_CAPACITY", "DETAILS", "FlinkUnavailableError", "FlinkCapacityE
 class FlinkImplementation(Implementation):
     """The ``flink`` implementation: ``new()`` builds a map of capacity 128 unless
     told otherwise (then FlinkCapacityError). ``corruption``: a seeded
-    Java-side corruption (``properties.flink.corruptions``), "" for none."""
+    Java-side corruption (``cowcheck.flink.corruptions``), "" for none."""
 
     corruption: str = ""
 
@@ -52,7 +52,7 @@ class FlinkImplementation(Implementation):
         return self.factory(capacity=capacity, state_copier=state_copier)
 
     def batched_walks(self, kind: MachineKind, config):
-        """Walks on Flink a segment per Java call (``properties.flink.segments``)."""
+        """Walks on Flink a segment per Java call (``cowcheck.flink.segments``)."""
         return functools.partial(WalkMap, config.capacity, corruption=self.corruption), WalkHarness
 
 
@@ -60,7 +60,7 @@ def resolve_flink(rest: str, kind: MachineKind) -> Implementation:
     """``resolve("flink")`` (Flink 2.3.0, installed by the ``flink`` extra) or
     ``resolve("flink@VERSION")`` (any release from 1.13.6, fetched on first use),
     either followed by ``:corrupt=NAME`` (a seeded Java-side corruption of the map,
-    ``properties.flink.corruptions``; of the keyed backend with ``--machine backend``): checks that the bridge can run, chooses
+    ``cowcheck.flink.corruptions``; of the keyed backend with ``--machine backend``): checks that the bridge can run, chooses
     the release of this process and fetches its jar if it is not cached yet,
     without starting the JVM (a campaign driver resolves before forking)."""
     spec = "flink" + (rest if not rest or rest.startswith("@") else ":" + rest)

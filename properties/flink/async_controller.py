@@ -20,7 +20,7 @@ from the releases' jars):
   with ``AsyncExecutor``/``AsyncFutureImpl`` names, and the epoch mode as a
   constructor argument.
 
-:func:`api_of` says which; ``properties.flink`` gives the async machine a release's
+:func:`api_of` says which; ``cowcheck.flink`` gives the async machine a release's
 ``final_actions`` and ``overdraft`` and refuses ``--epoch-mode parallel`` where epochs are
 serial only. The controller is built around parts that make it deterministic, all
 implemented here in Python through JPype:
@@ -49,12 +49,12 @@ from typing import Any, Callable
 
 import attrs
 
-from properties.core.errors import UsageError
-from properties.flink.jvm import jvm
-from reference.async_execution import DrainStalledError
-from reference.epochs import ParallelMode
-from reference.errors import IllegalStateError
-from reference.state_executor import VOID_NAMESPACE, HeapStateBackend
+from cowcheck.core.errors import UsageError
+from cowcheck.flink.jvm import jvm
+from cowcheck.reference.async_execution import DrainStalledError
+from cowcheck.reference.epochs import ParallelMode
+from cowcheck.reference.errors import IllegalStateError
+from cowcheck.reference.state_executor import VOID_NAMESPACE, HeapStateBackend
 
 __all__ = ["FlinkAsyncController", "FlinkDrainStalled", "FLINK_ASYNC_SINCE", "AsyncApi", "API_GENERATIONS", "api_of"]
 
@@ -142,7 +142,7 @@ def _classes():
     jvm()
     import jpype
 
-    from properties.flink.releases import parse_version, selected_release
+    from cowcheck.flink.releases import parse_version, selected_release
 
     JClass = jpype.JClass
     api = api_of(parse_version(selected_release()))

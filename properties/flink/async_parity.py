@@ -1,6 +1,6 @@
 """Parity of the async controller: the reference against Flink's own, release by release.
 
-``python -m properties.flink.async_parity [--versions 1.20.0,2.0.0,2.3.0] [--programs N] [--steps S]
+``python -m cowcheck.flink.async_parity [--versions 1.20.0,2.0.0,2.3.0] [--programs N] [--steps S]
 [--mode serial|parallel]`` runs ``N`` seeded async walk programs (the machine's walk phase
 generator, non-records and their timers included) through the async harness on the reference and
 on Flink's ``AsyncExecutionController`` of each release (one process per release: one JVM, one
@@ -21,14 +21,14 @@ import subprocess
 import sys
 import time
 
-from properties.core.processes import module_command
+from cowcheck.core.processes import module_command
 
 __all__ = ["run_programs", "main"]
 
 
 def _verdict(harness, steps):
-    from properties.core.errors import InternalError
-    from properties.core.failures import CheckFailure
+    from cowcheck.core.errors import InternalError
+    from cowcheck.core.failures import CheckFailure
 
     try:
         for step in steps:
@@ -49,15 +49,15 @@ def _same(a, b) -> bool:
 
 def run_programs(version: str, programs: int, steps: int, mode: str, first_seed: int = 0) -> dict:
     """In this process: ``programs`` walks on the reference and on ``flink@version``."""
-    import properties.flink  # noqa: F401  (registers the flink resolver)
-    import properties.registry  # noqa: F401
-    from properties.async_exec.harness import AsyncHarness, AsyncMachineConfig
-    from properties.async_exec.walks import walk_program
-    from properties.core.impls import resolve
-    from properties.core.limits import limited
-    from reference.async_execution import AsyncExecutionController
+    import cowcheck.flink  # noqa: F401  (registers the flink resolver)
+    import cowcheck.registry  # noqa: F401
+    from cowcheck.async_exec.harness import AsyncHarness, AsyncMachineConfig
+    from cowcheck.async_exec.walks import walk_program
+    from cowcheck.core.impls import resolve
+    from cowcheck.core.limits import limited
+    from cowcheck.reference.async_execution import AsyncExecutionController
 
-    from properties.core.machine import machine_kind
+    from cowcheck.core.machine import machine_kind
 
     flink = resolve(f"flink@{version}", "async")
     configs = {"reference": AsyncMachineConfig(buffer_timeout=0, epoch_mode=mode),
@@ -84,7 +84,7 @@ def run_programs(version: str, programs: int, steps: int, mode: str, first_seed:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m properties.flink.async_parity", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m cowcheck.flink.async_parity", description=__doc__.split("\n\n")[0])
     p.add_argument("--versions", default="2.3.0",
                    help="Flink releases, comma-separated (1.20.0 or newer; parallel mode: 2.1.0 or newer; default 2.3.0)")
     p.add_argument("--programs", type=int, default=1000, help="seeded programs per release (default 1000)")
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"async parity: reference vs Flink's AsyncExecutionController, {args.programs} programs of {args.steps} "
           f"steps per release, epoch mode {args.mode}")
     for version in args.versions.split(","):
-        run = subprocess.run(module_command("properties.flink.async_parity", "--one", version, "--programs",
+        run = subprocess.run(module_command("cowcheck.flink.async_parity", "--one", version, "--programs",
                                             str(args.programs), "--steps", str(args.steps), "--mode", args.mode),
                              capture_output=True, text=True)
         if run.returncode != 0:  # the first line says what happened (a traceback's, or faulthandler's "Timeout")

@@ -1,6 +1,6 @@
 """Flink's own HeapKeyedStateBackend behind the reference's state-level API (``--machine backend --impl flink``).
 
-:class:`FlinkStateBackend` speaks :mod:`reference.keyed`'s API
+:class:`FlinkStateBackend` speaks :mod:`cowcheck.reference.keyed`'s API
 (``create_keyed_state_backend``, ``clock``) and drives
 ``cowcheck.bridge.BackendHandle`` (``java/``): Flink's backend built by its
 ``HeapKeyedStateBackendBuilder`` for the release of this process, states
@@ -15,15 +15,15 @@ yielding at random as they write when the harness asks
 ``KeyedStateHandle`` objects, restored into fresh backends through the
 builder (intersected with the new key-group range: rescaling).
 
-``corruption``: a seeded Java-side corruption (:data:`~properties.flink.corruptions.BACKEND_CORRUPTIONS`).
+``corruption``: a seeded Java-side corruption (:data:`~cowcheck.flink.corruptions.BACKEND_CORRUPTIONS`).
 """
 
 from __future__ import annotations
 
-from properties.flink.convert import java_string, python_string
-from properties.flink.jvm import Java, jvm
-from reference.serializers import IntSerializer
-from reference.state_table import KeyGroupRange
+from cowcheck.flink.convert import java_string, python_string
+from cowcheck.flink.jvm import Java, jvm
+from cowcheck.reference.serializers import IntSerializer
+from cowcheck.reference.state_table import KeyGroupRange
 
 __all__ = ["FlinkStateBackend", "FlinkKeyedBackend", "FlinkSnapshotFuture", "FlinkCheckpointHandle", "warm_up"]
 

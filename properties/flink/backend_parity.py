@@ -1,6 +1,6 @@
 """Parity of the keyed backend: the reference against Flink's HeapKeyedStateBackend, release by release.
 
-``python -m properties.flink.backend_parity [--versions 1.13.6,2.3.0] [--programs N] [--steps S]
+``python -m cowcheck.flink.backend_parity [--versions 1.13.6,2.3.0] [--programs N] [--steps S]
 [--async-part inline|thread]`` runs ``N`` seeded walk programs of the backend machine (the walk
 phase's generator) through the backend harness on the reference and on Flink's backend of each
 release (one process per release: one JVM, one release), recording every answer the harness gets
@@ -21,15 +21,15 @@ import subprocess
 import sys
 import time
 
-from properties.core.processes import module_command
+from cowcheck.core.processes import module_command
 
 __all__ = ["run_programs", "main"]
 
 
 def _run(harness, steps):
     """(verdict, answers) of ``steps``: verdict None, or the failure's [kind, code, step]."""
-    from properties.core.errors import InternalError
-    from properties.core.failures import CheckFailure
+    from cowcheck.core.errors import InternalError
+    from cowcheck.core.failures import CheckFailure
 
     verdict = None
     try:
@@ -56,13 +56,13 @@ def _first_difference(a: list, b: list):
 
 def run_programs(version: str, programs: int, steps: int, async_part: str, first_seed: int = 0) -> dict:
     """In this process: ``programs`` walks on the reference and on ``flink@version``."""
-    import properties.flink  # noqa: F401  (registers the flink resolver)
-    import properties.registry  # noqa: F401
-    from properties.backend import reference_state_backend
-    from properties.backend.harness import BackendHarness
-    from properties.backend.walks import walk_program
-    from properties.core.impls import resolve
-    from properties.core.limits import limited
+    import cowcheck.flink  # noqa: F401  (registers the flink resolver)
+    import cowcheck.registry  # noqa: F401
+    from cowcheck.backend import reference_state_backend
+    from cowcheck.backend.harness import BackendHarness
+    from cowcheck.backend.walks import walk_program
+    from cowcheck.core.impls import resolve
+    from cowcheck.core.limits import limited
 
     flink = resolve(f"flink@{version}", "backend")
     out = {"version": version, "programs": 0, "steps": 0, "same": 0, "failed_both": 0, "answers": 0,
@@ -94,7 +94,7 @@ def run_programs(version: str, programs: int, steps: int, async_part: str, first
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m properties.flink.backend_parity",
+    p = argparse.ArgumentParser(prog="python -m cowcheck.flink.backend_parity",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--versions", default="2.3.0", help="Flink releases, comma-separated (default 2.3.0)")
     p.add_argument("--programs", type=int, default=200, help="seeded programs per release (default 200)")
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"backend parity: reference vs Flink's HeapKeyedStateBackend, {args.programs} programs of {args.steps} "
           f"steps per release, asynchronous parts {args.async_part}")
     for version in args.versions.split(","):
-        run = subprocess.run(module_command("properties.flink.backend_parity", "--one", version, "--programs",
+        run = subprocess.run(module_command("cowcheck.flink.backend_parity", "--one", version, "--programs",
                                             str(args.programs), "--steps", str(args.steps), "--async-part",
                                             args.async_part), capture_output=True, text=True)
         if run.returncode != 0:

@@ -1,6 +1,6 @@
 """Checkpoints across releases: written by one Flink release's keyed backend, restored by another's.
 
-``python -m properties.flink.backend_releases [--versions A,B,...] [--programs N] [--steps S]
+``python -m cowcheck.flink.backend_releases [--versions A,B,...] [--programs N] [--steps S]
 [--pairs X:Y,...]`` runs, per writer release X (one process each: one JVM, one release), ``N``
 seeded walks of the backend machine on Flink X, every checkpoint's asynchronous part on the task
 thread, each step checked against the model as always. After every completed checkpoint it
@@ -12,7 +12,7 @@ rebuilt, restored into a fresh backend of release Y at that time (its own key-gr
 states registered again, and every key and value compared.
 
 ``reference`` stands for the reference's keyed backend writing and reading Flink's checkpoint
-format (:mod:`reference.checkpoint.flink_format`, issue 28 point 3): the pairs
+format (:mod:`cowcheck.reference.checkpoint.flink_format`, issue 28 point 3): the pairs
 ``reference:2.3.0,2.3.0:reference`` check that real Flink restores what the reference wrote and the
 reference restores what Flink wrote, both to the model's state. The reference's walks also restore
 every checkpoint (and rescale) in the reference itself, checked by the harness as always.
@@ -34,7 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from properties.core.processes import module_command
+from cowcheck.core.processes import module_command
 
 __all__ = ["write", "read", "pairs_of", "main", "REFERENCE", "describe_handle", "rebuild_handle"]
 
@@ -43,7 +43,7 @@ REFERENCE = "reference"
 
 
 def _order(version: str) -> tuple:
-    from properties.flink.releases import parse_version
+    from cowcheck.flink.releases import parse_version
 
     return (0,) if version == REFERENCE else (1, *parse_version(version))
 
@@ -65,8 +65,8 @@ def rebuild_handle(text: str, max_parallelism: int):
     it lies: Flink writes its path as a ``file:`` URI or a plain path)."""
     import base64
 
-    from reference.checkpoint.flink_format import KeyGroupsStateHandle
-    from reference.state_table import KeyGroupRange
+    from cowcheck.reference.checkpoint.flink_format import KeyGroupsStateHandle
+    from cowcheck.reference.state_table import KeyGroupRange
 
     range_line, offsets_line, data_line = text.split("\n")
     start, end = (int(x) for x in range_line.split()[1:])
@@ -99,16 +99,16 @@ def _answer(got, shape):
 
 def write(version: str, programs: int, steps: int, out: Path) -> dict:
     """In this process: the walks on ``flink@version``, their checkpoints recorded under ``out``."""
-    import properties.flink  # noqa: F401
-    import properties.registry  # noqa: F401
-    from properties.backend.harness import BackendHarness
-    from properties.backend.ops import NAMESPACES, STATES
-    from properties.backend.walks import walk_program
-    from properties.core.failures import CheckFailure
-    from properties.core.impls import resolve
-    from properties.core.limits import limited
-    from properties.flink.jvm import Java
-    from reference.checkpoint import CheckpointStreamFactory
+    import cowcheck.flink  # noqa: F401
+    import cowcheck.registry  # noqa: F401
+    from cowcheck.backend.harness import BackendHarness
+    from cowcheck.backend.ops import NAMESPACES, STATES
+    from cowcheck.backend.walks import walk_program
+    from cowcheck.core.failures import CheckFailure
+    from cowcheck.core.impls import resolve
+    from cowcheck.core.limits import limited
+    from cowcheck.flink.jvm import Java
+    from cowcheck.reference.checkpoint import CheckpointStreamFactory
 
     class Writer(BackendHarness):
         """The backend harness, with file checkpoints kept in ``out``."""
@@ -165,15 +165,15 @@ def _record(harness, cid, seed, states, namespaces, describe) -> dict:
 
 def read(version: str, written: Path) -> dict:
     """In this process: every checkpoint recorded in ``written`` restored by ``flink@version``."""
-    import properties.flink  # noqa: F401
-    from properties.backend import reference_flink_format_backend
-    from properties.backend.ops import NAMESPACES, STATES, descriptor_of
-    from properties.core.keys import FAMILIES, fresh
-    from properties.flink.backend import FlinkCheckpointHandle, FlinkStateBackend
-    from properties.flink.jvm import Java, jvm
-    from properties.flink.releases import select_release
-    from reference.serializers import IntSerializer
-    from reference.state_table import KeyGroupRange
+    import cowcheck.flink  # noqa: F401
+    from cowcheck.backend import reference_flink_format_backend
+    from cowcheck.backend.ops import NAMESPACES, STATES, descriptor_of
+    from cowcheck.core.keys import FAMILIES, fresh
+    from cowcheck.flink.backend import FlinkCheckpointHandle, FlinkStateBackend
+    from cowcheck.flink.jvm import Java, jvm
+    from cowcheck.flink.releases import select_release
+    from cowcheck.reference.serializers import IntSerializer
+    from cowcheck.reference.state_table import KeyGroupRange
 
     if version == REFERENCE:
         new_backend, rebuild = reference_flink_format_backend, rebuild_handle
@@ -247,7 +247,7 @@ def pairs_of(versions: list[str], newest: str = "2.3.0") -> list[tuple[str, str]
 
 
 def _one(*args: str) -> dict:
-    run = subprocess.run(module_command("properties.flink.backend_releases", *args), capture_output=True,
+    run = subprocess.run(module_command("cowcheck.flink.backend_releases", *args), capture_output=True,
                          text=True)
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     if run.returncode != 0 or not lines:
@@ -257,7 +257,7 @@ def _one(*args: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m properties.flink.backend_releases",
+    p = argparse.ArgumentParser(prog="python -m cowcheck.flink.backend_releases",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--versions", default="1.13.6,2.3.0", help="releases, comma-separated (default 1.13.6,2.3.0)")
     p.add_argument("--pairs", help="writer:reader pairs, comma-separated (default: see the module's docstring)")
@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--read", nargs=2, help=argparse.SUPPRESS)  # one reader: VERSION DIR
     args = p.parse_args(argv)
     if args.write:
-        from properties.flink.releases import select_release
+        from cowcheck.flink.releases import select_release
 
         if args.write != REFERENCE:
             select_release(args.write)

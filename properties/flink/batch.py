@@ -1,17 +1,17 @@
 """The batched encoding: map programs as the ints ``Walk.java`` reads, keys and namespaces as a table.
 
-Batched walks (:mod:`properties.flink.segments`) and parity programs send their
+Batched walks (:mod:`cowcheck.flink.segments`) and parity programs send their
 steps to the Java helper in this encoding: an operation's code is its
-position in the map's table (:data:`~properties.map.ops.MAP_OPS`; the Java
-side's ``Ops.java`` is generated from the same table, :mod:`properties.flink.opcodes`),
+position in the map's table (:data:`~cowcheck.map.ops.MAP_OPS`; the Java
+side's ``Ops.java`` is generated from the same table, :mod:`cowcheck.flink.opcodes`),
 and each argument is encoded by its domain (``MapDomain.encode``, read back in
 Java by ``Domain.wire``): keys and namespaces as indexes into a table of values
-(``Java.object_array`` of :func:`~properties.flink.convert.java_template`
+(``Java.object_array`` of :func:`~cowcheck.flink.convert.java_template`
 objects: the Java side hands the map a new copy per use, one object per value
 after ``hold_keys``), states as their length and ints, snapshot ids, counts,
-key families (their position in :data:`~properties.core.keys.FAMILIES`) and
+key families (their position in :data:`~cowcheck.core.keys.FAMILIES`) and
 choices as ints. Bulk steps carry their family, first index and count: Java
-computes the keys (``Keys.nth``, held equal to :func:`~properties.core.keys.nth_key`
+computes the keys (``Keys.nth``, held equal to :func:`~cowcheck.core.keys.nth_key`
 by a test).
 
 >>> encode([Step("put", ("a", 0, [7, 8])), Step("get", ("a", 0))])
@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from properties.flink.convert import java_template
-from properties.core.program import Step  # noqa: F401  (the examples above)
-from properties.flink.jvm import Java
-from properties.map.ops import MAP_OPS
+from cowcheck.flink.convert import java_template
+from cowcheck.core.program import Step  # noqa: F401  (the examples above)
+from cowcheck.flink.jvm import Java
+from cowcheck.map.ops import MAP_OPS
 
 __all__ = ["OP_CODES", "encode", "key_table", "java_keys"]
 

@@ -1,17 +1,17 @@
 """What crosses the JPype boundary: keys, namespaces and states, answers, exceptions.
 
-- keys and namespaces (the families of :mod:`properties.core.keys`): ``int``
+- keys and namespaces (the families of :mod:`cowcheck.core.keys`): ``int``
   in int32 range as ``java.lang.Integer``, other ints as ``Long``, ``str`` as
   ``String`` (lone surrogates included), ``bool`` as ``Boolean``,
-  :class:`~reference.keys.Tuple2` as Flink's ``Tuple2``,
-  :class:`~reference.keys.TimeWindow` as Flink's ``TimeWindow`` and
+  :class:`~cowcheck.reference.keys.Tuple2` as Flink's ``Tuple2``,
+  :class:`~cowcheck.reference.keys.TimeWindow` as Flink's ``TimeWindow`` and
   ``VOID_NAMESPACE`` as ``VoidNamespace.INSTANCE`` (``Keys.java``; anything
   else is a TypeError). :func:`java_template` makes one Java object per value
   for the batched encodings' tables (the Java side hands the map a new copy per
   use, ``KeyObjects.java``); :class:`JavaKeys` gives a map what the caller
   gives it: a new Java object for a Python object not seen before, the same
   one for a Python object seen again (a caller holding its keys). Values
-  CPython keeps one object of (:func:`~properties.core.keys.pinned`: small
+  CPython keeps one object of (:func:`~cowcheck.core.keys.pinned`: small
   ints, ``""`` and one Latin-1 character, bools, ``VOID_NAMESPACE``) are one
   Java object per value on every path;
 - states: lists of int32 as Java ``int[]`` (the helper keeps the Java lists);
@@ -19,7 +19,7 @@
   tagged objects of counterexample files, ``{"Tuple2": [1, "a"]}``) or
   fixed-layout int arrays (``Encoded.java``, read by :class:`Reader`);
 - Java exceptions from Flink as the Python exceptions of docs/contract.md §15
-  (``reference.errors``): :func:`translate`.
+  (``cowcheck.reference.errors``): :func:`translate`.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import json
 import sys
 from typing import Any
 
-from properties.core.errors import UsageError
-from properties.core.keys import pinned
-from properties.flink.jvm import Java
-from properties.flink.releases import selected_release
-from reference.errors import ConcurrentModificationError, IllegalStateError, RehashInProgressError
-from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
+from cowcheck.core.errors import UsageError
+from cowcheck.core.keys import pinned
+from cowcheck.flink.jvm import Java
+from cowcheck.flink.releases import selected_release
+from cowcheck.reference.errors import ConcurrentModificationError, IllegalStateError, RehashInProgressError
+from cowcheck.reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidNamespace
 
 __all__ = ["java_template", "JavaKeys", "java_string", "python_string", "ints", "int_array", "answer",
            "decode_json", "decode_tagged", "Reader", "translate", "exception_for", "FlinkRaised",
@@ -142,7 +142,7 @@ class JavaKeys:
     would hand them: a Python object seen for the first time becomes a new Java object (Flink's
     keys are fresh, deserialized objects), a Python object seen again the same Java object (a
     caller holding its keys, after the harness's ``hold_keys``); a value CPython keeps one object of
-    (:func:`~properties.core.keys.pinned`) one Java object per value. A Tuple2's fields convert the
+    (:func:`~cowcheck.core.keys.pinned`) one Java object per value. A Tuple2's fields convert the
     same way. Python objects only this table still refers to are forgotten from time to time
     (nobody can hand them again), so a long walk of fresh keys does not keep them all."""
 
@@ -264,7 +264,7 @@ class Reader:
 
 
 class FlinkRaised(Exception):
-    """A Java exception from Flink with no counterpart in ``reference.errors``, recorded by a batched walk:
+    """A Java exception from Flink with no counterpart in ``cowcheck.reference.errors``, recorded by a batched walk:
     its Java class name and message."""
 
     def __init__(self, name: str, message: str) -> None:
@@ -274,7 +274,7 @@ class FlinkRaised(Exception):
 
 def exception_for(name: str, message: str) -> Exception:
     """The Python exception for a Java exception named ``name`` (``Errors.pythonName``)
-    with ``message``: the ``reference.errors`` exception where there is one (as :func:`translate`)."""
+    with ``message``: the ``cowcheck.reference.errors`` exception where there is one (as :func:`translate`)."""
     if name == "ConcurrentModificationError":
         return ConcurrentModificationError(-1, -1)
     if name == "java.lang.IllegalStateException":
@@ -289,7 +289,7 @@ def exception_for(name: str, message: str) -> Exception:
 
 
 def translate(exc):
-    """The Python exception for a Java exception from Flink (``reference.errors``)."""
+    """The Python exception for a Java exception from Flink (``cowcheck.reference.errors``)."""
     message = str(exc.getMessage()) if exc.getMessage() is not None else ""
     if isinstance(exc, Java.CME):
         return exception_for("ConcurrentModificationError", message)

@@ -1,7 +1,7 @@
 """The JVM of this process: the Flink jar, our Java helper compiled against it, JPype started once.
 
 The helper (``properties/flink/java/cowcheck/bridge/*.java``, and ``Ops.java``
-generated from the map's table by :mod:`properties.flink.opcodes`) is compiled
+generated from the map's table by :mod:`cowcheck.flink.opcodes`) is compiled
 with ``javac`` on first use into ``~/.cache/cowcheck/java/<hash of the
 sources, the generated one included, and the Flink jar>/`` (the generated source
 is kept there under ``generated/``; ``COWCHECK_CACHE_DIR`` or ``XDG_CACHE_HOME``
@@ -30,9 +30,9 @@ from typing import Any
 
 import attrs
 
-from properties.core.limits import steps_through
-from properties.flink.opcodes import OPS_JAVA, ops_java
-from properties.flink.releases import DEFAULT_VERSION, cache_root, dist_jar, release_lib, selected_release
+from cowcheck.core.limits import steps_through
+from cowcheck.flink.opcodes import OPS_JAVA, ops_java
+from cowcheck.flink.releases import DEFAULT_VERSION, cache_root, dist_jar, release_lib, selected_release
 
 __all__ = ["FlinkUnavailableError", "JvmInfo", "available", "compile_helper", "jvm", "started", "JAVA_SOURCES", "Java",
            "helper_sources", "GENERATED"]
@@ -75,7 +75,7 @@ _JVM: JvmInfo | None = None
 
 def _flink_lib() -> Path:
     """The directory with the flink-dist jar of the release this process runs
-    (``properties.flink.releases``): the installed one for the default release,
+    (``cowcheck.flink.releases``): the installed one for the default release,
     the per-user cache (fetched on first use) for any other."""
     version = selected_release()
     if version != DEFAULT_VERSION:
@@ -125,7 +125,7 @@ def compile_helper() -> float:
 
 def helper_sources() -> list[tuple[str, str]]:
     """The helper's sources as ``(path relative to the source root, text)``: the hand-written
-    ones, and ``Ops.java`` generated from the map's table (:func:`~properties.flink.opcodes.ops_java`)."""
+    ones, and ``Ops.java`` generated from the map's table (:func:`~cowcheck.flink.opcodes.ops_java`)."""
     written = sorted(JAVA_SOURCES.rglob("*.java"))
     if not written:
         raise FlinkUnavailableError(f"the bridge's Java sources are missing from this installation ({JAVA_SOURCES}); "
@@ -133,7 +133,7 @@ def helper_sources() -> list[tuple[str, str]]:
     sources = [(source.relative_to(JAVA_SOURCES).as_posix(), source.read_text(encoding="utf-8")) for source in written]
     if any(path == OPS_JAVA for path, _ in sources):
         raise FlinkUnavailableError(f"{JAVA_SOURCES / OPS_JAVA} must not exist: the helper's Ops.java is generated "
-                                    f"from the map's table (properties.flink.opcodes)")
+                                    f"from the map's table (cowcheck.flink.opcodes)")
     return sorted(sources + [(OPS_JAVA, ops_java())])
 
 

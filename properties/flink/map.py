@@ -1,6 +1,6 @@
 """Apache Flink 2.3.0's own CopyOnWriteStateMap behind the docs/contract.md §15 API (``--impl flink``).
 
-The real Java class runs in-process through JPype (:mod:`properties.flink.jvm`);
+The real Java class runs in-process through JPype (:mod:`cowcheck.flink.jvm`);
 our helper ``MapHandle.java`` drives it call by call.
 
 >>> m = FlinkStateMap()                      # doctest: +SKIP
@@ -26,7 +26,7 @@ new list, so copy-on-write is visible; ``state_copier`` is not used: Flink
 copies with its serializer, which for these states equals ``copy.deepcopy``).
 
 Keys and namespaces reach Flink as a Java caller would hand them
-(:class:`~properties.flink.convert.JavaKeys`): a Python object the map has not
+(:class:`~cowcheck.flink.convert.JavaKeys`): a Python object the map has not
 seen becomes a new Java object (Flink's keys are always fresh, deserialized
 ones), a Python object seen again the same Java object (a caller holding its
 keys); values CPython keeps one object of (small ints, ``""`` and one Latin-1
@@ -36,7 +36,7 @@ White box: ``introspect()`` returns a :class:`FlinkView` built by reflection
 (tables, sizes, rehash index, versions, threshold, mod count, entries with
 their versions and hash). Every Java entry has one :class:`EntryMirror`,
 updated in place at each ``introspect()``, so entry identity holds across
-views, as ``reference.invariants.SnapshotGuard`` (I8/I9) needs.
+views, as ``cowcheck.reference.invariants.SnapshotGuard`` (I8/I9) needs.
 
 Capacity: Flink's map always starts at 128 (``DEFAULT_CAPACITY``; the sized
 constructor is private), so the factory accepts ``capacity=128`` only.
@@ -50,11 +50,11 @@ from typing import Any, Callable, Iterator
 
 import attrs
 
-from properties.core.errors import UsageError
-from properties.flink.convert import JavaKeys, Reader, answer, int_array, ints, translate
-from properties.flink.jvm import Java, jvm
-from reference.errors import ConcurrentModificationError, ForeignSnapshotError
-from reference.snapshot import SnapshotView
+from cowcheck.core.errors import UsageError
+from cowcheck.flink.convert import JavaKeys, Reader, answer, int_array, ints, translate
+from cowcheck.flink.jvm import Java, jvm
+from cowcheck.reference.errors import ConcurrentModificationError, ForeignSnapshotError
+from cowcheck.reference.snapshot import SnapshotView
 
 __all__ = ["FLINK_CAPACITY", "FlinkCapacityError", "FlinkStateMap", "FlinkSnapshot", "FlinkView", "EntryMirror"]
 
@@ -131,7 +131,7 @@ class EntryMirror:
 
 @attrs.define
 class FlinkView:
-    """The white-box view of ``reference.invariants`` for a Flink map, read by
+    """The white-box view of ``cowcheck.reference.invariants`` for a Flink map, read by
     reflection at one moment (``introspect()``); tables hold EntryMirrors."""
 
     primary_table: list
@@ -155,7 +155,7 @@ class FlinkStateMap:
 
     ``capacity`` must be 128 (FlinkCapacityError otherwise); ``state_copier`` is
     accepted for the factory protocol and unused (Flink copies with its serializer);
-    ``corruption``: a seeded Java-side corruption (``properties.flink.corruptions``).
+    ``corruption``: a seeded Java-side corruption (``cowcheck.flink.corruptions``).
     """
 
     def __init__(self, capacity: int = FLINK_CAPACITY, state_copier: Callable[[Any], Any] = copy.deepcopy,
@@ -505,7 +505,7 @@ class FlinkSnapshot:
     def write_state(self, out, key_serializer, namespace_serializer, state_serializer,
                     transformer: Callable[[Any], Any] | None = None) -> None:
         """Flink's ``writeState`` with Flink's serializers of the same ids as the
-        given ``reference.serializers`` (states: ``list<int>`` only)."""
+        given ``cowcheck.reference.serializers`` (states: ``list<int>`` only)."""
         state_id = getattr(state_serializer, "serializer_id", None)
         if state_id != "list<int>":
             raise ValueError(f"Flink bridge: states are written with ListSerializer(IntSerializer) "

@@ -1,12 +1,12 @@
 """The Java helper's operation codes, generated from the map's table when the helper is compiled.
 
 ``Ops.java`` is not written by hand: :func:`ops_java` renders it from
-:data:`~properties.map.ops.MAP_OPS` (an operation's code is its position in
-the table), and :mod:`properties.flink.jvm` compiles it with the hand-written
+:data:`~cowcheck.map.ops.MAP_OPS` (an operation's code is its position in
+the table), and :mod:`cowcheck.flink.jvm` compiles it with the hand-written
 sources, its text part of the cache key. So Java's ``switch`` labels are
 compile-time constants that cannot drift from the table: a new operation gets
 its code, its name, whether it is keyed, and how ``Walk.java`` decodes its
-arguments (:attr:`~properties.map.ops.Domain.wire`, one letter per encoded
+arguments (:attr:`~cowcheck.map.ops.Domain.wire`, one letter per encoded
 value: ``k`` a key or namespace index, ``s`` a state as its length and
 elements, ``i`` an int) from its record. Its application is the one ``case``
 of ``Walk.execute`` (``tests/test_flink_bridge.py`` fails while one is missing).
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from properties.map.ops import MAP_OPS, MapOperation
+from cowcheck.map.ops import MAP_OPS, MapOperation
 
 __all__ = ["OPS_JAVA", "ops_java", "arguments", "constant"]
 
@@ -52,7 +52,7 @@ def ops_java(table=MAP_OPS) -> str:
     return f"""package cowcheck.bridge;
 
 /**
- * Operation codes of the batched encoding: an operation's position in properties.map.ops.MAP_OPS.
+ * Operation codes of the batched encoding: an operation's position in cowcheck.map.ops.MAP_OPS.
  * Generated from that table by properties/flink/opcodes.py when the helper is compiled; not a
  * source file of the repository.
  */

@@ -1,15 +1,15 @@
 """Parity of Flink's CopyOnWriteStateMap with the reference on seeded programs, on one release.
 
-``python -m properties.flink.parity [--programs N] [--seeds 1,2] [--steps S] [--workers W]
+``python -m cowcheck.flink.parity [--programs N] [--seeds 1,2] [--steps S] [--workers W]
 [--every K] [--release VERSION]`` runs ``N`` seeded parity programs
-(:func:`properties.map.parity.random_program`: one key family and one namespace
+(:func:`cowcheck.map.parity.random_program`: one key family and one namespace
 family each, bulk steps and ``hold_keys`` included) on the reference at
 capacity 128 in Python and on Flink a Java call each
-(:func:`~properties.flink.segments.run_batch`), the map harness driving both;
+(:func:`~cowcheck.flink.segments.run_batch`), the map harness driving both;
 every step's answers, size and structure summary and the final structure
 digest must be identical. Every
 ``K``-th program also runs call by call through the bridge
-(:class:`~properties.flink.map.FlinkStateMap`) with the full digest after every
+(:class:`~cowcheck.flink.map.FlinkStateMap`) with the full digest after every
 step. Programs are spread over ``W`` processes forked before any JVM exists.
 It prints the counts (programs, steps, steps while rehashing, bulk calls, per
 key and namespace family) and the first differences; exit 1 if any program
@@ -41,7 +41,7 @@ def program_seeds(programs: int, seeds: list[int]) -> list[int]:
 
 
 def _families(program) -> tuple[str, str]:
-    from properties.core.keys import family_of
+    from cowcheck.core.keys import family_of
 
     for step in program:
         if step.op in _FAMILY_OF:
@@ -56,9 +56,9 @@ def _families(program) -> tuple[str, str]:
 
 def parity_chunk(args: tuple) -> dict:
     """Parity of the reference and Flink on some program seeds (runs in a worker)."""
-    from properties.flink import FlinkStateMap, jvm, run_batch
-    from properties.map.parity import first_difference, observe, random_program
-    from reference import CopyOnWriteStateMap
+    from cowcheck.flink import FlinkStateMap, jvm, run_batch
+    from cowcheck.map.parity import first_difference, observe, random_program
+    from cowcheck.reference import CopyOnWriteStateMap
 
     seeds, steps, every = args
     counts: Counter = Counter()
@@ -138,7 +138,7 @@ def report(parity: dict, out) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m properties.flink.parity", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m cowcheck.flink.parity", description=__doc__.split("\n\n")[0])
     p.add_argument("--programs", type=int, default=2000, help="parity programs (default 2000)")
     p.add_argument("--seeds", default="1", help="base seeds the programs are spread over (default 1)")
     p.add_argument("--steps", type=int, default=300, help="steps per program (default 300)")
@@ -152,14 +152,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.programs < 1 or args.workers < 1 or args.steps < 1 or args.every < 0:
             raise ValueError("--programs, --workers and --steps must be > 0, --every >= 0")
         if args.release:
-            from properties.flink.releases import release_lib, select_release
+            from cowcheck.flink.releases import release_lib, select_release
 
             select_release(args.release)
             release_lib(args.release)
     except (ValueError, RuntimeError, OSError) as exc:
-        print(f"python -m properties.flink.parity: {exc}", file=sys.stderr)
+        print(f"python -m cowcheck.flink.parity: {exc}", file=sys.stderr)
         return 2
-    from properties.flink.releases import selected_release
+    from cowcheck.flink.releases import selected_release
 
     parity = run_parity(args.programs, seeds, args.steps, args.workers, args.every)
     sys.stdout.write(f"parity (reference vs Flink {selected_release()}, capacity 128), seeds {args.seeds}, "

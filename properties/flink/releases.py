@@ -8,7 +8,7 @@ which only ``deps/lib/flink-dist*.jar`` (named ``flink-dist_2.12-X.jar`` in
 older releases, ``flink-dist-X.jar`` in newer ones) and the log4j jars are
 kept, in ``~/.cache/cowcheck/flink/VERSION/`` (``COWCHECK_CACHE_DIR`` or
 ``XDG_CACHE_HOME`` move it). The bridge's Java helper is compiled once per
-release against that jar (``properties.flink.jvm``).
+release against that jar (``cowcheck.flink.jvm``).
 
 One JVM per process: the release is chosen once (:func:`select_release`,
 called when ``flink@VERSION`` is resolved) and a process that runs one
@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import TextIO
 
-from properties.core.processes import module_command
+from cowcheck.core.processes import module_command
 
 __all__ = ["DEFAULT_VERSION", "OLDEST_VERSION", "select_release", "selected_release", "release_lib", "dist_jar",
            "parse_version", "cache_root", "is_cached", "fetch_needed"]

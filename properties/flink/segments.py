@@ -9,14 +9,14 @@ exception raised), the size after every step and, white-box, the scenarios and
 the invariants I1–I9 computed over Flink's object graph (``Checker.java``).
 
 Python then runs the harness itself (:class:`WalkHarness`, a
-:class:`~properties.map.harness.Harness`) against :class:`WalkMap`, which hands
+:class:`~cowcheck.map.harness.Harness`) against :class:`WalkMap`, which hands
 out the recorded answers: every model check (P1–P7) is the harness's own, step
 by step, so a failure names its exact step, and the program shrinks and replays
 as any other. States cross as ``[content, number]`` (numbered by identity in
 order of first appearance), and :class:`WalkMap` keeps one Python object per
 number, so the identity rules (P6) are checked as on the per-operation bridge.
 
-Steps travel in the batched encoding (:func:`properties.flink.batch.encode`):
+Steps travel in the batched encoding (:func:`cowcheck.flink.batch.encode`):
 keys and namespaces as a table of values, of which ``KeyObjects.java`` makes
 the object each call is handed, as the harness hands them (a new object per
 call, one per value after ``hold_keys``); bulk steps as their family, first
@@ -31,7 +31,7 @@ way on the per-operation bridge before they store it.
 
 Parity runs here too (:func:`run_batch`): the same harness over a walk that
 also records the structure after each step (``detail``), observed by
-:func:`properties.map.parity.observe` as any map is; ``WalkMap.introspect``
+:func:`cowcheck.map.parity.observe` as any map is; ``WalkMap.introspect``
 builds the white-box view from those records (one Python object per Java entry
 and state), so Flink's digest is computed by the same function as the
 reference's.
@@ -50,19 +50,19 @@ from itertools import islice
 
 import attrs
 
-from properties.core.errors import InternalError
-from properties.core.failures import INVARIANT
-from properties.core.limits import implementation_call
-from properties.core.program import Step
-from properties.core.states import copy_state
-from properties.flink.batch import encode, java_keys
-from properties.flink.convert import decode_tagged, exception_for
-from properties.flink.jvm import Java, jvm
-from properties.flink.map import FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkView
-from properties.map.harness import Harness, _count
-from properties.map.ops import MAP_OPS
-from properties.map.parity import observe
-from reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
+from cowcheck.core.errors import InternalError
+from cowcheck.core.failures import INVARIANT
+from cowcheck.core.limits import implementation_call
+from cowcheck.core.program import Step
+from cowcheck.core.states import copy_state
+from cowcheck.flink.batch import encode, java_keys
+from cowcheck.flink.convert import decode_tagged, exception_for
+from cowcheck.flink.jvm import Java, jvm
+from cowcheck.flink.map import FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkView
+from cowcheck.map.harness import Harness, _count
+from cowcheck.map.ops import MAP_OPS
+from cowcheck.map.parity import observe
+from cowcheck.reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2
 
 __all__ = ["WalkMap", "WalkHarness", "WalkView", "OutOfStep", "SEGMENT", "DETAILS", "encode_steps", "run_batch"]
 
@@ -70,7 +70,7 @@ SEGMENT = 512  # steps per Java call at most
 SEGMENT_CALLS = 1 << 16  # and calls into the map at most (bulk steps make one per key), beyond its first step
 _BULK = frozenset(op.name for op in MAP_OPS if op.bulk)
 _END = object()
-# What a walk records after each step, per detail of properties.map.parity.observe (Walk.DETAIL_*):
+# What a walk records after each step, per detail of cowcheck.map.parity.observe (Walk.DETAIL_*):
 # nothing, the structure summary (a final digest is read from Java once no step runs ahead), the structure.
 DETAILS = {"results": 0, "summary": 1, "final": 1, "every_step": 2}
 
@@ -105,7 +105,7 @@ def _hook(obj: dict, _tuple2=Tuple2, _window=TimeWindow, _void=VOID_NAMESPACE):
 
 def encode_steps(steps: list[Step]) -> tuple[list[int], list]:
     """Steps as Walk.java's op codes and argument ints; keys and namespaces as
-    indexes into a table of values (the batched encoding, ``properties.flink.batch.encode``)."""
+    indexes into a table of values (the batched encoding, ``cowcheck.flink.batch.encode``)."""
     return encode(steps)
 
 
@@ -121,7 +121,7 @@ class WalkMap:
     """Flink's map as the harness sees it in a batched walk: docs/contract.md §15's calls,
     answered from what ``Walk.java`` recorded for the current step.
 
-    ``corruption``: a seeded Java-side corruption (``properties.flink.corruptions``);
+    ``corruption``: a seeded Java-side corruption (``cowcheck.flink.corruptions``);
     ``detail``: what the walk records of the structure after each step (:data:`DETAILS`'s values:
     0 nothing, 1 its summary, 2 the whole structure), for :meth:`introspect`."""
 
@@ -310,7 +310,7 @@ class WalkMap:
 @attrs.define
 class WalkView(FlinkView):
     """The white-box view of a batched walk's map (``WalkMap.introspect``): the tables' entries
-    as one :class:`~properties.flink.map.EntryMirror` per Java entry, and ``live_snapshots``,
+    as one :class:`~cowcheck.flink.map.EntryMirror` per Java entry, and ``live_snapshots``,
     the unreleased snapshots in creation order as ``(version, their entries in order)``."""
 
     live_snapshots: list = attrs.Factory(list)
@@ -535,7 +535,7 @@ class WalkHarness(Harness):
 
 
 def run_batch(steps: list[Step], detail: str = "final") -> list:
-    """A whole program on a fresh Flink map, observed as :func:`properties.map.parity.observe`
+    """A whole program on a fresh Flink map, observed as :func:`cowcheck.map.parity.observe`
     observes any map: the map harness over a batched walk (a Java call per :data:`SEGMENT` steps)
     that records the structure ``detail`` asks for. ``observe(reference, p) == run_batch(p)`` is
     the parity of Flink and the reference on program ``p``. A step the map's table does not allow

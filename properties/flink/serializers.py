@@ -1,6 +1,6 @@
 """Flink's own serializers from Python: the bytes Flink writes for a value, and what it reads back.
 
-Each serializer of ``reference.serializers`` (int, long, string, bytes, list,
+Each serializer of ``cowcheck.reference.serializers`` (int, long, string, bytes, list,
 map, and the key types' ``tuple2<int,string>`` (Flink's ``TupleSerializer`` of
 ``Tuple2``), ``timewindow`` (``TimeWindow.Serializer``) and ``void``
 (``VoidNamespaceSerializer``)) has a Flink counterpart of the same
@@ -10,9 +10,9 @@ reference's bytes with Flink's.
 
 from __future__ import annotations
 
-from properties.flink.convert import answer, java_string, java_template, python_string, translate
-from properties.flink.jvm import Java, jvm
-from reference import serializers as ref
+from cowcheck.flink.convert import answer, java_string, java_template, python_string, translate
+from cowcheck.flink.jvm import Java, jvm
+from cowcheck.reference import serializers as ref
 
 __all__ = ["flink_serialize", "flink_deserialize"]
 
@@ -74,7 +74,7 @@ def _from_java(value):
 
 def flink_serialize(serializer, value) -> bytes:
     """The bytes Flink 2.3.0's serializer with the id of ``serializer`` (a
-    ``reference.serializers`` object) writes for ``value``."""
+    ``cowcheck.reference.serializers`` object) writes for ``value``."""
     jvm()
     try:
         return bytes(Java.Serializers.serialize(serializer.serializer_id, _to_java(serializer, value)))

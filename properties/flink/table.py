@@ -10,8 +10,8 @@ reaches exactly what it would reach in Java.
 
 from __future__ import annotations
 
-from properties.flink.convert import translate
-from properties.flink.jvm import Java, jvm
+from cowcheck.flink.convert import translate
+from cowcheck.flink.jvm import Java, jvm
 
 __all__ = ["FlinkStateTable", "FlinkTableSnapshot"]
 

@@ -1,6 +1,6 @@
 """Per-key-group checkpoint bytes of Flink's table against the reference's, on one release.
 
-``python -m properties.flink.table_parity VERSION [PROGRAMS]`` (one process per
+``python -m cowcheck.flink.table_parity VERSION [PROGRAMS]`` (one process per
 release: one JVM, one release) runs seeded table programs — puts, re-registration,
 snapshots, in-place mutation only where no snapshot is live, so that the
 FLINK-26853 releases are held to the same bytes too — on the reference table and
@@ -41,9 +41,9 @@ def _program(seed: int) -> list:
 
 
 def compare(programs: int = 20) -> dict:
-    from properties.core.states import write_serializers
-    from properties.flink.table import FlinkStateTable
-    from properties.table import reference_table
+    from cowcheck.core.states import write_serializers
+    from cowcheck.flink.table import FlinkStateTable
+    from cowcheck.table import reference_table
 
     compared, written, mismatches = 0, 0, []
     for seed in range(programs):
@@ -78,7 +78,7 @@ def compare(programs: int = 20) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    from properties.flink.releases import select_release
+    from cowcheck.flink.releases import select_release
 
     select_release(argv[0])
     print(json.dumps(dict(compare(int(argv[1]) if len(argv) > 1 else 20), release=argv[0])))

@@ -1,7 +1,7 @@
 """Stored counterexamples replayed on Flink releases (``cowcheck versions``).
 
 One process per release (one JVM per process, one release per JVM): the
-driver runs ``python -m properties.flink.versions VERSION FILE...`` for each
+driver runs ``python -m cowcheck.flink.versions VERSION FILE...`` for each
 release, which replays every file on ``flink@VERSION`` and prints one JSON
 object: file -> ``{"outcome", "detail"}``. Outcomes:
 
@@ -25,8 +25,8 @@ import subprocess
 import sys
 import time
 
-from properties.core.processes import module_command
-from properties.flink.releases import DEFAULT_VERSION, parse_version
+from cowcheck.core.processes import module_command
+from cowcheck.flink.releases import DEFAULT_VERSION, parse_version
 
 __all__ = ["REPRODUCES", "FAILS_DIFFERENTLY", "PASSES", "NOT_APPLICABLE", "run_release", "regression_range",
            "replay_on_release"]
@@ -44,15 +44,15 @@ def spec_of(version: str) -> str:
 
 def replay_on_release(version: str, files: list[str], step_time_limit: float = 10.0) -> dict:
     """In this process: every file replayed on ``version``; file -> outcome record."""
-    import properties.registry  # noqa: F401  (registers the machines)
-    from properties.core.counterexample import CounterexampleError, load
-    from properties.core.errors import UsageError
-    from properties.core.impls import UnknownImplementationError
-    from properties.core.limits import StepTimeLimit
-    from properties.core.replay import replay_setup
-    from properties.core.shrink import replay, signature_of
+    import cowcheck.registry  # noqa: F401  (registers the machines)
+    from cowcheck.core.counterexample import CounterexampleError, load
+    from cowcheck.core.errors import UsageError
+    from cowcheck.core.impls import UnknownImplementationError
+    from cowcheck.core.limits import StepTimeLimit
+    from cowcheck.core.replay import replay_setup
+    from cowcheck.core.shrink import replay, signature_of
 
-    from properties.flink.jvm import FlinkUnavailableError, jvm
+    from cowcheck.flink.jvm import FlinkUnavailableError, jvm
 
     spec = spec_of(version)
     results = {}
@@ -99,7 +99,7 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
 def run_release(version: str, files: list[str], timeout: float = 1800.0) -> dict:
     """Replay ``files`` on ``version`` in a fresh process; file -> outcome record
     (every file ``not applicable`` with the reason if the process itself failed)."""
-    command = module_command("properties.flink.versions", version, *files)  # no working directory on sys.path
+    command = module_command("cowcheck.flink.versions", version, *files)  # no working directory on sys.path
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -135,7 +135,7 @@ def regression_range(row: dict[str, str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from properties.flink.releases import select_release
+    from cowcheck.flink.releases import select_release
 
     version, files = argv[0], argv[1:]
     select_release(version)

@@ -1,6 +1,6 @@
 """The map machine: CopyOnWriteStateMap and its snapshots (docs/contract.md §2–§9), registered as machine ``map``.
 
-- ``ops``: the operations, declared once (:data:`~properties.map.ops.MAP_OPS`);
+- ``ops``: the operations, declared once (:data:`~cowcheck.map.ops.MAP_OPS`);
 - ``harness``: applies them to an implementation and the model, checks P1–P7 and I0–I9;
 - ``machine``: the Hypothesis state machine (one rule per operation);
 - ``walks``: seeded swarm walks (campaigns, ``check``'s walk phase);
@@ -9,9 +9,9 @@
 - ``short_programs``: the property over short programs (CrossHair's backend).
 
 Importing this package registers the machine (and its mutants) with
-:mod:`properties.core.machine`.
+:mod:`cowcheck.core.machine`.
 
->>> from properties.core.machine import machine_kind
+>>> from cowcheck.core.machine import machine_kind
 >>> machine_kind("map").operations["put"].args
 ('key', 'namespace', 'state')
 """
@@ -21,32 +21,32 @@ from __future__ import annotations
 import copy
 import json
 
-from model import ModelMap
-from properties.core.api import StateMapFactory
-from properties.core.counterexample import Counterexample
-from properties.core.errors import UsageError
-from properties.core.failures import CheckFailure
-from properties.core.hunt import hunt
-from properties.core.impls import Implementation, Probed, UnknownImplementationError, construct
-from properties.core.limits import StepTimeout, implementation_call, unpaced
-from properties.core.machine import MachineKind, register_machine, spec_of
-from properties.core.regression import docstring_text, test_name_for
-from properties.core.remote import hidden_methods
-from properties.core.replay import show
-from properties.core.settle import Subject
-from properties.core.shrink import DEFAULT_REPLAYS
-from properties.core.states import transform_append
-from properties.core.walk_phase import DEFAULT_WALKS
-from properties.core.wire import Isolation
-from properties.map import mutants  # noqa: F401  (registers the map's seeded bugs)
-from properties.map.harness import Harness, describe_state, has_introspection
-from properties.map.introspection import introspection_problem, snapshot_problem
-from properties.map.machine import MachineConfig, make_map_machine, replay_setup
-from properties.map.ops import MAP_OPS, SNAPSHOT_TRANSFORMERS
-from properties.map.rendering import imports_for, program_lines
-from properties.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
-from properties.map.walks import SampledHarness, walk_program
-from reference import CopyOnWriteStateMap
+from cowcheck.model import ModelMap
+from cowcheck.core.api import StateMapFactory
+from cowcheck.core.counterexample import Counterexample
+from cowcheck.core.errors import UsageError
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.hunt import hunt
+from cowcheck.core.impls import Implementation, Probed, UnknownImplementationError, construct
+from cowcheck.core.limits import StepTimeout, implementation_call, unpaced
+from cowcheck.core.machine import MachineKind, register_machine, spec_of
+from cowcheck.core.regression import docstring_text, test_name_for
+from cowcheck.core.remote import hidden_methods
+from cowcheck.core.replay import show
+from cowcheck.core.settle import Subject
+from cowcheck.core.shrink import DEFAULT_REPLAYS
+from cowcheck.core.states import transform_append
+from cowcheck.core.walk_phase import DEFAULT_WALKS
+from cowcheck.core.wire import Isolation
+from cowcheck.map import mutants  # noqa: F401  (registers the map's seeded bugs)
+from cowcheck.map.harness import Harness, describe_state, has_introspection
+from cowcheck.map.introspection import introspection_problem, snapshot_problem
+from cowcheck.map.machine import MachineConfig, make_map_machine, replay_setup
+from cowcheck.map.ops import MAP_OPS, SNAPSHOT_TRANSFORMERS
+from cowcheck.map.rendering import imports_for, program_lines
+from cowcheck.map.scenarios import BLACK_BOX_SCENARIOS, MAP_SCENARIOS
+from cowcheck.map.walks import SampledHarness, walk_program
+from cowcheck.reference import CopyOnWriteStateMap
 
 __all__ = ["MAP", "Harness", "MachineConfig", "make_map_machine", "probe", "expected_results", "REQUIRED_METHODS",
            "walk_test",
@@ -132,7 +132,7 @@ def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAU
     """A test function (for pytest) running the walk phase of ``cowcheck check`` on
     maps built by ``factory(capacity=, state_copier=)``: ``walks`` seeded walks
     through the harness. A failing walk takes the path of every failure to its
-    counterexample (:func:`properties.core.settle.settle`: shrunk, replayed ``replays``
+    counterexample (:func:`cowcheck.core.settle.settle`: shrunk, replayed ``replays``
     times before and after, so a map that fails at random is marked nondeterministic)
     and is raised as CheckFailure; under pytest the cowcheck plugin stores it
     (``--cowcheck-dir``) and shows the program and the replay command, as for a
@@ -166,14 +166,14 @@ def walk(seed: int, steps: int, instance, config: MachineConfig | None = None):
 
 
 def setup_lines(impl_spec: str, config) -> list[str]:
-    return ["import properties.map  # noqa: F401  (registers the map machine and its mutants)",
-            "from properties.core.impls import resolve",
+    return ["import cowcheck.map  # noqa: F401  (registers the map machine and its mutants)",
+            "from cowcheck.core.impls import resolve",
             f"new_map = lambda: resolve({impl_spec!r}).new(capacity={config.capacity})",
             "m = new_map()"]
 
 
 def program(steps: list, failure, impl_spec: str, config) -> list[str]:
-    """The failing program as Python that fails by itself when pasted (:mod:`properties.map.rendering`)."""
+    """The failing program as Python that fails by itself when pasted (:mod:`cowcheck.map.rendering`)."""
     body = program_lines(steps, failure, getattr(config, "contract", "flink"))
     setup = setup_lines(impl_spec, config)
     return setup[:2] + imports_for(body) + setup[2:] + body
@@ -181,10 +181,10 @@ def program(steps: list, failure, impl_spec: str, config) -> list[str]:
 
 def regression(cx: Counterexample, impl_spec: str, source_name: str) -> str:
     """A regression test: the program through the public API, failing on its own visible
-    assertion while the map has the bug (:mod:`properties.map.rendering`)."""
+    assertion while the map has the bug (:mod:`cowcheck.map.rendering`)."""
     body = program_lines(list(cx.steps), cx.failure, cx.settings.get("contract", "flink"))
-    imports = ["import properties.map  # noqa: F401  (registers the map machine and its mutants)",
-               "from properties.core.impls import resolve"] + imports_for(body)
+    imports = ["import cowcheck.map  # noqa: F401  (registers the map machine and its mutants)",
+               "from cowcheck.core.impls import resolve"] + imports_for(body)
     indented = "\n".join("    " + line for line in body)
     return f'''"""Regression from {docstring_text(source_name)}: {cx.failure.kind} {docstring_text(cx.failure.code)} on \
 {docstring_text(cx.implementation)}.

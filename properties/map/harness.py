@@ -16,7 +16,7 @@ model keeps its own deep copies, and ``held`` remembers which object the
 implementation should be holding for each key, so "returns the caller's own
 object" and "returns a fresh copy" are both checked.
 
->>> from reference import CopyOnWriteStateMap
+>>> from cowcheck.reference import CopyOnWriteStateMap
 >>> h = Harness(CopyOnWriteStateMap(capacity=4), white_box=True)
 >>> h.apply(Step("put", (1, 0, [5]))); h.apply(Step("snapshot", (0,)))
 >>> h.apply(Step("get_mutate", (1, 0, 9))); h.apply(Step("read_snapshot", (0,)))
@@ -31,25 +31,25 @@ from itertools import islice
 
 import attrs
 
-from model import ModelMap
-from properties.core.api import StateMap
-from properties.core.errors import InternalError
-from properties.core.failures import (COMPARISON_RAISED, DIVERGENCE, INVARIANT, CheckFailure,
+from cowcheck.model import ModelMap
+from cowcheck.core.api import StateMap
+from cowcheck.core.errors import InternalError
+from cowcheck.core.failures import (COMPARISON_RAISED, DIVERGENCE, INVARIANT, CheckFailure,
                                       safe_equal, safe_repr)
-from properties.core.harness import HarnessBase
-from properties.core.keys import FAMILIES, family_of, fresh, magnitude, nth_key
-from properties.core.program import Step
-from properties.core.remote import changed_in_place, expect_calls, take
-from properties.core.replay import show
-from properties.core.states import copy_state, entries, transform_append
-from properties.map.introspection import (adapt, deep_view_problem, introspection_problem, observe_flag,
+from cowcheck.core.harness import HarnessBase
+from cowcheck.core.keys import FAMILIES, family_of, fresh, magnitude, nth_key
+from cowcheck.core.program import Step
+from cowcheck.core.remote import changed_in_place, expect_calls, take
+from cowcheck.core.replay import show
+from cowcheck.core.states import copy_state, entries, transform_append
+from cowcheck.map.introspection import (adapt, deep_view_problem, introspection_problem, observe_flag,
                                           snapshot_problem)
-from properties.map.ops import (FAMILY, KEYED, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, render)
-from properties.map.scenarios import classify_keyed, classify_release, classify_snapshot
-from properties.map.space import SpaceCoverage
-from properties.map.whole_map import _ENTRIES, WholeMapSteps
-from reference.hashing import composite_hash
-from reference.invariants import SnapshotGuard, StructureTracker
+from cowcheck.map.ops import (FAMILY, KEYED, MAP_OPS, NAMESPACE, NEW_SNAPSHOT, PAIR, render)
+from cowcheck.map.scenarios import classify_keyed, classify_release, classify_snapshot
+from cowcheck.map.space import SpaceCoverage
+from cowcheck.map.whole_map import _ENTRIES, WholeMapSteps
+from cowcheck.reference.hashing import composite_hash
+from cowcheck.reference.invariants import SnapshotGuard, StructureTracker
 
 __all__ = ["Harness", "has_introspection", "describe_state", "WHITE_BOX_EVERY_STEP", "CONTRACTS"]
 
@@ -81,12 +81,12 @@ class Harness(WholeMapSteps, HarnessBase):
 
     ``white_box``: check I1–I9 after every step and classify scenarios (needs
     ``impl.introspect()``; None: if its view conforms to the contract of
-    :mod:`properties.map.introspection`). ``strict_live_iteration``: hold live
+    :mod:`cowcheck.map.introspection`). ``strict_live_iteration``: hold live
     iteration to the ideal contract (each entry exactly once, or an error)
     even when reads drive the rehash mid-iteration; Flink does not meet it
     (docs/contract.md §7), so by default a breach is only counted as the finding
     ``live-iteration-quirk``. ``state_copier``: how the model and the suite
-    copy states (a deep copy; :func:`~properties.core.states.copy_state` by
+    copy states (a deep copy; :func:`~cowcheck.core.states.copy_state` by
     default). ``symbolic``: values may be CrossHair's symbolic ones; results
     are compared through their ``repr`` (which makes them concrete) rather
     than sorted. ``capacity``: the map's initial capacity (state-space coverage
@@ -96,7 +96,7 @@ class Harness(WholeMapSteps, HarnessBase):
     changed in place, as a caller may, and the snapshots must not show it).
 
     Keys and namespaces reach the implementation as fresh objects equal to the
-    step's (:func:`~properties.core.keys.fresh`), as deserialized keys reach
+    step's (:func:`~cowcheck.core.keys.fresh`), as deserialized keys reach
     Flink's map, until a ``hold_keys`` step: from then on equal keys are the
     same object, as a caller holding its keys passes them.
     """
@@ -139,7 +139,7 @@ class Harness(WholeMapSteps, HarnessBase):
     @property
     def observed(self) -> tuple | None:
         """(model result, implementation result) of the latest step that returns
-        a value; entry lists as :func:`~properties.core.states.entries` strings,
+        a value; entry lists as :func:`~cowcheck.core.states.entries` strings,
         encoded on first read (so read it right after the step)."""
         seen = self._observed
         if seen is not None and seen[0] is _ENTRIES:

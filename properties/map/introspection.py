@@ -29,7 +29,7 @@ hash of docs/contract.md §2), ``next`` (the next entry of the chain or None),
 ``entry_objects()`` iterates the entry objects the snapshot reaches, in its
 array's order; ``snapshot_data`` (optional, for diagrams) is that array.
 
->>> from reference import CopyOnWriteStateMap
+>>> from cowcheck.reference import CopyOnWriteStateMap
 >>> view_problem(CopyOnWriteStateMap(capacity=4).introspect()) is None
 True
 >>> view_problem((1, 2))

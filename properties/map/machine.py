@@ -1,13 +1,13 @@
 """The Hypothesis state machine over any implementation of the docs/contract.md §15 map API.
 
 ``make_map_machine(factory)`` returns a ``RuleBasedStateMachine`` class with
-one rule per operation of :data:`~properties.map.ops.MAP_OPS`, its arguments
+one rule per operation of :data:`~cowcheck.map.ops.MAP_OPS`, its arguments
 drawn from strategies per argument domain (:class:`Strategies`): get, put,
 remove, transform, rehash progress, snapshots (a Bundle, released through
 ``consumes``), snapshot reads with and without a transformer, live iteration
 and the incremental visitor; plus a burst of colliding puts. Every rule
-becomes a :class:`~properties.core.program.Step` applied through the
-:class:`~properties.map.harness.Harness`, which checks the model (P1–P7)
+becomes a :class:`~cowcheck.core.program.Step` applied through the
+:class:`~cowcheck.map.harness.Harness`, which checks the model (P1–P7)
 and, for implementations with introspection, the structural invariants
 (I1–I9) after every step. The steps of the last run are kept, so the final
 (shrunk) failing program is available as data.
@@ -18,7 +18,7 @@ snapshots happen in nearly every run.
 
 >>> from hypothesis import settings
 >>> from hypothesis.stateful import run_state_machine_as_test
->>> from reference import CopyOnWriteStateMap
+>>> from cowcheck.reference import CopyOnWriteStateMap
 >>> Machine = make_map_machine(CopyOnWriteStateMap)
 >>> run_state_machine_as_test(Machine, settings=settings(max_examples=5, database=None))
 """
@@ -32,14 +32,14 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, initialize, rule
 
-from properties.core.ahead import example_harness
-from properties.core.api import StateMapFactory
-from properties.core.machine import HarnessMachine, RunRecord, add_space, identify
-from properties.core.rules import RuleContext, operation_rules, pools
-from properties.map.harness import CONTRACTS, Harness
-from properties.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
-from properties.map.ops import COUNT, FAMILY, MAP_OPS, NAMESPACE, PAIR, SIZE_CLASSES, TRANSFORMER_NAMES
-from properties.map.walks import SPACES
+from cowcheck.core.ahead import example_harness
+from cowcheck.core.api import StateMapFactory
+from cowcheck.core.machine import HarnessMachine, RunRecord, add_space, identify
+from cowcheck.core.rules import RuleContext, operation_rules, pools
+from cowcheck.map.harness import CONTRACTS, Harness
+from cowcheck.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
+from cowcheck.map.ops import COUNT, FAMILY, MAP_OPS, NAMESPACE, PAIR, SIZE_CLASSES, TRANSFORMER_NAMES
+from cowcheck.map.walks import SPACES
 
 __all__ = ["MachineConfig", "World", "make_map_machine", "replay_setup", "Strategies"]
 
@@ -87,7 +87,7 @@ class World:
 
 class Strategies(RuleContext):
     """A Hypothesis strategy per argument domain of the map's operations (the
-    machine's context; ``properties.map.walks`` and ``properties.map.parity``
+    machine's context; ``cowcheck.map.walks`` and ``cowcheck.map.parity``
     draw the same domains their own way). Keys and namespaces are drawn as
     indexes into the example's :class:`World`, drawn once per example; pairs a
     rule wrote go to the ``written`` pool, from which reading rules draw half
@@ -155,7 +155,7 @@ class Strategies(RuleContext):
     def count(self):
         return st.integers(1, max(self.per_step, 1))
 
-    # --------------------------------------------- the rules' hooks (properties.core.rules)
+    # --------------------------------------------- the rules' hooks (cowcheck.core.rules)
 
     def strategy(self, op, domain):
         if domain is FAMILY:

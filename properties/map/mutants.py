@@ -11,10 +11,10 @@ import copy
 import functools
 import random
 
-from properties.core.mutants import register_mutant
-from reference.cow_state_map import EMPTY_TABLE, CopyOnWriteStateMap, StateIncrementalVisitor, _ChainIterator
-from reference.hashing import java_hash_code, register_java_hash
-from reference.snapshot import CopyOnWriteStateMapSnapshot
+from cowcheck.core.mutants import register_mutant
+from cowcheck.reference.cow_state_map import EMPTY_TABLE, CopyOnWriteStateMap, StateIncrementalVisitor, _ChainIterator
+from cowcheck.reference.hashing import java_hash_code, register_java_hash
+from cowcheck.reference.snapshot import CopyOnWriteStateMapSnapshot
 
 map_mutant = functools.partial(register_mutant, machine="map")  # the map machine kills them
 

@@ -3,12 +3,12 @@
 Every consumer of map programs reads this table: the harness applies
 operation ``NAME`` with its method ``_op_NAME``; the Hypothesis machine makes
 one rule per operation from the argument domains; seeded walks
-(``properties.map.walks``) and parity programs (``properties.map.parity``)
+(``cowcheck.map.walks``) and parity programs (``cowcheck.map.parity``)
 draw arguments per domain; replay and counterexamples render and parse
 steps with it; the shrinker simplifies arguments per domain; regression
 tests render each step through the public API; the Flink bridge numbers
 operations in this order and encodes arguments per domain (its ``Ops.java``
-is generated from this table, ``properties.flink.opcodes``). Adding an
+is generated from this table, ``cowcheck.flink.opcodes``). Adding an
 operation is a record here, a harness method, the model's method if it is a
 new semantic, and (for the bridge) its case in ``Walk.java``.
 
@@ -31,10 +31,10 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
-from properties.core.keys import FAMILIES, family_of, nth_key
-from properties.core.program import (Domain, Operation, OperationTable, Step, domains_checker,
+from cowcheck.core.keys import FAMILIES, family_of, nth_key
+from cowcheck.core.program import (Domain, Operation, OperationTable, Step, domains_checker,
                                      domains_simplifier, draw_args)
-from properties.core.states import decode_written, write_serializers
+from cowcheck.core.states import decode_written, write_serializers
 
 __all__ = ["MapDomain", "MapOperation", "MAP_OPS", "SNAPSHOT_TRANSFORMERS", "TRANSFORMER_NAMES", "visit_and_prune_even",
            "write_serializers", "decode_written", "written_entries",
@@ -92,11 +92,11 @@ _INT32 = (-(1 << 31), (1 << 31) - 1)
 
 @attrs.frozen
 class MapDomain(Domain):
-    """A kind of argument of the map (:class:`~properties.core.program.Domain`):
+    """A kind of argument of the map (:class:`~cowcheck.core.program.Domain`):
     ``encode(values, ref)`` gives the ints of the Flink bridge's batch encoding
     (``ref`` numbers keys and namespaces); ``wire``: how ``Walk.java`` decodes
     those, a letter per encoded value (``k`` a key or namespace index, ``s`` a
-    state as its length and elements, ``i`` an int; ``properties.flink.opcodes``)."""
+    state as its length and elements, ``i`` an int; ``cowcheck.flink.opcodes``)."""
 
     encode: Callable[[tuple, Callable], list] = lambda values, ref: [values[0]]
     wire: str = "i"
@@ -230,7 +230,7 @@ class MapOperation(Operation):
     that do part of this one's work (the shrinker tries them in its place,
     before simplifying arguments); ``whole_map``: it costs O(entries) on both sides (iteration, snapshot reads), so
     walks over large maps draw it rarely; ``bulk``: it applies its keyed operation to
-    ``count`` keys of a family's bulk sequence (:func:`~properties.core.keys.nth_key`)."""
+    ``count`` keys of a family's bulk sequence (:func:`~cowcheck.core.keys.nth_key`)."""
 
     keyed: bool = False
     writes: bool = False

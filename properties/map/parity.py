@@ -1,6 +1,6 @@
 """Parity between two implementations: same program, same observations, step by step.
 
-:func:`observe` runs a program (steps of ``properties.map.ops``) through the map
+:func:`observe` runs a program (steps of ``cowcheck.map.ops``) through the map
 harness on any map of the docs/contract.md §15 API and records, per step, every
 answer the map gave the harness's calls (in call order), its size and, for
 white-box maps, a summary of the structure; :func:`digest` is the whole
@@ -9,11 +9,11 @@ appearance, so two maps observe the same only if they return, copy and share
 the same objects at the same steps. The harness drives both maps (a map that
 breaks a property fails its step, :class:`Failed`), so parity needs no
 application of its own of any operation: Flink's side
-(``properties.flink.segments.run_batch``) is the harness over a batched walk,
+(``cowcheck.flink.segments.run_batch``) is the harness over a batched walk,
 a whole program in one Java call.
 
->>> from reference import CopyOnWriteStateMap
->>> from properties.core.program import Step
+>>> from cowcheck.reference import CopyOnWriteStateMap
+>>> from cowcheck.core.program import Step
 >>> obs = observe(CopyOnWriteStateMap(capacity=4), [Step("put", (1, 0, [5])), Step("get", (1, 0))], "results")
 >>> obs[0][1][0]   # get's answers: content [5], the first object seen (the one put)
 [[[5], 1]]
@@ -30,12 +30,12 @@ from typing import Any, Callable
 
 import attrs
 
-from properties.core.failures import CheckFailure
-from properties.core.keys import FAMILIES, VOID_NAMESPACE
-from properties.core.program import Step
-from properties.map.harness import Harness
-from properties.map.introspection import observe_flag
-from properties.map.ops import MAP_OPS, NEW_SNAPSHOT, TRANSFORMER_NAMES, draw_args, pick_weighted
+from cowcheck.core.failures import CheckFailure
+from cowcheck.core.keys import FAMILIES, VOID_NAMESPACE
+from cowcheck.core.program import Step
+from cowcheck.map.harness import Harness
+from cowcheck.map.introspection import observe_flag
+from cowcheck.map.ops import MAP_OPS, NEW_SNAPSHOT, TRANSFORMER_NAMES, draw_args, pick_weighted
 
 __all__ = ["Raised", "Failed", "observe", "digest", "summary", "random_program", "first_difference", "Difference"]
 
@@ -416,7 +416,7 @@ def _pool(r: random.Random, family, n: int) -> list:
 
 class ParityContext:
     """A parity program's draws, one method per argument domain of the map's
-    operations: one key family and one namespace family (:mod:`properties.core.keys`),
+    operations: one key family and one namespace family (:mod:`cowcheck.core.keys`),
     key spaces large enough for capacity 128, at most four live snapshots.
 
     ``keys`` and ``namespaces``: the program's pools; ``same``: how often an int key

@@ -20,8 +20,8 @@ into a test; in both it is the program the harness ran, spelt out:
   raises or hangs is its own failure. The few checks no line states (a visit's
   entries, a bulk read) replay the program through the harness instead.
 
->>> from properties.core.failures import Failure
->>> from properties.core.program import Step
+>>> from cowcheck.core.failures import Failure
+>>> from cowcheck.core.program import Step
 >>> steps = [Step("put", (1000, 0, [1])), Step("get", (1000, 0))]
 >>> print("\\n".join(program_lines(steps, Failure("DIVERGENCE", "P1", "m", 1, [1], None))))
 m.put(fresh(1000), 0, [1])
@@ -33,12 +33,12 @@ from __future__ import annotations
 import json
 import re
 
-from model import ModelMap
-from properties.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, Failure
-from properties.core.keys import pinned
-from properties.core.program import Step, step_to_json
-from properties.core.states import entries
-from properties.map.ops import MAP_OPS, NEW_SNAPSHOT
+from cowcheck.model import ModelMap
+from cowcheck.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, Failure
+from cowcheck.core.keys import pinned
+from cowcheck.core.program import Step, step_to_json
+from cowcheck.core.states import entries
+from cowcheck.map.ops import MAP_OPS, NEW_SNAPSHOT
 
 __all__ = ["program_lines", "imports_for", "MARKER"]
 
@@ -78,7 +78,7 @@ class _Model:
     (a Python value), and which earlier step set the state the map should hold per slot."""
 
     def __init__(self, steps: list[Step], contract: str) -> None:
-        from properties.map.harness import Harness  # the harness needs this package first
+        from cowcheck.map.harness import Harness  # the harness needs this package first
 
         self.sizes: list[int] = []
         self.results: list = []
@@ -253,14 +253,14 @@ def program_lines(steps: list[Step], failure: Failure, contract: str = "flink") 
 
 
 _IMPORTS = (
-    ("fresh", "properties.core.keys"), ("nth_key", "properties.core.keys"), ("Tuple2", "reference.keys"),
-    ("TimeWindow", "reference.keys"), ("VOID_NAMESPACE", "reference.keys"),
-    ("transform_append", "properties.core.states"), ("entries", "properties.core.states"),
-    ("drain", "properties.core.states"), ("Kept", "properties.core.states"),
-    ("MAP_OPS", "properties.map.ops"), ("SNAPSHOT_TRANSFORMERS", "properties.map.ops"),
-    ("visit_and_prune_even", "properties.map.ops"), ("written_entries", "properties.map.ops"),
-    ("check_structure", "reference.invariants"), ("SnapshotGuard", "reference.invariants"),
-    ("replay", "properties.core.shrink"), ("Harness", "properties.map.harness"),
+    ("fresh", "cowcheck.core.keys"), ("nth_key", "cowcheck.core.keys"), ("Tuple2", "cowcheck.reference.keys"),
+    ("TimeWindow", "cowcheck.reference.keys"), ("VOID_NAMESPACE", "cowcheck.reference.keys"),
+    ("transform_append", "cowcheck.core.states"), ("entries", "cowcheck.core.states"),
+    ("drain", "cowcheck.core.states"), ("Kept", "cowcheck.core.states"),
+    ("MAP_OPS", "cowcheck.map.ops"), ("SNAPSHOT_TRANSFORMERS", "cowcheck.map.ops"),
+    ("visit_and_prune_even", "cowcheck.map.ops"), ("written_entries", "cowcheck.map.ops"),
+    ("check_structure", "cowcheck.reference.invariants"), ("SnapshotGuard", "cowcheck.reference.invariants"),
+    ("replay", "cowcheck.core.shrink"), ("Harness", "cowcheck.map.harness"),
 )
 
 

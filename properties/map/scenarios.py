@@ -8,7 +8,7 @@ entries), and which versions the chain then carries.
 
 from __future__ import annotations
 
-from reference.layout import MIN_TRANSFERRED_PER_INCREMENTAL_REHASH
+from cowcheck.reference.layout import MIN_TRANSFERRED_PER_INCREMENTAL_REHASH
 
 __all__ = ["MAP_SCENARIOS", "BLACK_BOX_SCENARIOS", "classify_keyed", "classify_snapshot", "classify_release"]
 

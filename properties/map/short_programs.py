@@ -4,10 +4,10 @@ A program here is a short list of ``(op, key, namespace, value)`` tuples of
 small ints, so that any Hypothesis backend can drive it, CrossHair's
 symbolic one included (``--hypothesis-profile=crosshair``, see
 docs/crosshair.md): each int is a symbolic value CrossHair can branch on.
-:func:`decode` turns the tuples into :class:`~properties.core.program.Step` s
+:func:`decode` turns the tuples into :class:`~cowcheck.core.program.Step` s
 (snapshots get ids in order, a release picks one of the live snapshots,
 every live snapshot is read at the end) and :func:`run_program` applies them
-through the :class:`~properties.map.harness.Harness`, which raises
+through the :class:`~cowcheck.map.harness.Harness`, which raises
 ``CheckFailure`` on the first broken property or invariant.
 
 >>> [str(s.op) for s in decode([(0, 1, 0, 5), (7, 0, 0, 0), (1, 1, 0, 0)])]
@@ -21,8 +21,8 @@ from typing import Callable
 
 from hypothesis import strategies as st
 
-from properties.core.program import Step
-from properties.map.harness import Harness
+from cowcheck.core.program import Step
+from cowcheck.map.harness import Harness
 
 __all__ = ["OPS", "short_programs", "decode", "run_program"]
 

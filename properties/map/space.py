@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from properties.map.ops import SIZE_CLASSES
+from cowcheck.map.ops import SIZE_CLASSES
 
 __all__ = ["SpaceCoverage", "size_class_of", "KEY_KINDS", "NAMESPACE_KINDS"]
 

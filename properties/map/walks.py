@@ -2,8 +2,8 @@
 
 ``walk_program(seed, steps)`` is the raw generator of map programs: each seed
 draws its own weights for the operations of
-:data:`~properties.map.ops.MAP_OPS` (some switched off), then its world: a key
-family and a namespace family (:mod:`properties.core.keys`: ints over the
+:data:`~cowcheck.map.ops.MAP_OPS` (some switched off), then its world: a key
+family and a namespace family (:mod:`cowcheck.core.keys`: ints over the
 whole int32 range, longs, strings of every kind, Tuple2 keys; ints,
 VoidNamespace, TimeWindow namespaces), pools of keys and namespaces, how often
 two keys collide (for ints key == namespace: hash 0, one long chain), a size
@@ -12,7 +12,7 @@ reached through bulk steps), and whether the caller holds its key objects
 (``hold_keys``) or hands fresh ones, as Flink does. Then it emits steps one at
 a time (a generator: a walk costs no memory up front). Rare interleavings that
 uniform generation misses in minutes show up in a fraction of a second when
-whole walks are skewed. Campaigns (``spark_fuzz.executor``) and ``cowcheck
+whole walks are skewed. Campaigns (``cowcheck.spark_fuzz.executor``) and ``cowcheck
 check``'s walk phase run them through the harness.
 
 Operations that cost O(entries) (iteration, snapshot reads: ``whole_map``) are
@@ -36,10 +36,10 @@ import math
 import random
 from typing import Iterator
 
-from properties.core.keys import FAMILIES
-from properties.core.program import Step
-from properties.map.harness import Harness
-from properties.map.ops import LIVE_SNAPSHOT, MAP_OPS, RELEASED_SNAPSHOT, SIZE_CLASSES, TRANSFORMER_NAMES, draw_args, pick_weighted
+from cowcheck.core.keys import FAMILIES
+from cowcheck.core.program import Step
+from cowcheck.map.harness import Harness
+from cowcheck.map.ops import LIVE_SNAPSHOT, MAP_OPS, RELEASED_SNAPSHOT, SIZE_CLASSES, TRANSFORMER_NAMES, draw_args, pick_weighted
 
 __all__ = ["walk_program", "WalkContext", "SampledHarness", "WALK_OPS", "SPACES"]
 

@@ -1,6 +1,6 @@
 """The map harness's steps over the whole map: snapshots (taken, read, written, released) and iteration.
 
-:class:`WholeMapSteps` is a mixin of :class:`~properties.map.harness.Harness`
+:class:`WholeMapSteps` is a mixin of :class:`~cowcheck.map.harness.Harness`
 (which holds the model, the implementation and the checking helpers these
 steps call): the keyed and bulk steps are there, these here.
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 import io
 from collections import Counter
 
-from properties.core.failures import CRASH, DIVERGENCE, TIMEOUT, safe_equal, safe_repr
-from properties.core.remote import take
-from properties.core.states import same_entries
-from properties.map.introspection import observe_flag
-from properties.map.ops import SNAPSHOT_TRANSFORMERS, decode_written, render, write_serializers
-from reference.serializers import SerializationError
+from cowcheck.core.failures import CRASH, DIVERGENCE, TIMEOUT, safe_equal, safe_repr
+from cowcheck.core.remote import take
+from cowcheck.core.states import same_entries
+from cowcheck.map.introspection import observe_flag
+from cowcheck.map.ops import SNAPSHOT_TRANSFORMERS, decode_written, render, write_serializers
+from cowcheck.reference.serializers import SerializationError
 
 _ENTRIES = object()  # marks an observed pair of entry lists not yet turned into entries() strings
 

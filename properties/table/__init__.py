@@ -1,20 +1,20 @@
 """The table machine ("table"): a CopyOnWriteStateTable whose state serializer is
 re-registered mid-program (``set_meta_info``), the setting of FLINK-26853.
 
-Importing it registers the machine with :mod:`properties.core.machine`;
+Importing it registers the machine with :mod:`cowcheck.core.machine`;
 ``--impl flink`` / ``flink@VERSION`` run Flink's own table of that release
-(``properties.flink.table``).
+(``cowcheck.flink.table``).
 """
 
 from __future__ import annotations
 
-from properties.core.impls import Implementation, probe_by_harness
-from properties.table import mutants  # noqa: F401  (registers the table's seeded bugs)
-from properties.core.machine import MachineKind, register_machine
-from properties.table.harness import TableHarness, TableMachineConfig
-from properties.table.machine import make_table_machine, replay_setup, same_object, walk
-from properties.table.ops import TABLE_OPS
-from reference.state_table import CopyOnWriteStateTable
+from cowcheck.core.impls import Implementation, probe_by_harness
+from cowcheck.table import mutants  # noqa: F401  (registers the table's seeded bugs)
+from cowcheck.core.machine import MachineKind, register_machine
+from cowcheck.table.harness import TableHarness, TableMachineConfig
+from cowcheck.table.machine import make_table_machine, replay_setup, same_object, walk
+from cowcheck.table.ops import TABLE_OPS
+from cowcheck.reference.state_table import CopyOnWriteStateTable
 
 __all__ = ["TABLE", "TableHarness", "TableMachineConfig", "make_table_machine", "reference_table"]
 

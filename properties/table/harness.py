@@ -17,13 +17,13 @@ import copy
 import io
 import json
 
-from properties.core.failures import CRASH, DIVERGENCE
-from properties.core.harness import HarnessBase
-from properties.core.program import Step
-from properties.core.states import decode_written, entries, write_serializers
-from properties.table.ops import TABLE_OPS
-from reference.hashing import key_group
-from reference.serializers import SerializationError
+from cowcheck.core.failures import CRASH, DIVERGENCE
+from cowcheck.core.harness import HarnessBase
+from cowcheck.core.program import Step
+from cowcheck.core.states import decode_written, entries, write_serializers
+from cowcheck.table.ops import TABLE_OPS
+from cowcheck.reference.hashing import key_group
+from cowcheck.reference.serializers import SerializationError
 
 MAX_PARALLELISM = 128  # the tables of this machine own key groups 0..127 of 128
 

@@ -7,11 +7,11 @@ from typing import Callable, Iterator
 
 from hypothesis import strategies as st
 
-from properties.core.machine import HarnessMachine, RunRecord, identify
-from properties.core.program import Step
-from properties.core.rules import RuleContext, operation_rules, pools
-from properties.table.harness import TableHarness, TableMachineConfig
-from properties.table.ops import TABLE_OPS
+from cowcheck.core.machine import HarnessMachine, RunRecord, identify
+from cowcheck.core.program import Step
+from cowcheck.core.rules import RuleContext, operation_rules, pools
+from cowcheck.table.harness import TableHarness, TableMachineConfig
+from cowcheck.table.ops import TABLE_OPS
 
 __all__ = ["make_table_machine", "replay_setup", "walk_program", "walk", "same_object"]
 
@@ -22,7 +22,7 @@ def same_object(state):
 
 
 class _Draws(RuleContext):
-    """The values the machine's rules draw, per domain kind of :data:`~properties.table.ops.TABLE_OPS`."""
+    """The values the machine's rules draw, per domain kind of :data:`~cowcheck.table.ops.TABLE_OPS`."""
 
     def __init__(self, config: TableMachineConfig) -> None:
         self.config = config
@@ -43,7 +43,7 @@ class _Draws(RuleContext):
 def make_table_machine(factory: Callable, config: TableMachineConfig = TableMachineConfig(),
                        record: RunRecord | None = None) -> type:
     """A machine class testing tables built by ``factory()``: a rule per operation of
-    :data:`~properties.table.ops.TABLE_OPS` (:func:`properties.core.rules.operation_rules`)."""
+    :data:`~cowcheck.table.ops.TABLE_OPS` (:func:`cowcheck.core.rules.operation_rules`)."""
     record = record if record is not None else RunRecord()
     bundles = pools("snapshots")
     rules = operation_rules(TABLE_OPS, _Draws(config), bundles)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
-from properties.core.mutants import register_mutant
-from properties.table.machine import same_object
-from reference.state_table import CopyOnWriteStateTable
+from cowcheck.core.mutants import register_mutant
+from cowcheck.table.machine import same_object
+from cowcheck.reference.state_table import CopyOnWriteStateTable
 
 __all__ = ["StaleCopierTable"]
 

@@ -7,18 +7,18 @@ state is first registered with a serializer that declares values immutable
 in-place mutation of a returned state (only once the copying serializer is
 registered: before, values are declared immutable and mutating one breaks
 that contract), snapshots, reads of snapshots, releases. The Hypothesis rules
-come from here (``domains``, drawn per kind by ``properties.table.machine``;
+come from here (``domains``, drawn per kind by ``cowcheck.table.machine``;
 ``requires``: what the program must have done first).
 
->>> from properties.core.program import Step
+>>> from cowcheck.core.program import Step
 >>> TABLE_OPS.render(Step("set_meta_info", ()))
 't.set_meta_info()  # re-register the state with a copying serializer'
 """
 
 from __future__ import annotations
 
-from properties.core.checks import INT32, arguments, int_in, list_of
-from properties.core.program import Domain, Operation, OperationTable
+from cowcheck.core.checks import INT32, arguments, int_in, list_of
+from cowcheck.core.program import Domain, Operation, OperationTable
 
 __all__ = ["TABLE_OPS", "key_groups_written"]
 
@@ -29,7 +29,7 @@ def key_groups_written(snapshot, max_parallelism: int = 128) -> dict:
     hold any. Writing releases each key group's snapshot, as in Flink."""
     import io
 
-    from properties.core.states import decode_written, write_serializers
+    from cowcheck.core.states import decode_written, write_serializers
 
     out = {}
     for group in range(max_parallelism):

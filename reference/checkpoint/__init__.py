@@ -1,7 +1,7 @@
 """Checkpoint write and restore of key-grouped heap state (docs/contract.md §11).
 
 Contract: a :class:`HeapKeyedStateBackend` holds named states, each a
-:class:`~reference.state_table.CopyOnWriteStateTable` over the backend's key
+:class:`~cowcheck.reference.state_table.CopyOnWriteStateTable` over the backend's key
 groups. ``checkpoint(id)`` is Flink's two-phase heap snapshot:
 
 1. synchronous part (in ``checkpoint()``): snapshot every table, references
@@ -16,7 +16,7 @@ A failed or cancelled write releases every map snapshot not yet released
 (FLINK-13469) and deletes its partial file. Restore (``restore(handles,
 key_group_range)``) reads one or more handles into fresh tables for any
 key-group range (a subset, or several handles merged: rescaling); it is all
-or nothing, and bad input raises :class:`~reference.errors.CheckpointFormatError`
+or nothing, and bad input raises :class:`~cowcheck.reference.errors.CheckpointFormatError`
 naming the file, the offset and the problem. The byte layout is documented
 in ``docs/checkpoint-format.md``.
 
@@ -40,10 +40,10 @@ The package mirrors Flink's roles: ``format`` (the byte layout), ``streams``
 (where bytes go), ``handle`` (where a completed checkpoint is), ``snapshot``
 (the two-phase write), ``backend`` (named states), ``restore`` (reading
 back, rescaling); everything public is re-exported here (what a checkpoint holds, checked
-byte by byte, is :mod:`properties.checkpoint.inspect`, the suite's).
+byte by byte, is :mod:`cowcheck.checkpoint.inspect`, the suite's).
 
->>> from reference.serializers import IntSerializer, ListSerializer
->>> from reference.state_table import KeyGroupRange
+>>> from cowcheck.reference.serializers import IntSerializer, ListSerializer
+>>> from cowcheck.reference.state_table import KeyGroupRange
 >>> b = HeapKeyedStateBackend(KeyGroupRange(0, 7), max_parallelism=8, capacity=4)
 >>> t = b.register_state("clicks", IntSerializer(), ListSerializer(IntSerializer()))
 >>> t.put(42, 0, [1])
@@ -56,17 +56,17 @@ byte by byte, is :mod:`properties.checkpoint.inspect`, the suite's).
 
 from __future__ import annotations
 
-from reference.checkpoint.backend import HeapKeyedStateBackend, RegisteredState
-from reference.checkpoint.format import (
+from cowcheck.reference.checkpoint.backend import HeapKeyedStateBackend, RegisteredState
+from cowcheck.reference.checkpoint.format import (
     DEFAULT_MEMORY_THRESHOLD,
     FORMAT_VERSION,
     MAX_MEMORY_THRESHOLD,
     CheckpointMetadata,
     StateMetadata,
 )
-from reference.checkpoint.handle import CheckpointHandle
-from reference.checkpoint.snapshot import PendingCheckpoint
-from reference.checkpoint.streams import CheckpointOutputStream, CheckpointStreamFactory
+from cowcheck.reference.checkpoint.handle import CheckpointHandle
+from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint
+from cowcheck.reference.checkpoint.streams import CheckpointOutputStream, CheckpointStreamFactory
 
 __all__ = [
     "HeapKeyedStateBackend",

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Optional
 
-from reference.checkpoint.flink_format import FlinkCheckpointData, FlinkPendingCheckpoint, KeyGroupsStateHandle
-from reference.checkpoint.handle import CheckpointHandle
-from reference.checkpoint.restore import CheckpointData, assign_key_groups, joined_range
-from reference.checkpoint.snapshot import PendingCheckpoint, RegisteredState
-from reference.checkpoint.streams import CheckpointStreamFactory
-from reference.layout import DEFAULT_CAPACITY
-from reference.serializers import IntSerializer
-from reference.state_table import DEFAULT_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
+from cowcheck.reference.checkpoint.flink_format import FlinkCheckpointData, FlinkPendingCheckpoint, KeyGroupsStateHandle
+from cowcheck.reference.checkpoint.handle import CheckpointHandle
+from cowcheck.reference.checkpoint.restore import CheckpointData, assign_key_groups, joined_range
+from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint, RegisteredState
+from cowcheck.reference.checkpoint.streams import CheckpointStreamFactory
+from cowcheck.reference.layout import DEFAULT_CAPACITY
+from cowcheck.reference.serializers import IntSerializer
+from cowcheck.reference.state_table import DEFAULT_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
 
 __all__ = ["HeapKeyedStateBackend", "RegisteredState", "CHECKPOINT_FORMATS", "open_checkpoints"]
 
@@ -48,7 +48,7 @@ class HeapKeyedStateBackend:
 
     ``checkpoint_format``: what its checkpoints are written in, the project's own format
     (``cowcheck``, the default: docs/checkpoint-format.md) or Flink's (``flink``:
-    :mod:`reference.checkpoint.flink_format`); a restore reads either, by its handles.
+    :mod:`cowcheck.reference.checkpoint.flink_format`); a restore reads either, by its handles.
 
     ``pending_class`` builds the pending checkpoints of the project's format (a seam for
     seeded bugs); ``flink_pending_class`` those of Flink's.

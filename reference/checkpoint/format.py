@@ -14,8 +14,8 @@ import zlib
 
 import attrs
 
-from reference.errors import CheckpointFormatError
-from reference.state_table import KeyGroupRange
+from cowcheck.reference.errors import CheckpointFormatError
+from cowcheck.reference.state_table import KeyGroupRange
 
 __all__ = ["DEFAULT_MEMORY_THRESHOLD", "MAX_MEMORY_THRESHOLD", "FORMAT_VERSION", "MAGIC", "INDEX_MAGIC",
            "END_MAGIC", "DATA_SUFFIX", "HANDLE_SUFFIX", "HANDLE_FORMAT", "StateMetadata", "CheckpointMetadata",

@@ -9,10 +9,10 @@ from typing import Any, Callable, Optional
 
 import attrs
 
-from reference.checkpoint.format import CHECKSUM, DATA_SUFFIX, FORMAT_VERSION, HANDLE_FORMAT, HANDLE_SUFFIX
-from reference.checkpoint.streams import atomic_write
-from reference.errors import CheckpointFormatError
-from reference.state_table import KeyGroupRange
+from cowcheck.reference.checkpoint.format import CHECKSUM, DATA_SUFFIX, FORMAT_VERSION, HANDLE_FORMAT, HANDLE_SUFFIX
+from cowcheck.reference.checkpoint.streams import atomic_write
+from cowcheck.reference.errors import CheckpointFormatError
+from cowcheck.reference.state_table import KeyGroupRange
 
 __all__ = ["CheckpointHandle", "StreamHandle", "read_file", "parse_handle_json", "json_int", "key_group_offsets"]
 

@@ -14,7 +14,7 @@ import struct
 import zlib
 from typing import Optional
 
-from reference.checkpoint.format import (
+from cowcheck.reference.checkpoint.format import (
     END_MAGIC,
     FORMAT_VERSION,
     HEADER_SIZE,
@@ -31,12 +31,12 @@ from reference.checkpoint.format import (
     Cursor,
     StateMetadata,
 )
-from reference.checkpoint.handle import CheckpointHandle
-from reference.errors import CheckpointFormatError
-from reference.cow_state_map import CopyOnWriteStateMap
-from reference.hashing import key_group
-from reference.serializers import SerializationError, UnknownSerializerError, serializer_from_id
-from reference.state_table import CopyOnWriteStateTable, KeyGroupRange
+from cowcheck.reference.checkpoint.handle import CheckpointHandle
+from cowcheck.reference.errors import CheckpointFormatError
+from cowcheck.reference.cow_state_map import CopyOnWriteStateMap
+from cowcheck.reference.hashing import key_group
+from cowcheck.reference.serializers import SerializationError, UnknownSerializerError, serializer_from_id
+from cowcheck.reference.state_table import CopyOnWriteStateTable, KeyGroupRange
 
 __all__ = ["CheckpointData", "joined_range", "assign_key_groups", "spans", "read_state_entries"]
 

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 
 import attrs
 
-from reference.checkpoint.format import (
+from cowcheck.reference.checkpoint.format import (
     END_MAGIC,
     I16,
     I32,
@@ -25,10 +25,10 @@ from reference.checkpoint.format import (
     CheckpointMetadata,
     StateMetadata,
 )
-from reference.checkpoint.handle import CheckpointHandle
-from reference.checkpoint.streams import CheckpointOutputStream, CheckpointStreamFactory
-from reference.errors import IllegalStateError
-from reference.state_table import CopyOnWriteStateTable, CopyOnWriteStateTableSnapshot
+from cowcheck.reference.checkpoint.handle import CheckpointHandle
+from cowcheck.reference.checkpoint.streams import CheckpointOutputStream, CheckpointStreamFactory
+from cowcheck.reference.errors import IllegalStateError
+from cowcheck.reference.state_table import CopyOnWriteStateTable, CopyOnWriteStateTableSnapshot
 
 __all__ = ["PendingCheckpoint", "RegisteredState"]
 

@@ -13,8 +13,8 @@ from typing import Optional
 
 import attrs
 
-from reference.checkpoint.format import DATA_SUFFIX, DEFAULT_MEMORY_THRESHOLD, MAX_MEMORY_THRESHOLD
-from reference.errors import IllegalStateError
+from cowcheck.reference.checkpoint.format import DATA_SUFFIX, DEFAULT_MEMORY_THRESHOLD, MAX_MEMORY_THRESHOLD
+from cowcheck.reference.errors import IllegalStateError
 
 __all__ = ["CheckpointStreamFactory", "CheckpointOutputStream", "fsync_directory", "atomic_write"]
 

@@ -3,7 +3,7 @@
 What an operator sees of Flink's heap keyed backend (``HeapKeyedStateBackend``
 with its ``HeapValueState``, ``HeapListState``, ``HeapMapState``,
 ``HeapReducingState`` and the TTL decorators over them), built on the
-reference's tables and checkpoints (:mod:`reference.checkpoint`):
+reference's tables and checkpoints (:mod:`cowcheck.reference.checkpoint`):
 
 - ``ttl``: ``StateTtlConfig``, the controllable clock, expiry, the TTL read logic
   and the snapshot transformer of cleanup in full snapshots;
@@ -16,10 +16,10 @@ reference's tables and checkpoints (:mod:`reference.checkpoint`):
 The contract the suite holds this to is docs/contract.md §20.
 """
 
-from reference.keyed.backend import HashMapStateBackend, KeyedStateBackend, SnapshotFuture, StateMigrationError
-from reference.keyed.descriptors import (KINDS, LIST, MAP, REDUCING, VALUE, ListStateDescriptor, MapStateDescriptor,
+from cowcheck.reference.keyed.backend import HashMapStateBackend, KeyedStateBackend, SnapshotFuture, StateMigrationError
+from cowcheck.reference.keyed.descriptors import (KINDS, LIST, MAP, REDUCING, VALUE, ListStateDescriptor, MapStateDescriptor,
                                          ReducingStateDescriptor, StateDescriptor, ValueStateDescriptor)
-from reference.keyed.ttl import ON_CREATE_AND_WRITE, ON_READ_AND_WRITE, ManualClock, StateTtlConfig
+from cowcheck.reference.keyed.ttl import ON_CREATE_AND_WRITE, ON_READ_AND_WRITE, ManualClock, StateTtlConfig
 
 __all__ = [
     "HashMapStateBackend",

@@ -6,7 +6,7 @@ current key (``set_current_key``), gets its states through descriptors
 (``get_or_create_keyed_state(namespace_serializer, descriptor)``), sets each
 state's current namespace and reads or writes it; ``get_keys(name,
 namespace)`` iterates the keys holding an entry of a state in a namespace.
-States with time-to-live read the backend's clock (:class:`~reference.keyed.ttl.ManualClock`).
+States with time-to-live read the backend's clock (:class:`~cowcheck.reference.keyed.ttl.ManualClock`).
 
 ``snapshot(checkpoint_id, stream_factory)`` is the synchronous part of a
 checkpoint (every table's snapshot, references only); the returned
@@ -19,8 +19,8 @@ backends, fresh or restored from checkpoint handles into any key-group range
 (one handle, a part of one, several merged: rescaling).
 
 The byte layout of a checkpoint is the project's own (docs/checkpoint-format.md),
-written by :class:`~reference.checkpoint.PendingCheckpoint`, or Flink's
-(``checkpoint_format="flink"``: :mod:`reference.checkpoint.flink_format`, which
+written by :class:`~cowcheck.reference.checkpoint.PendingCheckpoint`, or Flink's
+(``checkpoint_format="flink"``: :mod:`cowcheck.reference.checkpoint.flink_format`, which
 real Flink restores); a restore reads either, by the handles it is given.
 
 Maintenance notes:
@@ -31,8 +31,8 @@ Maintenance notes:
 2. A restored state gets its snapshot transformer when its descriptor is
    registered again, as in Flink: until then checkpoints write it as it is.
 
->>> from reference.serializers import IntSerializer
->>> from reference.keyed import ValueStateDescriptor, StateTtlConfig
+>>> from cowcheck.reference.serializers import IntSerializer
+>>> from cowcheck.reference.keyed import ValueStateDescriptor, StateTtlConfig
 >>> backend = HashMapStateBackend(clock=ManualClock(1000))
 >>> kb = backend.create_keyed_state_backend(IntSerializer(), 8, KeyGroupRange(0, 7))
 >>> d = ValueStateDescriptor("count", IntSerializer()); d.enable_time_to_live(StateTtlConfig(ttl=10))
@@ -55,17 +55,17 @@ from typing import Iterable, Iterator, Optional
 
 import attrs
 
-from reference.checkpoint.backend import HeapKeyedStateBackend
-from reference.checkpoint.handle import CheckpointHandle
-from reference.checkpoint.snapshot import PendingCheckpoint
-from reference.checkpoint.streams import CheckpointStreamFactory
-from reference.errors import IllegalStateError
-from reference.keyed.descriptors import LIST, MAP, REDUCING, VALUE, StateDescriptor
-from reference.keyed.states import (HeapListState, HeapMapState, HeapReducingState, HeapValueState, TtlListState,
+from cowcheck.reference.checkpoint.backend import HeapKeyedStateBackend
+from cowcheck.reference.checkpoint.handle import CheckpointHandle
+from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint
+from cowcheck.reference.checkpoint.streams import CheckpointStreamFactory
+from cowcheck.reference.errors import IllegalStateError
+from cowcheck.reference.keyed.descriptors import LIST, MAP, REDUCING, VALUE, StateDescriptor
+from cowcheck.reference.keyed.states import (HeapListState, HeapMapState, HeapReducingState, HeapValueState, TtlListState,
                                     TtlMapState, TtlReduceFunction, TtlReducingState, TtlValueState)
-from reference.keyed.ttl import ManualClock, snapshot_transformer
-from reference.layout import DEFAULT_CAPACITY
-from reference.state_table import DEFAULT_MAX_PARALLELISM, KeyGroupRange
+from cowcheck.reference.keyed.ttl import ManualClock, snapshot_transformer
+from cowcheck.reference.layout import DEFAULT_CAPACITY
+from cowcheck.reference.state_table import DEFAULT_MAX_PARALLELISM, KeyGroupRange
 
 __all__ = ["KeyedStateBackend", "HashMapStateBackend", "SnapshotFuture", "StateMigrationError"]
 

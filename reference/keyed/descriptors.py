@@ -4,10 +4,10 @@ A descriptor says a state's name, its kind (value, list, map, reducing), the
 serializers of what it holds, and its time-to-live (``enable_time_to_live``).
 A backend builds one state per descriptor name; the table behind it holds
 what :meth:`StateDescriptor.state_serializer` writes: with TTL, every value,
-list element or map value wrapped in a :class:`~reference.serializers.TtlValue`.
+list element or map value wrapped in a :class:`~cowcheck.reference.serializers.TtlValue`.
 
->>> from reference.serializers import IntSerializer
->>> from reference.keyed.ttl import StateTtlConfig
+>>> from cowcheck.reference.serializers import IntSerializer
+>>> from cowcheck.reference.keyed.ttl import StateTtlConfig
 >>> d = ListStateDescriptor("clicks", IntSerializer())
 >>> d.state_serializer().serializer_id
 'list<int>'
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from reference.keyed.ttl import StateTtlConfig
-from reference.serializers import ListSerializer, MapSerializer, TtlSerializer
+from cowcheck.reference.keyed.ttl import StateTtlConfig
+from cowcheck.reference.serializers import ListSerializer, MapSerializer, TtlSerializer
 
 __all__ = ["VALUE", "LIST", "MAP", "REDUCING", "KINDS", "StateDescriptor", "ValueStateDescriptor",
            "ListStateDescriptor", "MapStateDescriptor", "ReducingStateDescriptor"]

@@ -17,9 +17,9 @@ The TTL decorators are ports of Flink's ``TtlValueState``, ``TtlListState``,
 read finds expired is cleared and not returned; under ``OnReadAndWrite`` an
 unexpired read rewrites the value with the current time.
 
->>> from reference.keyed import HashMapStateBackend, ListStateDescriptor
->>> from reference.serializers import IntSerializer
->>> from reference.state_table import KeyGroupRange
+>>> from cowcheck.reference.keyed import HashMapStateBackend, ListStateDescriptor
+>>> from cowcheck.reference.serializers import IntSerializer
+>>> from cowcheck.reference.state_table import KeyGroupRange
 >>> kb = HashMapStateBackend().create_keyed_state_backend(IntSerializer(), 8, KeyGroupRange(0, 7))
 >>> s = kb.get_or_create_keyed_state(IntSerializer(), ListStateDescriptor("l", IntSerializer()))
 >>> kb.set_current_key(3); s.set_current_namespace(0); s.add(1); s.add(2); s.get()
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from reference.keyed.ttl import TtlDecorator
-from reference.serializers import TtlValue
+from cowcheck.reference.keyed.ttl import TtlDecorator
+from cowcheck.reference.serializers import TtlValue
 
 __all__ = ["HeapValueState", "HeapListState", "HeapMapState", "HeapReducingState", "TtlValueState", "TtlListState",
            "TtlMapState", "TtlReducingState", "TtlReduceFunction"]

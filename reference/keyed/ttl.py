@@ -2,7 +2,7 @@
 
 Flink's ``StateTtlConfig``, ``TtlTimeProvider``, ``TtlUtils`` and
 ``AbstractTtlDecorator``, as the reference uses them: a state with TTL holds
-:class:`~reference.serializers.TtlValue` objects (the user value and the
+:class:`~cowcheck.reference.serializers.TtlValue` objects (the user value and the
 millisecond it was last written, or read under ``OnReadAndWrite``), and a
 value is expired once ``timestamp + ttl <= now`` on the backend's clock.
 
@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 
 import attrs
 
-from reference.serializers import TtlValue
+from cowcheck.reference.serializers import TtlValue
 
 __all__ = ["ON_CREATE_AND_WRITE", "ON_READ_AND_WRITE", "UPDATE_TYPES", "StateTtlConfig", "ManualClock", "expired",
            "expiration_timestamp", "TtlDecorator", "snapshot_transformer"]

@@ -481,7 +481,7 @@ class _MethodView:
 
 
 def _reference():
-    from reference import CopyOnWriteStateMap  # only to have a white-box view of another shape
+    from cowcheck.reference import CopyOnWriteStateMap  # only to have a white-box view of another shape
 
     return CopyOnWriteStateMap
 

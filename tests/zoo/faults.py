@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import os
 
-from reference import CopyOnWriteStateMap
+from cowcheck.reference import CopyOnWriteStateMap
 
 __all__ = ["TRIGGER", "exits_on_77", "hangs_on_77", "introspection_raises_on_77"]
 

@@ -14,12 +14,12 @@ Unlike the rest of the zoo it imports cowcheck: that is its point.
 
 import copy
 
-import properties.core.harness
-import properties.map.harness
+import cowcheck.core.harness
+import cowcheck.map.harness
 from tiny import TinyMap
 
-properties.core.harness.HarnessBase._fail = lambda self, *args, **kwargs: None
-properties.map.harness.Harness._expect_equal = lambda self, *args, **kwargs: None
+cowcheck.core.harness.HarnessBase._fail = lambda self, *args, **kwargs: None
+cowcheck.map.harness.Harness._expect_equal = lambda self, *args, **kwargs: None
 
 
 class ForgetfulMap(TinyMap):

@@ -5,7 +5,7 @@ in Java's *modified* UTF-8: a unit 0x01-0x7F in one byte, 0x00 and
 0x80-0x7FF in two, every other unit (each half of a surrogate pair
 included) in three. :class:`FlinkCursor` reads it back as Java's
 ``readUTF`` does, and every read is bounded by the cursor's end: a
-:class:`~reference.errors.CheckpointFormatError` names the file, the offset
+:class:`~cowcheck.reference.errors.CheckpointFormatError` names the file, the offset
 and what was being read.
 
 >>> java_utf("a\\x00é").hex()
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import struct
 
-from reference.checkpoint.format import Cursor
-from reference.errors import CheckpointFormatError
+from cowcheck.reference.checkpoint.format import Cursor
+from cowcheck.reference.errors import CheckpointFormatError
 
 __all__ = ["java_utf", "FlinkCursor", "BOOL", "I16", "I32", "I64", "U16"]
 
@@ -48,7 +48,7 @@ def java_utf(text: str) -> bytes:
 
 
 class FlinkCursor(Cursor):
-    """A :class:`~reference.checkpoint.format.Cursor` whose strings are Java's ``readUTF``."""
+    """A :class:`~cowcheck.reference.checkpoint.format.Cursor` whose strings are Java's ``readUTF``."""
 
     __slots__ = ()
 

@@ -20,9 +20,9 @@ from typing import Any, Optional
 
 import attrs
 
-from reference.checkpoint.handle import StreamHandle, json_int, key_group_offsets
-from reference.errors import CheckpointFormatError
-from reference.state_table import KeyGroupRange
+from cowcheck.reference.checkpoint.handle import StreamHandle, json_int, key_group_offsets
+from cowcheck.reference.errors import CheckpointFormatError
+from cowcheck.reference.state_table import KeyGroupRange
 
 __all__ = ["KeyGroupsStateHandle", "FLINK_HANDLE_FORMAT"]
 

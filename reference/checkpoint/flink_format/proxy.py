@@ -18,7 +18,7 @@ per state (StateMetaInfoSnapshotReadersWriters, version 6):
 ``utf`` is Java's ``writeUTF`` (datastream.py). A state's id in the key
 groups that follow is its position in this list.
 
->>> from reference.serializers import IntSerializer
+>>> from cowcheck.reference.serializers import IntSerializer
 >>> proxy = SerializationProxy(IntSerializer(), [StateMetaInfo("v", "VALUE", IntSerializer(), IntSerializer())])
 >>> data = proxy.encode()
 >>> data[:5].hex()
@@ -33,9 +33,9 @@ from typing import Any
 
 import attrs
 
-from reference.checkpoint.flink_format.datastream import I16, I32, FlinkCursor, java_utf
-from reference.checkpoint.flink_format.snapshots import read_snapshot, snapshot_bytes
-from reference.errors import CheckpointFormatError
+from cowcheck.reference.checkpoint.flink_format.datastream import I16, I32, FlinkCursor, java_utf
+from cowcheck.reference.checkpoint.flink_format.snapshots import read_snapshot, snapshot_bytes
+from cowcheck.reference.errors import CheckpointFormatError
 
 __all__ = ["SerializationProxy", "StateMetaInfo", "PROXY_FORMAT_VERSION", "STATE_TYPES", "KIND_OF_TYPE"]
 
@@ -45,7 +45,7 @@ _BACKEND_STATE_TYPES = ("KEY_VALUE", "OPERATOR", "BROADCAST", "PRIORITY_QUEUE")
 KEYED_STATE_TYPE = "KEYED_STATE_TYPE"
 VALUE_SERIALIZER = "VALUE_SERIALIZER"
 NAMESPACE_SERIALIZER = "NAMESPACE_SERIALIZER"
-# Flink's StateDescriptor.Type names of the kinds the reference has (reference.keyed.descriptors).
+# Flink's StateDescriptor.Type names of the kinds the reference has (cowcheck.reference.keyed.descriptors).
 STATE_TYPES = {"value": "VALUE", "list": "LIST", "map": "MAP", "reducing": "REDUCING"}
 KIND_OF_TYPE = {v: k for k, v in STATE_TYPES.items()}
 

@@ -27,13 +27,13 @@ from __future__ import annotations
 import io
 from typing import Optional
 
-from reference.checkpoint.flink_format.datastream import I16, I32
-from reference.checkpoint.flink_format.handle import KeyGroupsStateHandle
-from reference.checkpoint.flink_format.proxy import SerializationProxy
-from reference.checkpoint.restore import read_state_entries
-from reference.cow_state_map import CopyOnWriteStateMap
-from reference.errors import CheckpointFormatError
-from reference.state_table import UPPER_BOUND_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
+from cowcheck.reference.checkpoint.flink_format.datastream import I16, I32
+from cowcheck.reference.checkpoint.flink_format.handle import KeyGroupsStateHandle
+from cowcheck.reference.checkpoint.flink_format.proxy import SerializationProxy
+from cowcheck.reference.checkpoint.restore import read_state_entries
+from cowcheck.reference.cow_state_map import CopyOnWriteStateMap
+from cowcheck.reference.errors import CheckpointFormatError
+from cowcheck.reference.state_table import UPPER_BOUND_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
 
 __all__ = ["FlinkCheckpointData", "looks_like_flink_checkpoint"]
 

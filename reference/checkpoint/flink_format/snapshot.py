@@ -1,22 +1,22 @@
 """The two-phase heap snapshot writing Flink's format (Flink ``HeapSnapshotStrategy``).
 
-The same two phases as :class:`~reference.checkpoint.PendingCheckpoint`
+The same two phases as :class:`~cowcheck.reference.checkpoint.PendingCheckpoint`
 (table snapshots at the synchronous part, one key group at a time after,
 each map snapshot released once its group is written, everything released
 on failure or cancel); what it writes is Flink's: the
 ``KeyedBackendSerializationProxy`` (proxy.py), then per key group its id
 and per state its short id and ``writeStateInKeyGroup`` bytes, with no
 checksum and no index: the offsets go into the returned
-:class:`~reference.checkpoint.flink_format.handle.KeyGroupsStateHandle`.
+:class:`~cowcheck.reference.checkpoint.flink_format.handle.KeyGroupsStateHandle`.
 A spilled stream is a file named ``chk-<id>-<16 hex>`` (no suffix).
 """
 
 from __future__ import annotations
 
-from reference.checkpoint.flink_format.handle import KeyGroupsStateHandle
-from reference.checkpoint.flink_format.proxy import STATE_TYPES, SerializationProxy, StateMetaInfo
-from reference.checkpoint.snapshot import PendingCheckpoint, RegisteredState
-from reference.serializers import ListSerializer, MapSerializer
+from cowcheck.reference.checkpoint.flink_format.handle import KeyGroupsStateHandle
+from cowcheck.reference.checkpoint.flink_format.proxy import STATE_TYPES, SerializationProxy, StateMetaInfo
+from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint, RegisteredState
+from cowcheck.reference.serializers import ListSerializer, MapSerializer
 
 __all__ = ["FlinkPendingCheckpoint", "state_kind"]
 
@@ -31,7 +31,7 @@ def state_kind(state: RegisteredState) -> str:
 
 
 class FlinkPendingCheckpoint(PendingCheckpoint):
-    """A :class:`~reference.checkpoint.PendingCheckpoint` writing Flink's format. A state whose
+    """A :class:`~cowcheck.reference.checkpoint.PendingCheckpoint` writing Flink's format. A state whose
     serializers Flink's format cannot name (snapshots.py) fails the synchronous part, before any
     table snapshot is taken (UnsupportedSerializerError)."""
 

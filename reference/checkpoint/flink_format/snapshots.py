@@ -4,11 +4,11 @@ A Flink checkpoint names each serializer by the Java class of its snapshot
 and the snapshot's own bytes; Flink restores it by loading that class. The
 reference never loads anything a file names: :data:`SNAPSHOTS` is a fixed
 table from snapshot class name to the reference serializer it stands for,
-and a name outside it is a :class:`~reference.errors.CheckpointFormatError`.
+and a name outside it is a :class:`~cowcheck.reference.errors.CheckpointFormatError`.
 
 Layout (the same bytes in every release 1.13.6-2.3.0: class names checked
 with ``javap`` on 1.13.6 and 2.2.0, the bytes restored by real Flink 1.13.6 and
-2.3.0 through ``properties.flink.backend_releases``; the facts below in
+2.3.0 through ``cowcheck.flink.backend_releases``; the facts below in
 ``tests/test_flink_format.py``):
 
 - at the top level (``TypeSerializerSnapshotSerializationUtil.writeSerializerSnapshot``):
@@ -22,11 +22,11 @@ with ``javap`` on 1.13.6 and 2.2.0, the bytes restored by real Flink 1.13.6 and
   TTL 2), then the nested snapshots (``NestedSerializersSnapshotDelegate``):
   ``i32 1333245``, ``i32 1``, ``i32`` their count, each a versioned snapshot.
 
->>> from reference.serializers import IntSerializer, ListSerializer
+>>> from cowcheck.reference.serializers import IntSerializer, ListSerializer
 >>> data = snapshot_bytes(ListSerializer(IntSerializer()))
 >>> data[6:6 + 16]
 b'org.apache.flink'
->>> from reference.checkpoint.flink_format.datastream import FlinkCursor
+>>> from cowcheck.reference.checkpoint.flink_format.datastream import FlinkCursor
 >>> read_snapshot(FlinkCursor(data, 0, len(data), "f", "a snapshot")).serializer_id
 'list<int>'
 """
@@ -37,9 +37,9 @@ from typing import Callable
 
 import attrs
 
-from reference.checkpoint.flink_format.datastream import I32, FlinkCursor, java_utf
-from reference.errors import CheckpointFormatError
-from reference.serializers import (MAX_SERIALIZER_DEPTH, BytesSerializer, IntSerializer, ListSerializer, LongSerializer,
+from cowcheck.reference.checkpoint.flink_format.datastream import I32, FlinkCursor, java_utf
+from cowcheck.reference.errors import CheckpointFormatError
+from cowcheck.reference.serializers import (MAX_SERIALIZER_DEPTH, BytesSerializer, IntSerializer, ListSerializer, LongSerializer,
                                    MapSerializer, StringSerializer, TimeWindowSerializer, TtlSerializer,
                                    VoidNamespaceSerializer)
 

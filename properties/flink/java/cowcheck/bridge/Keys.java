@@ -15,13 +15,13 @@ import org.apache.flink.api.common.typeutils.TypeSerializer;
  * <p>The three Flink types are reached by reflection (method handles, looked up once), so this
  * helper compiles against any release's jar; {@link #missing} names a class a release does not
  * have (the Python side then refuses that key type in one line, naming the release). Families are
- * numbered as {@code properties.core.keys.FAMILIES} orders them (the FAMILY domain's encoding), and
+ * numbered as {@code cowcheck.core.keys.FAMILIES} orders them (the FAMILY domain's encoding), and
  * {@link #nth} is {@code Family.nth} computed here (a test holds the two equal).
  */
 public final class Keys {
     private Keys() {}
 
-    /** Families, in the order of properties.core.keys.FAMILIES. */
+    /** Families, in the order of cowcheck.core.keys.FAMILIES. */
     static final int INT = 0;
     static final int LONG = 1;
     static final int STRING = 2;
@@ -196,7 +196,7 @@ public final class Keys {
 
     /**
      * Values CPython keeps a single object of, so Python cannot hand a map a new one
-     * (properties.core.keys.pinned): ints -5..256, "" and one Latin-1 character, booleans and
+     * (cowcheck.core.keys.pinned): ints -5..256, "" and one Latin-1 character, booleans and
      * the VoidNamespace singleton. Both sides pass one object per such value.
      */
     static boolean pinned(Object o) {
@@ -240,7 +240,7 @@ public final class Keys {
 
     // ---------------------------------------------------------- bulk sequence
 
-    /** The digits of properties.core.keys._NTH_ALPHABET, as code points (one lone high surrogate). */
+    /** The digits of cowcheck.core.keys._NTH_ALPHABET, as code points (one lone high surrogate). */
     private static final int[] NTH_ALPHABET = {
         'a', 0xe9, 0x65e5, 0x1f600, 'Z', 0xfc, 0x4e2d, 0x1d11e, 'b', 0xd800, 0xd8, 0x8a9e, 'c', 0xdf, 0xf1, 0x6587,
     };
@@ -260,7 +260,7 @@ public final class Keys {
         return out.toString();
     }
 
-    /** properties.core.keys.nth_key: the {@code i}-th key of family {@code family}'s bulk sequence (a new object). */
+    /** cowcheck.core.keys.nth_key: the {@code i}-th key of family {@code family}'s bulk sequence (a new object). */
     @SuppressWarnings("deprecation")
     public static Object nth(int family, long i) {
         switch (family) {
@@ -332,7 +332,7 @@ public final class Keys {
     }
 
     /**
-     * The id of the serializer properties.core.states.write_serializers hands write_state for
+     * The id of the serializer cowcheck.core.states.write_serializers hands write_state for
      * keys or namespaces like {@code o} (int for anything else, as Python's serializers_for).
      */
     static String serializerId(Object o) {

@@ -594,7 +594,7 @@ public final class Walk {
         }
     }
 
-    /** [released flag, [size, rows] or exception, release answers...]: properties.map.ops' transformers. */
+    /** [released flag, [size, rows] or exception, release answers...]: cowcheck.map.ops' transformers. */
     private void readTransformed(int sid, int transformer) {
         var snap = readable(sid);
         if (snap == null) {
@@ -663,7 +663,7 @@ public final class Walk {
      * [released flag, [key serializer id, namespace serializer id, bytes as hex or exception, and
      * with Int serializers: bytes or exception]]: Flink's writeState. The harness hands write_state
      * the serializers of the family of its model's first entry, or Int ones for an empty snapshot
-     * (properties.core.states.write_serializers): the family's are those of the snapshot's first
+     * (cowcheck.core.states.write_serializers): the family's are those of the snapshot's first
      * entry here (ids null if it has none: then any serializers write the same bytes), and both are
      * written, so Python hands the harness what Flink wrote with the serializers it passes.
      */
@@ -846,7 +846,7 @@ public final class Walk {
 
     // -------------------------------------------------------------- structure
 
-    /** The whole structure now (parity's final digest: properties.map.parity.digest). */
+    /** The whole structure now (parity's final digest: cowcheck.map.parity.digest). */
     public String structure() {
         Json saved = out;
         out = new Json();
