@@ -28,7 +28,8 @@ from typing import TextIO
 
 import attrs
 
-from cowcheck.cli.common import PrintableOutput, check_output_directory, count_arg, step_seconds_arg, store_found
+from cowcheck.cli.common import (PrintableOutput, add_classpath, check_output_directory, count_arg, step_seconds_arg,
+                                   store_found, with_classpath)
 from cowcheck.core import bounds
 from cowcheck.core.counterexample import CounterexampleError, load, reliability, save
 from cowcheck.core.contract import pointer
@@ -54,6 +55,7 @@ def register(sub) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--impl", help="replay on this implementation instead of the file's (needed for one that is "
                                   "not built in)")
+    add_classpath(p)
     p.add_argument("--trace", action="store_true", help="print every step with the model's and the map's result")
     p.add_argument("--diagram", action="store_true",
                    help="print the buckets and chains with entry versions (implementations with introspection)")
@@ -76,6 +78,7 @@ def register(sub) -> None:
                                    "input, 3: internal error.")
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("--impl", help="the implementation to shrink on, if the file names one that is not built in")
+    add_classpath(s)
     _add_step_time_limit(s)
     _add_in_process(s)
     s.set_defaults(handler=shrink_files)
@@ -92,13 +95,19 @@ def _add_in_process(p) -> None:
                         "its own, as check runs it)")
 
 
-def _load_all(paths: list[str], impl_override: str | None = None, isolated: bool = False):
+def spec_for(cx, args, path) -> str:
+    """The implementation to run ``cx`` on: ``--impl`` or the file's own (as a file may name it),
+    with the ``--classpath`` jars."""
+    return with_classpath(implementation_for(cx, args.impl, path), getattr(args, "classpath", None))
+
+
+def _load_all(paths: list[str], args, isolated: bool = False):
     """Validate every file (and the implementation each names) before anything runs."""
     loaded = []
     for path in paths:
         try:
             cx = load(path)
-            resolve(implementation_for(cx, impl_override, path), cx.machine, isolated=isolated)
+            resolve(spec_for(cx, args, path), cx.machine, isolated=isolated)
         except CounterexampleError as exc:
             raise UsageError(str(exc)) from None
         except UnknownImplementationError as exc:
@@ -121,18 +130,18 @@ def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
 def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
     if args.to_pytest:
         check_output_directory(args.out_dir, "--out-dir")
-    loaded = _load_all(args.files, args.impl, not args.in_process)
+    loaded = _load_all(args.files, args, not args.in_process)
     if args.to_pytest:
         out_dir = Path(args.out_dir)
         for path, cx in loaded:
-            impl_spec = implementation_for(cx, args.impl, path)
+            impl_spec = spec_for(cx, args, path)
             target = out_dir / f"{test_name_for(cx)}.py"
             write_atomically(target, to_pytest(cx, impl_spec, Path(path).name))
             stdout.write(f"wrote {target}\n")
         return 0
     reproduced = False
     for path, cx in loaded:
-        spec = implementation_for(cx, args.impl, path)
+        spec = spec_for(cx, args, path)
         times = args.replays or (cx.reproduced[1] if cx.reproduced else 1)
         started = time.perf_counter()
         try:
@@ -184,8 +193,8 @@ def shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
 
 def _shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
     status = 0
-    for path, cx in _load_all(args.files, args.impl, not args.in_process):
-        spec = implementation_for(cx, args.impl, path)
+    for path, cx in _load_all(args.files, args, not args.in_process):
+        spec = spec_for(cx, args, path)
         try:
             impl, subject = replay_subject(cx, spec, isolated=not args.in_process)
         except CheckFailure as exc:  # building it crashed: nothing to shrink
