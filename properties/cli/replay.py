@@ -28,6 +28,7 @@ from typing import TextIO
 
 import attrs
 
+from cowcheck.cli.junit import DEFAULT_JUNIT_DIR, add_junit_options, to_junit
 from cowcheck.cli.common import (PrintableOutput, add_classpath, check_output_directory, count_arg, step_seconds_arg,
                                    store_found, with_classpath)
 from cowcheck.core import bounds
@@ -47,6 +48,8 @@ from cowcheck.map.harness import CONTRACTS
 
 __all__ = ["register", "replay_files", "shrink_files"]
 
+DEFAULT_PYTEST_DIR = "tests/regressions"
+
 
 def register(sub) -> None:
     p = sub.add_parser("replay", help="replay stored counterexamples step by step",
@@ -61,7 +64,9 @@ def register(sub) -> None:
                    help="print the buckets and chains with entry versions (implementations with introspection)")
     p.add_argument("--to-pytest", action="store_true",
                    help="write a regression test into tests/regressions/ instead of replaying")
-    p.add_argument("--out-dir", default="tests/regressions", help="where --to-pytest writes (default tests/regressions)")
+    add_junit_options(p)
+    p.add_argument("--out-dir", help=f"where --to-pytest writes (default tests/regressions) or --to-junit "
+                                     f"(default {DEFAULT_JUNIT_DIR})")
     p.add_argument("--contract", choices=list(CONTRACTS),
                    help="map machine: replay under this contract level instead of the file's (docs/contract.md)")
     p.add_argument("--replays", type=count_arg(bounds.MAX_REPLAYS), metavar="N",
@@ -128,11 +133,18 @@ def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
-    if args.to_pytest:
-        check_output_directory(args.out_dir, "--out-dir")
+    if args.to_pytest and args.to_junit:
+        raise UsageError("--to-pytest and --to-junit: choose one")
+    if (args.run or args.junit_classpath) and not args.to_junit:
+        raise UsageError("--run and --junit-classpath go with --to-junit")
+    if args.to_pytest or args.to_junit:
+        check_output_directory(args.out_dir or (DEFAULT_PYTEST_DIR if args.to_pytest else DEFAULT_JUNIT_DIR),
+                               "--out-dir")
     loaded = _load_all(args.files, args, not args.in_process)
+    if args.to_junit:
+        return to_junit(loaded, {path: spec_for(cx, args, path) for path, cx in loaded}, args, stdout)
     if args.to_pytest:
-        out_dir = Path(args.out_dir)
+        out_dir = Path(args.out_dir or DEFAULT_PYTEST_DIR)
         for path, cx in loaded:
             impl_spec = spec_for(cx, args, path)
             target = out_dir / f"{test_name_for(cx)}.py"

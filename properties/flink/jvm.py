@@ -5,9 +5,11 @@ generated from the map's table by :mod:`cowcheck.flink.opcodes`) is compiled
 with ``javac`` on first use into ``~/.cache/cowcheck/java/<hash of the
 sources, the generated one included, and the Flink jar>/`` (the generated source
 is kept there under ``generated/``; ``COWCHECK_CACHE_DIR`` or ``XDG_CACHE_HOME``
-move it) and put on the class path next to ``flink-dist-2.3.0.jar`` from the
-``apache-flink-libraries`` wheel (``pip install 'cowcheck[flink]'``;
-``COWCHECK_FLINK_LIB`` points elsewhere).
+move it) and put on the class path next to the Flink of this process
+(:func:`flink_jars`): ``flink-dist-2.3.0.jar`` from the ``apache-flink-libraries``
+wheel (``pip install 'cowcheck[flink]'``; ``COWCHECK_FLINK_LIB`` points
+elsewhere), a release's jar from the cache, or the jars of ``flink@PATH``; jars
+given with ``--classpath`` go first, so that their classes replace Flink's.
 
 One JVM per process: it starts on first use (creating a map, running a
 batch), never at import or resolve, so a campaign driver can resolve the
@@ -136,8 +138,7 @@ def compile_helper() -> float:
     """Compile the helper against the selected release's jar now, if it is not compiled yet
     (seconds spent); starts no JVM. Resolving a spec does it, so that the first implementation
     built (under a step time limit) does not pay for javac on a loaded machine."""
-    build = selected_build()
-    return _compiled_helper(build.user + flink_jars(build)[0])[1]
+    return _compiled_helper(flink_jars()[0])[1]
 
 
 def helper_sources() -> list[tuple[str, str]]:
@@ -156,7 +157,8 @@ def helper_sources() -> list[tuple[str, str]]:
 
 def _compiled_helper(classpath: tuple) -> tuple[Path, float]:
     """The directory with our compiled helper classes, compiling them on first use against
-    ``classpath`` (the user's jars first, then Flink's); ``(directory, seconds spent compiling)``.
+    ``classpath`` (Flink's jars; a user's jars placed before them replace Flink's classes at run time,
+    with the API the helper was compiled against); ``(directory, seconds spent compiling)``.
     Keyed by a hash of the sources (the generated ``Ops.java`` included) and of each jar's name,
     size and modification time, so an edit, a change of the map's table, another Flink build or
     a rebuilt jar recompiles."""
@@ -231,7 +233,7 @@ def _start() -> JvmInfo:
 
     build = selected_build()
     flink, logging = flink_jars(build)
-    classes, compile_seconds = _compiled_helper(build.user + flink)
+    classes, compile_seconds = _compiled_helper(flink)
     # The user's jars first: their classes replace Flink's (the JVM loads the first it finds).
     classpath = (*build.user, *flink, *logging, str(classes))
     started = time.perf_counter()

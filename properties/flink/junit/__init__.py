@@ -21,6 +21,7 @@ from cowcheck.core.boundary import build
 from cowcheck.core.counterexample import Counterexample
 from cowcheck.core.failures import CheckFailure
 from cowcheck.core.replay import replay_setup
+from cowcheck.flink.jars import ClassIndex
 from cowcheck.flink.junit.async_exec import AsyncWriter
 from cowcheck.flink.junit.backend import BackendWriter
 from cowcheck.flink.junit.map import MapWriter
@@ -49,15 +50,17 @@ def model_before(cx: Counterexample, failing: int, file_name: str):
     return harness
 
 
-def write_test(cx: Counterexample, file_name: str, written_for: str) -> JUnitTest:
+def write_test(cx: Counterexample, file_name: str, written_for: str, index: ClassIndex | None = None) -> JUnitTest:
     """The JUnit 5 test of ``cx`` (a file named ``file_name``), written for the Flink described by
-    ``written_for``; JUnitUnsupported (exit 2, one line) for what no writer expresses yet."""
+    ``written_for`` whose classes ``index`` lists (what the program needs is checked there: the
+    async controller, parallel epochs); JUnitUnsupported (exit 2, one line) for what no writer
+    expresses yet, or what that Flink does not have."""
     writer_class = WRITERS.get(cx.machine)
     if writer_class is None:
         raise JUnitUnsupported(f"{file_name}: a {cx.machine} program; the JUnit writer covers the "
                                f"{', '.join(WRITERS)} machines")
     failing = min(cx.failing_step, len(cx.steps) - 1)
-    writer = writer_class(cx, file_name, written_for, failing=failing)
+    writer = writer_class(cx, file_name, written_for, failing=failing, index=index)
     writer.check_expressible()
     if writer_class.needs_model:
         writer.model = model_before(cx, failing, file_name)

@@ -25,6 +25,7 @@ import attrs
 from cowcheck.async_exec.harness import AsyncMachineConfig
 from cowcheck.async_exec.ops import ASYNC_OPS
 from cowcheck.core.failures import TIMEOUT
+from cowcheck.flink.async_controller import api_from
 from cowcheck.flink.junit.writer import JUnitUnsupported, Writer, java_string
 
 __all__ = ["AsyncWriter"]
@@ -131,6 +132,14 @@ class AsyncWriter(Writer):
         super().check_expressible()
         failure = self.cx.failure
         step = self.cx.steps[self.failing]
+        if self.index is not None:
+            api = api_from(self.index)
+            if api is None:
+                raise JUnitUnsupported(f"{self.file_name}: {self.written_for} has no async controller (Flink's "
+                                       f"AsyncExecutionController exists from 1.20.0 on)")
+            if self.config().epoch_mode == "parallel" and not api.parallel_epochs:
+                raise JUnitUnsupported(f"{self.file_name}: a program in parallel epochs; {self.written_for} runs "
+                                       f"epochs in SERIAL_BETWEEN_EPOCH mode only")
         if failure.code not in ("A10", "A11") or failure.code == "A11" and step.op != "non_record":
             raise JUnitUnsupported(f"{self.file_name}: the check of step {self.failing} ({step.op}: {failure.kind} "
                                    f"{failure.code}) cannot be written as JUnit yet (A10, and A11 at a non-record, "

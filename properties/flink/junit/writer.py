@@ -135,6 +135,7 @@ class Writer:
     written_for: str
     model: Any = None  # what the writer reads of the model before the failing step (machine-specific)
     failing: int = 0
+    index: Any = None  # the classes of the Flink the test is written for (a ClassIndex), if known
     # What the test uses beyond the skeleton (imports added by steps).
     used: set = attrs.Factory(set)
 
