@@ -39,7 +39,7 @@ from cowcheck.flink.junit.runner import junit_jars, run_tests
 from cowcheck.flink.jvm import FlinkUnavailableError, flink_jars
 from cowcheck.flink.releases import (DEFAULT_VERSION, OLDEST_VERSION, FlinkBuild, build_of_path, check_version, is_path,
                                      parse_version)
-from cowcheck.flink.versions import FAILS_DIFFERENTLY, REPRODUCES, regression_range, run_release, spec_of
+from cowcheck.flink.versions import FAILS_DIFFERENTLY, PASSES, REPRODUCES, regression_range, run_release, spec_of
 
 __all__ = ["register", "versions"]
 
@@ -188,11 +188,11 @@ def _junit_column(column: str, classpath: str, files: list[str], junit: tuple) -
 def _agrees(record: dict) -> bool | None:
     """Whether a cell's JUnit result says what its Python replay says (None: nothing to compare)."""
     junit = record.get("junit")
-    if junit is None or record["outcome"] not in (REPRODUCES, FAILS_DIFFERENTLY, "passes"):
+    if junit is None or record["outcome"] not in (REPRODUCES, FAILS_DIFFERENTLY, PASSES):
         return None
     if junit["result"] == "cannot be written":
         return None
-    return agreement(record["outcome"] != "passes", junit["result"])
+    return agreement(record["outcome"] != PASSES, junit["result"])
 
 
 def render(matrix: dict, releases: list[str], ranges: dict, fmt: str) -> str:
@@ -204,7 +204,7 @@ def render(matrix: dict, releases: list[str], ranges: dict, fmt: str) -> str:
     header = ["counterexample", *releases, "regression range", *(["JUnit agrees"] if junit else [])]
 
     def cell(record: dict) -> str:
-        if "junit" not in record:
+        if "junit" not in record or record["outcome"] not in (REPRODUCES, FAILS_DIFFERENTLY, PASSES):
             return record["outcome"]
         return f"{record['outcome']} / JUnit {record['junit']['result']}"
 
@@ -227,7 +227,8 @@ def render(matrix: dict, releases: list[str], ranges: dict, fmt: str) -> str:
                if row[v]["outcome"] in ("not applicable", "fails differently", BAD_FILE)]
     details += [f"{Path(f).name} on {v}: JUnit {row[v]['junit']['result']}: {row[v]['junit']['detail']}"
                 for f, row in matrix.items() for v in releases
-                if row[v].get("junit", {}).get("detail") and _agrees(row[v]) is not True]
+                if row[v].get("junit", {}).get("detail") and row[v]["outcome"] in (REPRODUCES, FAILS_DIFFERENTLY, PASSES)
+                and _agrees(row[v]) is not True]
     out = "\n".join(lines) + "\n"
     if details and fmt == "text":
         out += "\n" + "\n".join(details) + "\n"

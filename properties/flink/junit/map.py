@@ -213,14 +213,14 @@ class MapWriter(Writer):
         lines += [f"assertFalse(raised, {java_string('P7: ' + render + ': raised without a structural change')});",
                   "Set<String> visited = new HashSet<>(seen);",
                   f"Set<String> may = Set.of({', '.join(java_string(p) for p in may)});",
-                  f"assertTrue(may.containsAll(visited), {java_string('P1: ' + render + ': entries the map never held')}"
-                  " + \" \" + seen);"]
+                  f"assertTrue(may.containsAll(visited), {java_string('P1: ' + render + ': entries the map never held; it returned ')}"
+                  " + seen);"]
         if self.cx.strict_live_iteration:
             lines += [f"Set<String> must = Set.of({', '.join(java_string(p) for p in must)});",
                       f"assertEquals(visited.size(), seen.size(), "
-                      f"{java_string('P7: ' + render + ': live iteration repeated entries')} + \" \" + seen);",
+                      f"{java_string('P7: ' + render + ': live iteration repeated entries; it returned ')} + seen);",
                       f"assertTrue(visited.containsAll(must), "
-                      f"{java_string('P7: ' + render + ': live iteration skipped entries')} + \" \" + seen);"]
+                      f"{java_string('P7: ' + render + ': live iteration skipped entries; it returned ')} + seen);"]
         return lines
 
     def nested(self) -> str:

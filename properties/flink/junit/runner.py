@@ -152,8 +152,9 @@ def _report(reports: Path) -> dict[str, Outcome]:
                 problem = case.find("error")
             if problem is not None:
                 out[name] = Outcome(name, FAILED, (problem.get("message") or problem.get("type") or "").strip())
-            elif case.find("skipped") is not None:
-                out.setdefault(name, Outcome(name, NOT_RUN, "skipped"))
+            elif case.find("skipped") is not None:  # an assumption the release does not meet
+                skipped = case.find("skipped")
+                out.setdefault(name, Outcome(name, NOT_RUN, (skipped.get("message") or skipped.text or "skipped").strip()))
             else:
                 out.setdefault(name, Outcome(name, PASSED))
     return out
