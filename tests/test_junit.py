@@ -117,9 +117,10 @@ def test_kept_tests_and_every_written_operation_compile_on_the_installed_release
 @pytest.mark.slow
 def test_versions_on_a_flink_given_by_path_says_where_junit_and_python_agree(tmp_path):
     dist = flink_jars()[0][0]  # the installed 2.3.0, named by path
-    run = subprocess.run([sys.executable, "-m", "cowcheck.cli", "versions", str(FINDINGS / "flink-26853-stale-copier.json"),
-                          "--versions", dist, "--to-junit", "--format", "json"], capture_output=True, text=True,
-                         timeout=900, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    finding = str(FINDINGS / "flink-26853-stale-copier.json")
+    run = subprocess.run([sys.executable, "-m", "cowcheck.cli", "versions", finding, "--versions", dist, "--to-junit",
+                          "--format", "json"], capture_output=True, text=True, timeout=900, cwd=tmp_path,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert run.returncode == 0, run.stderr[-2000:]
     (row,) = json.loads(run.stdout)["counterexamples"]
     cell = row["outcomes"][dist]

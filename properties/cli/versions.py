@@ -227,8 +227,8 @@ def render(matrix: dict, releases: list[str], ranges: dict, fmt: str) -> str:
                if row[v]["outcome"] in ("not applicable", "fails differently", BAD_FILE)]
     details += [f"{Path(f).name} on {v}: JUnit {row[v]['junit']['result']}: {row[v]['junit']['detail']}"
                 for f, row in matrix.items() for v in releases
-                if row[v].get("junit", {}).get("detail") and row[v]["outcome"] in (REPRODUCES, FAILS_DIFFERENTLY, PASSES)
-                and _agrees(row[v]) is not True]
+                if row[v].get("junit", {}).get("detail")
+                and row[v]["outcome"] in (REPRODUCES, FAILS_DIFFERENTLY, PASSES) and _agrees(row[v]) is not True]
     out = "\n".join(lines) + "\n"
     if details and fmt == "text":
         out += "\n" + "\n".join(details) + "\n"

@@ -18,7 +18,8 @@ jars placed first on the class path replace.
 >>> import io, zipfile
 >>> data = io.BytesIO()
 >>> with zipfile.ZipFile(data, "w") as z:
-...     z.writestr(".flink-runtime.version.properties", "project.version=2.3-SNAPSHOT\\ngit.commit.id.abbrev=abc1234\\n")
+...     z.writestr(".flink-runtime.version.properties",
+...                "project.version=2.3-SNAPSHOT\\ngit.commit.id.abbrev=abc1234\\n")
 >>> jar_version(data)
 ('2.3-SNAPSHOT', 'abc1234')
 """

@@ -123,8 +123,8 @@ class AsyncWriter(Writer):
     def fails_non_record(self, timers):
         if self.cx.failure.code != "A11":
             return self.no_exception(self.cx.failure.code, self.step_non_record(timers), "non_record")
-        return [*self.step_non_record(timers),
-                f"assertEquals(List.of(), aec.violations, {java_string('A11: the epoch rules of non-record n' + str(self._nid()))});"]
+        message = java_string(f"A11: the epoch rules of non-record n{self._nid()}")
+        return [*self.step_non_record(timers), f"assertEquals(List.of(), aec.violations, {message});"]
 
     def _nid(self) -> int:
         return sum(1 for step in self.cx.steps[:self.failing] if step.op == "non_record")

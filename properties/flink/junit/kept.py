@@ -4,8 +4,8 @@
 against each release (default: the installed one and every release in the cache) in one ``javac``
 call and runs them in one launcher call per release, prints what each did there and compares it
 with what was measured when the tests were written (``junit-expected.tsv`` beside them: a line
-per test and release, its result: passes, fails, does not compile, did not run). Exit 0: every test did as expected, 1: one did not,
-2: bad usage (no JUnit 5, an unknown release).
+per test and release, its result: passes, fails, does not compile, did not run). Exit 0: every
+test did as expected, 1: one did not, 2: bad usage (no JUnit 5, an unknown release).
 """
 
 from __future__ import annotations

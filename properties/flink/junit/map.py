@@ -118,7 +118,8 @@ class MapWriter(Writer):
         return [f"snapshots.remove({sid}).release();"]
 
     def step_iterate(self):
-        return ["for (Iterator<StateEntry<Object, Object, List<Integer>>> it = m.iterator(); it.hasNext(); ) it.next();"]
+        return ["for (Iterator<StateEntry<Object, Object, List<Integer>>> it = m.iterator(); it.hasNext(); ) {",
+                "    it.next();", "}"]
 
     def step_size_of_namespace(self, namespace):
         return [f"m.sizeOfNamespace({_java(namespace)});"]
@@ -209,12 +210,13 @@ class MapWriter(Writer):
                  "}"]
         render = self.operations.render(self.cx.steps[self.failing])
         if structural and min(position, total) < total:
-            return lines + [f"assertTrue(raised, {java_string('P7: ' + render + ': iteration went on after a structural change')});"]
+            message = java_string(f"P7: {render}: iteration went on after a structural change")
+            return lines + [f"assertTrue(raised, {message});"]
         lines += [f"assertFalse(raised, {java_string('P7: ' + render + ': raised without a structural change')});",
                   "Set<String> visited = new HashSet<>(seen);",
                   f"Set<String> may = Set.of({', '.join(java_string(p) for p in may)});",
-                  f"assertTrue(may.containsAll(visited), {java_string('P1: ' + render + ': entries the map never held; it returned ')}"
-                  " + seen);"]
+                  f"assertTrue(may.containsAll(visited), "
+                  f"{java_string('P1: ' + render + ': entries the map never held; it returned ')} + seen);"]
         if self.cx.strict_live_iteration:
             lines += [f"Set<String> must = Set.of({', '.join(java_string(p) for p in must)});",
                       f"assertEquals(visited.size(), seen.size(), "

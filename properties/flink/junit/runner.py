@@ -154,7 +154,8 @@ def _report(reports: Path) -> dict[str, Outcome]:
                 out[name] = Outcome(name, FAILED, (problem.get("message") or problem.get("type") or "").strip())
             elif case.find("skipped") is not None:  # an assumption the release does not meet
                 skipped = case.find("skipped")
-                out.setdefault(name, Outcome(name, NOT_RUN, (skipped.get("message") or skipped.text or "skipped").strip()))
+                why = (skipped.get("message") or skipped.text or "skipped").strip()
+                out.setdefault(name, Outcome(name, NOT_RUN, why))
             else:
                 out.setdefault(name, Outcome(name, PASSED))
     return out

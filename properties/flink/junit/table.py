@@ -137,7 +137,8 @@ class TableWriter(Writer):
         lines += [f"frozen.put({g}, {_strings(sorted(items))});" for g, items in sorted(groups.items())]
         lines += ["for (int g = 0; g < MAX_PARALLELISM; g++) {",
                   f"    assertEquals(frozen.getOrDefault(g, List.of()), written(snapshots.get({sid}), g),",
-                  f"            \"T2: key group \" + g + \" of snapshot s{sid} as written, against the model's copy\");",
+                  f"            \"T2: key group \" + g + \" of snapshot s{sid} as written, "
+                  f"against the model's copy\");",
                   "}"]
         return lines
 

@@ -219,10 +219,10 @@ class Writer:
             *self.extra_imports(),
             "",
             "/**",
-            f" * Replays cowcheck's counterexample {java_comment(Path(self.file_name).name)} ({self.operations.machine} "
-            f"machine) on Flink's own classes,",
-            f" * written for {java_comment(self.written_for)}: it fails where the bug is ({kind} {failure.code} at step "
-            f"{self.failing}) and passes where it is fixed.",
+            f" * Replays cowcheck's counterexample {java_comment(Path(self.file_name).name)} "
+            f"({self.operations.machine} machine) on Flink's own classes,",
+            f" * written for {java_comment(self.written_for)}: it fails where the bug is ({kind} {failure.code} "
+            f"at step {self.failing}) and passes where it is fixed.",
             " * Self-contained: Flink's jars and JUnit 5 are all it needs on the class path.",
             " */",
             f"class {name} {{",
