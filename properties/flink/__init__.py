@@ -110,10 +110,11 @@ def resolve_flink(rest: str, kind: MachineKind) -> Implementation:
     machine may use is read from the classes found (``cowcheck.flink.jars``), never from the version."""
     spec = "flink" + (rest if not rest or rest.startswith("@") else ":" + rest)
     target, options, classpath = _parse(rest)
-    if not rest.startswith("@") and rest and not options and not classpath:
-        raise UnknownImplementationError(spec, "the Flink bridge takes a release and a seeded "
-                                               "corruption: use 'flink' or 'flink@VERSION' (e.g. "
-                                               "flink@1.13.6), optionally followed by ':corrupt=NAME'")
+    if options and not rest.startswith("@") and not options.startswith("corrupt="):
+        raise UnknownImplementationError(spec, "the Flink bridge takes a release (or a build's path), a seeded "
+                                               "corruption and a class path: use 'flink' or 'flink@VERSION' (e.g. "
+                                               "flink@1.13.6) or 'flink@PATH', optionally followed by "
+                                               "':corrupt=NAME' and ':classpath=JAR[:JAR...]'")
     machine = kind.name
     implement = _IMPLEMENTATIONS.get(machine)
     if implement is None:
@@ -152,12 +153,14 @@ def resolve_flink(rest: str, kind: MachineKind) -> Implementation:
         if classpath:
             build = attrs.evolve(build, user=classpath, replaced=user_jars(classpath, flink))
         index = class_index(build.user + flink)
+        implementation = implement(spec, build, corruption, index)  # refuses what the classes lack
         select_build(build)
+    except UnknownImplementationError:
+        raise
     except FlinkUnavailableError as exc:
         raise UnknownImplementationError(spec, exc.reason) from None
     except (ValueError, JarError) as exc:
         raise UnknownImplementationError(spec, str(exc)) from None
-    implementation = implement(spec, build, corruption, index)  # refuses what the classes lack, before javac
     try:
         compile_helper()  # javac here, outside the step time limit the first implementation is built under
     except FlinkUnavailableError as exc:
@@ -188,7 +191,7 @@ def _async(spec: str, build: FlinkBuild, corruption: str, index) -> Implementati
     # What the Flink lacks, the machine leaves out (its config), said once in the run's header.
     left_out = f"; {build.label} has no {', no '.join(lacks)}: the machine leaves them out" if lacks else ""
     return Implementation(spec, FlinkAsyncController, False,
-                          f"{_who(build)} {api.controller.rpartition('.')[2]} through JPype (deterministic "
+                          f"{_who(build)} AsyncExecutionController through JPype (deterministic "
                           f"mailbox and executor, no buffer timeout){left_out}{build.describe_user()}",
                           config_defaults={"buffer_timeout": 0, "final_actions": api.final_actions,
                                            "overdraft": api.overdraft})
