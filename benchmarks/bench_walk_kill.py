@@ -4,7 +4,7 @@ check mode (map).
 
 Run from the repository root::
 
-    python -m benchmarks.bench_walk_kill [--max-seeds N] [--section walks|executor|all]
+    python -m benchmarks.bench_walk_kill [--max-seeds N] [--section walks|executor|verdict|all]
 
 Section ``walks`` (every mutant of every machine, seed 0): CPU time of the walk
 phase to its first failing walk (``cowcheck.core.walk_phase``, 32 walks at
@@ -19,14 +19,34 @@ until one fails. The table gives the CPU time to the first failing seed, that
 seed and the failure code; a mutant no seed below ``--max-seeds`` finds shows
 "not found". This is what throughput buys: checked steps are only worth as
 much as the bugs they find.
+
+Section ``verdict`` (not part of ``all``): what a user waits for. Every map
+mutant of the catalogue is written as a user's module in a temporary
+directory outside the repository (``make = <the mutant's factory>``) and
+checked as a user checks a map: ``cowcheck check --black-box --impl
+MODULE:make --minutes 1 --seed 7`` in a fresh working directory, the map in a
+process of its own (the default), then the same with ``--in-process``. The
+table gives the wall time of the whole command (start-up, probe, walk phase,
+shrinking, the replays that count how reliably it fails, storing; the median
+of ``--repeat`` runs), the shrunk length both ways (isolation must not cost
+shrink quality) and, from the command's own ``time to the verdict`` line,
+where the time went: finding (the walk phase), confirming (replays of the
+found program before shrinking), shrinking, replays (counting the shrunk
+program's reproductions; the live confirmation of the stored failure).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import resource
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 MODES = {
     "I1-I9 every step": {},
@@ -92,11 +112,85 @@ def walk_phase_vs_hypothesis() -> None:
     print()
 
 
+_SHRUNK = re.compile(r"shrunk ([\d,]+) -> ([\d,]+) steps in (\d+) ms")
+_FOUND = re.compile(r"first failure found by the walk phase after (\d+) ms")
+_PHASES = re.compile(r"time to the verdict: (.*)")
+
+
+def check_verdict(module_dir: str, module: str, in_process: bool) -> dict:
+    """One ``cowcheck check`` of ``module:make`` as a user runs it (a fresh working directory):
+    its wall time, exit code, shrunk length and the phases it reports."""
+    command = [sys.executable, "-m", "cowcheck.cli", "check", "--black-box", "--impl", f"{module}:make",
+               "--minutes", "1", "--seed", "7"] + (["--in-process"] if in_process else [])
+    env = dict(os.environ, PYTHONPATH=module_dir)
+    with tempfile.TemporaryDirectory(prefix="cowcheck-verdict-") as cwd:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, cwd=cwd, env=env, timeout=600)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shrunk, found, phases = (_SHRUNK.search(done.stdout), _FOUND.search(done.stdout), _PHASES.search(done.stdout))
+    return {"wall": wall, "cpu": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+            "code": done.returncode, "length": int(shrunk.group(2).replace(",", "")) if shrunk else None,
+            "found_ms": int(found.group(1)) if found else None, "shrink_ms": int(shrunk.group(3)) if shrunk else None,
+            "phases": phases.group(1) if phases else "", "failure": next(
+                (line.split(" after ")[0] for line in done.stdout.splitlines() if line.startswith("FAILURE")), "")}
+
+
+def verdict_times(repeat: int, only: list[str]) -> None:
+    import cowcheck.registry  # noqa: F401  (registers every machine's mutants)
+    from cowcheck.core.mutants import catalogue
+
+    names = [name for name, mutant in catalogue().items() if mutant.machine == "map" and (not only or name in only)]
+    print(f"time to the verdict: cowcheck check --black-box --impl MODULE:make --minutes 1 --seed 7, {len(names)} map "
+          f"mutants as users' modules, isolated (the default) vs --in-process, median of {repeat} runs; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'mutant':38} {'isolated':>17} {'in-process':>17} {'shrunk':>7}  failure; where the isolated run's "
+          f"time went")
+    print(f"{'':38} {'wall s':>8} {'CPU s':>8} {'wall s':>8} {'CPU s':>8}")
+    walls: dict = {False: [], True: []}
+    cpus: dict = {False: [], True: []}
+    with tempfile.TemporaryDirectory(prefix="cowcheck-users-maps-") as module_dir:
+        for name in names:
+            module = "users_" + name.replace("-", "_")
+            Path(module_dir, module + ".py").write_text(
+                "import cowcheck.map  # noqa: F401\nfrom cowcheck.core.mutants import catalogue\n\n"
+                f"make = catalogue()[{name!r}].factory\n")
+            runs: dict = {False: [], True: []}
+            for _ in range(repeat):  # interleaved: both modes see the same load
+                for in_process in (False, True):
+                    runs[in_process].append(check_verdict(module_dir, module, in_process))
+            cells = []
+            for in_process in (False, True):
+                wall = statistics.median(r["wall"] for r in runs[in_process])
+                cpu = statistics.median(r["cpu"] for r in runs[in_process])
+                walls[in_process].append(wall)
+                cpus[in_process].append(cpu)
+                cells.append(f"{wall:>8.2f} {cpu:>8.2f}")
+            last = runs[False][-1]
+            lengths = "/".join(str(runs[mode][-1]["length"] or "-") for mode in (False, True))
+            codes = {r["code"] for rs in runs.values() for r in rs}
+            verdict = last["failure"] if codes == {1} else f"exit {sorted(codes)}"
+            where = last["phases"] or f"found in {last['found_ms']} ms, shrunk in {last['shrink_ms']} ms"
+            print(f"{name:38} {cells[0]} {cells[1]} {lengths:>7}  {verdict}; {where}", flush=True)
+    for in_process in (False, True):
+        mode = "--in-process" if in_process else "isolated"
+        print(f"  {mode:<12} wall: median {statistics.median(walls[in_process]):.2f} s, max "
+              f"{max(walls[in_process]):.2f} s; CPU: median {statistics.median(cpus[in_process]):.2f} s, max "
+              f"{max(cpus[in_process]):.2f} s" + ("  (target: median wall <= 1 s)" if not in_process else ""))
+    print(f"  load average now {os.getloadavg()[0]:.1f}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_walk_kill")
     parser.add_argument("--max-seeds", type=int, default=2000, help="seeds tried per mutant and mode (default 2000)")
-    parser.add_argument("--section", choices=["walks", "executor", "all"], default="all")
+    parser.add_argument("--section", choices=["walks", "executor", "verdict", "all"], default="all")
+    parser.add_argument("--repeat", type=int, default=3, help="verdict: runs per mutant and mode (default 3)")
+    parser.add_argument("--mutants", default="", help="verdict: these mutants only (comma-separated)")
     args = parser.parse_args(argv)
+    if args.section == "verdict":
+        verdict_times(args.repeat, [name for name in args.mutants.split(",") if name])
+        return 0
 
     if args.section in ("walks", "all"):
         walk_phase_vs_hypothesis()

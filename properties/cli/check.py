@@ -13,7 +13,7 @@ from hypothesis import settings
 
 from cowcheck.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
                                    one_line, seed_arg, step_seconds_arg, store_found)
-from cowcheck.core import bounds
+from cowcheck.core import bounds, timing
 from cowcheck.core.contract import pointer
 from cowcheck.core.counterexample import Counterexample, CounterexampleError, load, replay_command, save
 from cowcheck.core.errors import UsageError
@@ -167,6 +167,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     subject = Subject.of(kind, impl.spec, impl.factory, config)
     _RUN.update(record=record, subject=subject, seed=base_seed, stderr=stderr)
     walks = default_walks(args.walks, args.examples) if kind.walker is not None else 0
+    timing.reset()
     try:
         result = hunt(lambda rec: kind.builder(impl.factory, config, rec), subject, base_seed=base_seed,
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
@@ -197,6 +198,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(f"first failure found by the walk phase after {walked.seconds * 1000:.0f} ms; shrunk "
                      f"{result.original_length} -> {len(result.program)} steps in "
                      f"{result.seconds_to_shrink * 1000:.0f} ms\n")
+        stdout.write(_verdict_time(result))
         stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
                                     (result.reproduced, result.replays)))
         return _report_saved(stdout, saved, impl, args, result)
@@ -207,9 +209,22 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     stdout.write(f"first failure found by Hypothesis after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
+    stdout.write(_verdict_time(result))
     stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
                                 (result.reproduced, result.replays)))
     return _report_saved(stdout, saved, impl, args, result)
+
+
+def _verdict_time(result: HuntResult) -> str:
+    """Where the time from the start of the search to the verdict went (docs/benchmarks.md): finding
+    (the walk phase, other failing walks included, or Hypothesis), confirming (replays of a failing
+    program by another path, call by call), shrinking, replays (counting how reliably it fails)."""
+    taken = timing.taken()
+    confirming, replays = taken.get("confirming", 0.0), taken.get("replays", 0.0)
+    shrinking = max(0.0, result.seconds_to_shrink - confirming - replays)
+    finding = max(0.0, result.elapsed - result.seconds_to_shrink)
+    return (f"time to the verdict: finding {finding * 1000:.0f} ms, confirming {confirming * 1000:.0f} ms, "
+            f"shrinking {shrinking * 1000:.0f} ms, replays {replays * 1000:.0f} ms\n")
 
 
 _STORED_MOST = 20  # stored counterexamples replayed before a check (the first ones by file name)
