@@ -11,8 +11,8 @@ from typing import TextIO
 import attrs
 from hypothesis import settings
 
-from cowcheck.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
-                                   one_line, seed_arg, step_seconds_arg, store_found)
+from cowcheck.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, add_family_options,
+                                   minutes_arg, seconds_arg, one_line, seed_arg, step_seconds_arg, store_found)
 from cowcheck.core import bounds, timing
 from cowcheck.core.contract import pointer
 from cowcheck.core.counterexample import Counterexample, CounterexampleError, load, replay_command, save
@@ -87,6 +87,7 @@ def register(sub) -> None:
                    help="map machine: flink (default: snapshot isolation and Flink's copy discipline, P6) or "
                         "isolation (what any snapshot map owes, with no rule about when copies are made; "
                         "docs/contract.md)")
+    add_family_options(p)
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
     p.add_argument("--step-time-limit", type=step_seconds_arg, default=DEFAULT_STEP_TIME_LIMIT,
@@ -129,20 +130,24 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
     if args.async_part is not None and "async_part" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--async-part applies to the backend machine, not {args.machine!r}")
-    if args.contract is not None and "contract" not in attrs.fields_dict(kind.config_class):
-        raise UsageError(f"--contract applies to the map machine, not {args.machine!r}")
+    for option in ("contract", "key_families", "namespace_families"):
+        if getattr(args, option, None) is not None and option not in attrs.fields_dict(kind.config_class):
+            raise UsageError(f"--{option.replace('_', '-')} applies to the map machine, not {args.machine!r}")
     sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (docs/contract.md §17)
+    families = {"key_families": getattr(args, "key_families", None),
+                "namespace_families": getattr(args, "namespace_families", None)}
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes, contract=args.contract, async_part=args.async_part)
+                             sizes=sizes, contract=args.contract, async_part=args.async_part, **families)
     try:
         probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
     except CheckFailure as exc:  # building one crashed (ended its process, raised SystemExit...)
         return _failed_at_construction(args, stdout, stderr, exc.failure, kind, impl, config)
     white_box = probed.white_box
+    families.update(probed.settings)  # the families it takes, when they were not chosen
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=white_box,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes, contract=args.contract, async_part=args.async_part)
+                             sizes=sizes, contract=args.contract, async_part=args.async_part, **families)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)
@@ -153,9 +158,9 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description}), {mode}{where}"
                  f"{level}, profile {args.profile}, seed {base_seed}\n")
     stdout.flush()
-    if probed.notice:
-        stderr.write(f"cowcheck: notice: {probed.notice}\n")
-        stderr.flush()
+    for notice in probed.notices:
+        stderr.write(f"cowcheck: notice: {notice}\n")
+    stderr.flush()
 
     if not args.no_replay_stored:
         again = _replay_stored(args, stdout, stderr, kind, impl)
