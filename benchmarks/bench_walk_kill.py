@@ -21,18 +21,23 @@ seed and the failure code; a mutant no seed below ``--max-seeds`` finds shows
 much as the bugs they find.
 
 Section ``verdict`` (not part of ``all``): what a user waits for. Every map
-mutant of the catalogue is written as a user's module in a temporary
+mutant of the catalogue that a black-box run can catch (one that breaks a
+property, not only an invariant) is written as a user's module in a temporary
 directory outside the repository (``make = <the mutant's factory>``) and
 checked as a user checks a map: ``cowcheck check --black-box --impl
 MODULE:make --minutes 1 --seed 7`` in a fresh working directory, the map in a
-process of its own (the default), then the same with ``--in-process``. The
-table gives the wall time of the whole command (start-up, probe, walk phase,
-shrinking, the replays that count how reliably it fails, storing; the median
-of ``--repeat`` runs), the shrunk length both ways (isolation must not cost
-shrink quality) and, from the command's own ``time to the verdict`` line,
-where the time went: finding (the walk phase), confirming (replays of the
-found program before shrinking), shrinking, replays (counting the shrunk
-program's reproductions; the live confirmation of the stored failure).
+process of its own (the default), then the same with ``--in-process`` (and,
+with ``--before PYTHON``, isolated with another checkout's cowcheck), the
+runs of one mutant interleaved, bytecode cached as an installed cowcheck has
+it. The table gives the wall time of the whole command (start-up, probe,
+walk phase, shrinking, the replays that count how reliably it fails,
+storing) and its CPU time with its map's process (the median of
+``--repeat`` runs; a mutant no check finds within the minute is left out),
+the shrunk length each way (isolation must not cost shrink quality) and,
+from the command's own ``time to the verdict`` line, where the time went:
+finding (the walk phase, the other failing walks it looks for included),
+confirming (a failing program replayed live, call by call), shrinking,
+replays (counting how reliably the stored program fails).
 """
 
 from __future__ import annotations
@@ -168,6 +173,11 @@ def verdict_times(repeat: int, only: list[str], before: str | None) -> None:
             check_verdict(python, env, "users_" + names[0].replace("-", "_"), in_process)
         for name in names:
             module = "users_" + name.replace("-", "_")
+            first = check_verdict(sys.executable, env, module, True)
+            if first["code"] != 1:  # not found within the minute (--in-process): no verdict to time
+                print(f"{name:38}  no failure found in the budget (exit {first['code']}, {first['wall']:.0f} s "
+                      f"--in-process): left out", flush=True)
+                continue
             runs: dict = {label: [] for label, _, _ in modes}
             for _ in range(repeat):  # interleaved: every mode sees the same load
                 for label, python, in_process in modes:
