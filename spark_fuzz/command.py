@@ -19,8 +19,8 @@ from pathlib import Path
 import attrs
 from typing import TextIO
 
-from cowcheck.cli.common import (EXIT_INTERNAL, add_family_options, capacity_arg, check_output_directory, count_arg, minutes_arg,
-                                   one_line, seconds_arg, step_seconds_arg, store_found)
+from cowcheck.cli.common import (EXIT_INTERNAL, add_family_options, capacity_arg, check_output_directory, count_arg,
+                                 minutes_arg, one_line, seconds_arg, step_seconds_arg, store_found)
 from cowcheck.core import bounds
 from cowcheck.core.contract import pointer
 from cowcheck.core.errors import UsageError

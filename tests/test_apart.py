@@ -78,4 +78,5 @@ def test_a_search_that_proposes_another_program_changes_nothing_but_the_time(mon
 @pytest.mark.parametrize("answer", [None, [], "get", [("get",)], [("no_such_op", [])], [("get", [0, 0])] * 50,
                                     [("release", [0])]])
 def test_what_the_other_process_proposes_is_data_to_check(answer):
-    assert _proposal(answer, ahead_harness(Harness, "map", None), 40) is None  # not a list, empty, malformed, unknown, too long, ill-formed
+    # not a list, empty, malformed, of an unknown operation, too long, ill-formed (a snapshot never taken)
+    assert _proposal(answer, ahead_harness(Harness, "map", None), 40) is None

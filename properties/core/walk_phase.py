@@ -91,8 +91,9 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
     of the same kind (DIVERGENCE, INVARIANT...; the code may differ where it
     depends on context, e.g. one checkpoint running or two): the shrinker may
     get a shorter program from one of them (those walks run through the harness
-    class's ``spare_harness`` if it has one: settling confirms what it keeps). Not after a hang (a TIMEOUT of the
-    step time limit): every spare that hangs too would cost the limit. An exception that is not the
+    class's ``spare_harness`` if it has one: settling confirms what it keeps). Not
+    after a hang (a TIMEOUT of the step time limit): every spare that hangs too
+    would cost the limit. An exception that is not the
     harness's CheckFailure is cowcheck's own error: raised as InternalError, never blamed on the map."""
     run = WalkRun()
     started = time.monotonic()

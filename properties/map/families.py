@@ -78,11 +78,12 @@ def probe_families(impl, *, capacity: int, key_families: tuple | None,
         return FamiliesProbed(key_families, namespace_families, {})
     kept = {role: [f.name for f in families_of(role, chosen[role])] for role in _ROLES}
     refused = {}
-    for key_family in families_of("key", key_families):
-        for namespace_family in families_of("namespace", namespace_families):
-            why = _refusal(impl, capacity, key_family, namespace_family)
-            if why is not None:
-                refused[(key_family.name, namespace_family.name)] = why
+    with unpaced():  # (each call under the full limit: a refusal is not done again)
+        for key_family in families_of("key", key_families):
+            for namespace_family in families_of("namespace", namespace_families):
+                why = _refusal(impl, capacity, key_family, namespace_family)
+                if why is not None:
+                    refused[(key_family.name, namespace_family.name)] = why
     every_pair = len(families_of("key", key_families)) * len(families_of("namespace", namespace_families))
     if refused and len(refused) == every_pair:
         raise UsageError(f"{impl.spec} takes no key or namespace family that cowcheck draws: it refused each pair of "
@@ -135,8 +136,7 @@ def _refusal(impl, capacity: int, key_family, namespace_family) -> str | None:
         return None
 
     try:
-        with unpaced():
-            return implementation_call(attempt)
+        return implementation_call(attempt)
     except BaseException as exc:
         if is_interruption(exc) or isinstance(exc, BudgetSpent):
             raise
