@@ -12,31 +12,32 @@ seconds where the same run in one process took a fraction of one.
 So the search runs where the implementation runs. :func:`shrink_apart`
 (the ``shrink_apart`` of an :class:`~cowcheck.core.ahead.AheadHarness`, as
 :func:`~cowcheck.core.shrink.shrink_failure` asks it) settles a program in
-four steps, each verdict the checker's own:
+three steps, each verdict the checker's own:
 
-1. the program found is replayed ``replays`` times, run ahead there and
-   checked here from the records (:attr:`AheadHarness.trusting`: a failure on the
-   records is not replayed live a second time); one that does not fail every
-   time (a racy map) is left to the usual way, where every failure is
-   confirmed live;
-2. the implementation's process shrinks it (:func:`run_search`: the replay
+1. the implementation's process shrinks it (:func:`run_search`: the replay
    shrinker of :mod:`cowcheck.core.shrink`, over implementations it builds
    itself with the program's arguments, each step under the step time
    limit), and proposes the program it found;
-3. the checker replays the proposal live, call by call (its verdict is the
+2. the checker replays the proposal live, call by call (its verdict is the
    stored failure); it must fail with the same kind and code;
-4. and counts it: ``replays`` replays from the records, each of which must fail.
+3. and counts it: ``replays`` replays, run ahead together in one request, each
+   on an implementation of its own, checked here from their records one after
+   another (:attr:`AheadHarness.trusting`: a failure on the records is not
+   replayed live a second time), each of which must fail.
 
 Anything else (a proposal that is not a program of the machine, longer
-than the one found, failing otherwise or not at all; a process that ends,
-hangs or breaks the protocol) leaves the failure to the usual way, which
-settles it as it did before. A module that patches cowcheck in its own
-process can therefore mislead the search, never the verdict: what is stored
-was seen to fail here.
+than the one found, failing otherwise or not at all, or not every time: a
+racy map; a process that ends, hangs or breaks the protocol) leaves the
+failure to the usual way, which settles it as it did before, every failing
+replay confirmed live. A module that patches cowcheck in its own process can
+therefore mislead the search, never the verdict: what is stored was seen to
+fail here.
 
 The search is the one an implementation in the checker's process gets
 (the same shrinker over the same calls), so a deterministic map's shrunk
-program is the same either way.
+program is the same either way. A hang (confirmed once under the full limit)
+and the end of the implementation's process (which that process cannot search
+for) are settled the usual way.
 """
 
 from __future__ import annotations
@@ -47,14 +48,14 @@ import time
 
 from cowcheck.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, WorkerFailure, build, is_interruption
 from cowcheck.core.child import _Server, register_apart
-from cowcheck.core.recorder import run_ahead
 from cowcheck.core.failures import CheckFailure, Failure
 from cowcheck.core.limits import BudgetSpent, StepTimeout, current_limit, implementation_calls, unpaced
 from cowcheck.core.machine import machine_kind
 from cowcheck.core.program import Step
-from cowcheck.core.recorder import _plain, _unplain
+from cowcheck.core.recorder import _plain, _unplain, run_ahead
 from cowcheck.core.session import RemoteObject
-from cowcheck.core.shrink import Shrunk, is_hang, replay, shrink, signature_of
+from cowcheck.core.shrink import Shrunk, is_hang, replay, signature_of
+from cowcheck.core.shrink import shrink as shrunk_program
 from cowcheck.core.timing import charged, timed_as
 from cowcheck.core.wire import _ANSWER, _BATCH, _OK, _SEARCH, _WALKS
 
@@ -187,8 +188,9 @@ def run_search(server: _Server, machine: str, options: dict, codes: list, target
     harness_class = _bounded(kind.harness_class, limit) if limit else kind.harness_class
     previous = signal.signal(signal.SIGALRM, _alarm(limit)) if limit else None
     try:
-        shorter, _ = shrink(steps, failure, lambda: server.factory(*args, **kwargs), harness_class=harness_class,
-                            max_replays=max_replays, deadline=time.monotonic() + seconds, **options)
+        shorter, _ = shrunk_program(steps, failure, lambda: server.factory(*args, **kwargs),
+                                    harness_class=harness_class, max_replays=max_replays,
+                                    deadline=time.monotonic() + seconds, **options)
     finally:
         if limit:
             signal.setitimer(signal.ITIMER_REAL, 0)
