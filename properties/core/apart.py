@@ -95,7 +95,7 @@ def _count(harness_class, program: list[Step], failure: Failure, make_impl, repl
     checker's calls: it went live), the rest are replayed live, call by call."""
     target, count, done = signature_of(failure), 0, 0
     try:
-        impl = build(make_impl)
+        impl = build(make_impl)  # a program of the run's arguments: the replays build theirs with them
     except CheckFailure:
         impl = None
     session = getattr(impl, "_s", None) if isinstance(impl, RemoteObject) else None
