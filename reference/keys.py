@@ -15,11 +15,17 @@ state's namespace type; besides ``Integer``, ``Long`` and ``String`` (Python
   ``hashCode = 99``.
 
 Importing this module teaches :func:`cowcheck.reference.hashing.java_hash_code` these
-types (its documented extension point), so their layouts match Flink's. All
-three are immutable; ``repr`` is the Python that builds an equal value.
+types (its documented extension point), so their layouts match Flink's. Each also
+answers ``hashCode()`` with that value, as the Java object does, so a map that
+computes Java hash codes itself (a key's ``hashCode()`` where it has one) needs
+nothing from cowcheck; Python's ``hash()`` of them is another number (salted for
+strings, never a layout). All three are immutable; ``repr`` is the Python that
+builds an equal value.
 
 >>> from cowcheck.reference.hashing import java_hash_code
 >>> java_hash_code(Tuple2(1, "a")), java_hash_code(VOID_NAMESPACE), java_hash_code(TimeWindow(0, 10))
+(128, 99, -1456339591)
+>>> Tuple2(1, "a").hashCode(), VOID_NAMESPACE.hashCode(), TimeWindow(0, 10).hashCode()
 (128, 99, -1456339591)
 """
 
@@ -58,6 +64,9 @@ class Tuple2:
     def __hash__(self) -> int:
         return hash((Tuple2, self.f0, self.f1))
 
+    def hashCode(self) -> int:  # noqa: N802  (Java's name: what Flink's Tuple2.hashCode() returns)
+        return _tuple2_hash(self)
+
     def __repr__(self) -> str:
         return f"Tuple2({self.f0!r}, {self.f1!r})"
 
@@ -91,6 +100,9 @@ class TimeWindow:
     def __hash__(self) -> int:
         return hash((TimeWindow, self.start, self.end))
 
+    def hashCode(self) -> int:  # noqa: N802  (Java's name: TimeWindow.hashCode())
+        return long_to_int_with_bit_mixing(self.start + self.end)
+
     def __repr__(self) -> str:
         return f"TimeWindow({self.start!r}, {self.end!r})"
 
@@ -111,6 +123,9 @@ class VoidNamespace:
 
     def __lt__(self, other) -> bool:
         return False if type(other) is VoidNamespace else NotImplemented
+
+    def hashCode(self) -> int:  # noqa: N802  (Java's name: VoidNamespace.hashCode())
+        return 99
 
     def __repr__(self) -> str:
         return "VOID_NAMESPACE"
@@ -142,5 +157,5 @@ def _tuple2_hash(t: Tuple2) -> int:
 
 
 register_java_hash(Tuple2, _tuple2_hash)
-register_java_hash(TimeWindow, lambda w: long_to_int_with_bit_mixing(w.start + w.end))
-register_java_hash(VoidNamespace, lambda _: 99)
+register_java_hash(TimeWindow, TimeWindow.hashCode)
+register_java_hash(VoidNamespace, VoidNamespace.hashCode)

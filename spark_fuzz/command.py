@@ -19,8 +19,9 @@ from pathlib import Path
 import attrs
 from typing import TextIO
 
-from cowcheck.cli.common import (EXIT_INTERNAL, add_classpath, capacity_arg, check_output_directory, count_arg,
-                                   minutes_arg, one_line, seconds_arg, step_seconds_arg, store_found, with_classpath)
+from cowcheck.cli.common import (EXIT_INTERNAL, add_classpath, add_family_options, capacity_arg, check_output_directory,
+                                   count_arg, minutes_arg, one_line, seconds_arg, step_seconds_arg, store_found,
+                                   with_classpath)
 from cowcheck.core import bounds
 from cowcheck.core.contract import pointer
 from cowcheck.core.errors import UsageError
@@ -102,6 +103,7 @@ def register(sub) -> None:
                         "(what any snapshot map owes, no rule about when copies are made; docs/contract.md)")
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="map machine: hold live iteration to 'each entry once or an error' (Flink does not meet it)")
+    add_family_options(p)
     p.add_argument("--seed-time-limit", type=seconds_arg(floor=bounds.MIN_SEED_SECONDS), default=60.0, metavar="SECONDS",
                    help="a walk longer than this is a TIMEOUT; a seed is killed at twice this plus slack "
                         "(default 60)")
@@ -140,7 +142,8 @@ def _checks(kind, config, white_box: bool, batched: bool = False) -> str:
 
 
 # Options of the machines whose config has the field of that name; their default.
-_CONFIG_OPTIONS = (("capacity", None), ("sizes", "large"), ("contract", "flink"), ("strict_live_iteration", False))
+_CONFIG_OPTIONS = (("capacity", None), ("sizes", "large"), ("contract", "flink"), ("strict_live_iteration", False),
+                   ("key_families", None), ("namespace_families", None))
 
 
 def _check_options(args, kind) -> None:
@@ -170,15 +173,17 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     impl = resolve(args.impl, kind.name, isolated=not args.in_process)
     sized = "capacity" in attrs.fields_dict(kind.config_class)
     capacity = (args.capacity or impl.default_capacity) if sized else 0
-    probed = probe_isolated(kind, impl, kind.config_for(impl, capacity=capacity or None), black_box=args.black_box,
-                            white_box=args.white_box, step_time_limit=args.step_time_limit)
+    families = {"key_families": args.key_families, "namespace_families": args.namespace_families}
+    probed = probe_isolated(kind, impl, kind.config_for(impl, capacity=capacity or None, **families),
+                            black_box=args.black_box, white_box=args.white_box, step_time_limit=args.step_time_limit)
     white_box = probed.white_box
+    families.update(probed.settings)  # the families it takes, when they were not chosen
     config = CampaignConfig(impl=impl.spec, executor=args.executor, capacity=capacity, steps=args.steps,
                             examples=args.examples, invariants_every=args.invariants_every,
                             white_box=white_box, strict_live_iteration=args.strict_live_iteration,
                             seed_time_limit=args.seed_time_limit, step_time_limit=args.step_time_limit,
                             batched=not args.call_by_call, sizes=args.sizes, contract=args.contract,
-                            in_process=args.in_process, machine=kind.name)
+                            in_process=args.in_process, machine=kind.name, **families)
     settings = machine_config(config, kind, impl)
     batched = (config.batched and config.executor == "raw"
                and impl.batched_walks(kind, settings) is not None)
@@ -196,8 +201,8 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     stdout.write(f"cowcheck campaign: {machine}{impl.spec} ({impl.description}), executor {config.executor}, "
                  f"{budget}, {_checks(kind, config, white_box, batched)}{details}, out {args.out}\n")
     stdout.flush()
-    if probed.notice:
-        stderr.write(f"cowcheck: notice: {probed.notice}\n")
+    for notice in probed.notices:
+        stderr.write(f"cowcheck: notice: {notice}\n")
     try:
         return _run(args, stdout, stderr, kind, impl, config, white_box, batched, seeds, store)
     finally:

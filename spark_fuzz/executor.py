@@ -122,8 +122,10 @@ class CampaignConfig:
 
     ``machine``: the state machine a seed runs (any registered one: its walker or its
     Hypothesis machine, through its harness); ``capacity``, ``sizes``, ``space``,
-    ``contract`` and ``strict_live_iteration`` apply to machines whose config has
-    them (the map's), ``invariants_every`` to machines with a ``sampled_harness``.
+    ``contract``, ``strict_live_iteration`` and ``key_families``/``namespace_families``
+    (the families chosen or probed, docs/contract.md §17; None: every one) apply to
+    machines whose config has them (the map's), ``invariants_every`` to machines with a
+    ``sampled_harness``.
 
     ``in_process``: a ``MODULE:FACTORY`` map runs in the process that checks it;
     by default it runs in a process of its own (:mod:`cowcheck.core.remote`),
@@ -146,14 +148,16 @@ class CampaignConfig:
     space: str = attrs.field(default="full", validator=attrs.validators.in_(SPACES))
     in_process: bool = False
     contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
+    key_families: tuple | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
+    namespace_families: tuple | None = attrs.field(default=None, converter=attrs.converters.optional(tuple))
     known: tuple = attrs.field(default=(), converter=tuple)
     deadline: float | None = None
     machine: str = DEFAULT_MACHINE
 
     def to_json(self) -> dict:
         data = attrs.asdict(self)
-        for name in ("known", "deadline"):  # (what the manifest holds: a campaign's settings, not its state)
-            if not data[name]:
+        for name in ("known", "deadline", "key_families", "namespace_families"):
+            if not data[name]:  # (the manifest holds a campaign's settings, not its state; families if chosen)
                 del data[name]
         return data
 
@@ -255,7 +259,8 @@ def machine_config(config: CampaignConfig, kind: MachineKind, impl, walks: bool 
     with the size class and key space of walks, which Hypothesis examples leave at its defaults)."""
     sizes = dict(sizes=config.sizes, space=config.space) if walks else {}
     return kind.config_for(impl, capacity=config.capacity or None, white_box=_white_box(config, impl),
-                           strict_live_iteration=config.strict_live_iteration, contract=config.contract, **sizes)
+                           strict_live_iteration=config.strict_live_iteration, contract=config.contract,
+                           key_families=config.key_families, namespace_families=config.namespace_families, **sizes)
 
 
 def run_seed(seed: int, config: CampaignConfig) -> Outcome:

@@ -29,15 +29,16 @@ is bad input (exit 2), not cowcheck's error.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import uuid
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 from cowcheck.core.files import MIB, UserFileError, read_json, read_user_file, write_atomically
 
@@ -58,31 +59,46 @@ MAX_PART_BYTES = 256 * MIB  # a part holds a few seconds of results
 MANIFEST_VERSION = 4
 _RESUMABLE = (3, MANIFEST_VERSION)
 
-_COUNTS = pa.map_(pa.string(), pa.int64())
-RUNS_SCHEMA = pa.schema([
-    ("range_start", pa.int64()), ("range_stop", pa.int64()), ("seeds", pa.int64()), ("ops", pa.int64()),
-    ("seconds", pa.float64()), ("started", pa.float64()), ("finished", pa.float64()),
-    ("host", pa.string()), ("pid", pa.int64()), ("round", pa.int64()), ("passed", pa.int64()),
-    ("divergence", pa.int64()), ("invariant", pa.int64()), ("crash", pa.int64()), ("timeout", pa.int64()),
-    ("internal", pa.int64()), ("coverage", _COUNTS), ("op_mix", _COUNTS), ("findings", _COUNTS),
-    ("impl", pa.string()), ("executor", pa.string()),
-    ("startups", pa.int64()), ("startup_seconds", pa.float64()),  # worker processes started, their start-up (JVM)
-    # State-space coverage of the range's maps (cowcheck.map.space.SpaceCoverage, field by field).
-    ("space_maps", pa.int64()), ("space_largest", pa.int64()), ("space_size_classes", _COUNTS),
-    ("space_generations", pa.int64()), ("space_generations_total", pa.int64()),
-    ("space_under_snapshot", pa.int64()), ("space_snapshots_alive", pa.int64()),
-    ("space_table_lengths", pa.list_(pa.int64())), ("space_longest_chain", pa.int64()),
-    ("space_keys", _COUNTS), ("space_namespaces", _COUNTS), ("space_fresh", pa.int64()), ("space_held", pa.int64()),
-    ("space_white_box", pa.bool_()),
-])
-FAILURES_SCHEMA = pa.schema([
-    ("signature", pa.string()), ("kind", pa.string()), ("code", pa.string()), ("seed", pa.int64()),
-    ("range_start", pa.int64()), ("range_stop", pa.int64()), ("message", pa.string()),
-    ("failing_op", pa.string()), ("ops", pa.int64()), ("original_steps", pa.int64()),
-    ("shrunk_steps", pa.int64()), ("counterexample_json", pa.string()),  # the file's text (null: none stored)
-    ("impl", pa.string()), ("executor", pa.string()), ("details", pa.string()),
-    ("nondeterministic", pa.string()),  # "reproduced k of n replays" (null: every replay; older parts: null)
-])
+@functools.cache
+def _schemas() -> dict:
+    """The tables' schemas, built when first needed: pyarrow (and numpy under it) loads with a
+    campaign's first write or read, not with every command of the ``cowcheck`` line."""
+    import pyarrow as pa
+
+    counts = pa.map_(pa.string(), pa.int64())
+    runs = pa.schema([
+        ("range_start", pa.int64()), ("range_stop", pa.int64()), ("seeds", pa.int64()), ("ops", pa.int64()),
+        ("seconds", pa.float64()), ("started", pa.float64()), ("finished", pa.float64()),
+        ("host", pa.string()), ("pid", pa.int64()), ("round", pa.int64()), ("passed", pa.int64()),
+        ("divergence", pa.int64()), ("invariant", pa.int64()), ("crash", pa.int64()), ("timeout", pa.int64()),
+        ("internal", pa.int64()), ("coverage", counts), ("op_mix", counts), ("findings", counts),
+        ("impl", pa.string()), ("executor", pa.string()),
+        ("startups", pa.int64()), ("startup_seconds", pa.float64()),  # worker processes started, their start-up (JVM)
+        # State-space coverage of the range's maps (cowcheck.map.space.SpaceCoverage, field by field).
+        ("space_maps", pa.int64()), ("space_largest", pa.int64()), ("space_size_classes", counts),
+        ("space_generations", pa.int64()), ("space_generations_total", pa.int64()),
+        ("space_under_snapshot", pa.int64()), ("space_snapshots_alive", pa.int64()),
+        ("space_table_lengths", pa.list_(pa.int64())), ("space_longest_chain", pa.int64()),
+        ("space_keys", counts), ("space_namespaces", counts), ("space_fresh", pa.int64()), ("space_held", pa.int64()),
+        ("space_white_box", pa.bool_()),
+    ])
+    failures = pa.schema([
+        ("signature", pa.string()), ("kind", pa.string()), ("code", pa.string()), ("seed", pa.int64()),
+        ("range_start", pa.int64()), ("range_stop", pa.int64()), ("message", pa.string()),
+        ("failing_op", pa.string()), ("ops", pa.int64()), ("original_steps", pa.int64()),
+        ("shrunk_steps", pa.int64()), ("counterexample_json", pa.string()),  # the file's text (null: none stored)
+        ("impl", pa.string()), ("executor", pa.string()), ("details", pa.string()),
+        ("nondeterministic", pa.string()),  # "reproduced k of n replays" (null: every replay; older parts: null)
+    ])
+    return {"RUNS_SCHEMA": runs, "FAILURES_SCHEMA": failures}
+
+
+def __getattr__(name: str):
+    if name in ("RUNS_SCHEMA", "FAILURES_SCHEMA"):
+        return _schemas()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _MAPS = ("coverage", "op_mix", "findings", "space_size_classes", "space_keys", "space_namespaces")
 
 
@@ -220,23 +236,26 @@ class CampaignStore:
         tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}-{self._parts:05d}"
         self._parts += 1
         if failures:
-            self._write_part(self.failures_dir, f"part-{tag}.parquet", failures, FAILURES_SCHEMA)
+            self._write_part(self.failures_dir, f"part-{tag}.parquet", failures, _schemas()["FAILURES_SCHEMA"])
         if runs:
-            self._write_part(self.runs_dir, f"part-{tag}.parquet", runs, RUNS_SCHEMA)
+            self._write_part(self.runs_dir, f"part-{tag}.parquet", runs, _schemas()["RUNS_SCHEMA"])
 
     def _write_part(self, directory: Path, name: str, rows: list[dict], schema: pa.Schema) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         table = pa.Table.from_pylist([_to_arrow(row, schema) for row in rows], schema=schema)
         write_atomically(directory / name, lambda tmp: pq.write_table(table, tmp))
 
     def runs(self) -> list[dict]:
         """Every runs row (maps as dicts)."""
-        return [_from_arrow(row) for row in _read(self.runs_dir, RUNS_SCHEMA)]
+        return [_from_arrow(row) for row in _read(self.runs_dir, _schemas()["RUNS_SCHEMA"])]
 
     def failures(self) -> list[dict]:
         """Failure rows whose seed range has a runs row, one per (seed, signature)."""
         done = {(r["range_start"], r["range_stop"]) for r in self.runs()}
         seen, out = set(), []
-        for row in _read(self.failures_dir, FAILURES_SCHEMA):
+        for row in _read(self.failures_dir, _schemas()["FAILURES_SCHEMA"]):
             key = (row["seed"], row["signature"])
             if (row["range_start"], row["range_stop"]) in done and key not in seen:
                 seen.add(key)
@@ -289,15 +308,20 @@ def _read(directory: Path, schema: pa.Schema) -> Iterable[dict]:
     parts = sorted(p for p in directory.glob("part-*.parquet"))
     if not parts:
         return []
+    import pyarrow as pa
+
     return pa.concat_tables([_read_part(p, schema) for p in parts]).to_pylist()
 
 
 def _read_part(path: Path, schema: pa.Schema) -> pa.Table:
     """One Parquet part, read as a user's file; CampaignStoreError if it is not one of ours."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         data = read_user_file(path, what="a Parquet part of a campaign", limit=MAX_PART_BYTES)
         table = pq.read_table(pa.BufferReader(data), schema=schema)
-        if schema is FAILURES_SCHEMA and "steps_json" in pq.read_schema(pa.BufferReader(data)).names:
+        if schema is _schemas()["FAILURES_SCHEMA"] and "steps_json" in pq.read_schema(pa.BufferReader(data)).names:
             table = _as_version_4(table)
         return table
     except UserFileError as exc:
@@ -310,6 +334,8 @@ def _read_part(path: Path, schema: pa.Schema) -> pa.Table:
 def _as_version_4(table: pa.Table) -> pa.Table:
     """A failures part of a version 3 campaign (its counterexamples as compact JSON) with each
     counterexample as its file's text, as version 4 carries it (the text the file was written with)."""
+    import pyarrow as pa
+
     column = table.schema.get_field_index("counterexample_json")
     texts = [None if data is None else json.dumps(json.loads(data), indent=2) + "\n"
              for data in table.column(column).to_pylist()]

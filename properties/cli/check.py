@@ -11,9 +11,10 @@ from typing import TextIO
 import attrs
 from hypothesis import settings
 
-from cowcheck.cli.common import (Progress, add_classpath, capacity_arg, check_output_directory, count_arg, minutes_arg,
-                                   seconds_arg, one_line, seed_arg, step_seconds_arg, store_found, with_classpath)
-from cowcheck.core import bounds
+from cowcheck.cli.common import (Progress, add_classpath, add_family_options, capacity_arg, check_output_directory,
+                                   count_arg, minutes_arg, seconds_arg, one_line, seed_arg, step_seconds_arg, store_found,
+                                   with_classpath)
+from cowcheck.core import bounds, timing
 from cowcheck.core.contract import pointer
 from cowcheck.core.counterexample import Counterexample, CounterexampleError, load, replay_command, save
 from cowcheck.core.errors import UsageError
@@ -88,6 +89,7 @@ def register(sub) -> None:
                    help="map machine: flink (default: snapshot isolation and Flink's copy discipline, P6) or "
                         "isolation (what any snapshot map owes, with no rule about when copies are made; "
                         "docs/contract.md)")
+    add_family_options(p)
     p.add_argument("--strict-live-iteration", action="store_true",
                    help="hold live iteration to 'each entry once or an error' (Flink does not meet it)")
     p.add_argument("--step-time-limit", type=step_seconds_arg, default=DEFAULT_STEP_TIME_LIMIT,
@@ -131,20 +133,24 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         raise UsageError(f"--epoch-mode applies to the async machine, not {args.machine!r}")
     if args.async_part is not None and "async_part" not in attrs.fields_dict(kind.config_class):
         raise UsageError(f"--async-part applies to the backend machine, not {args.machine!r}")
-    if args.contract is not None and "contract" not in attrs.fields_dict(kind.config_class):
-        raise UsageError(f"--contract applies to the map machine, not {args.machine!r}")
+    for option in ("contract", "key_families", "namespace_families"):
+        if getattr(args, option, None) is not None and option not in attrs.fields_dict(kind.config_class):
+            raise UsageError(f"--{option.replace('_', '-')} applies to the map machine, not {args.machine!r}")
     sizes = args.sizes or ("large" if args.profile == "nightly" else None)  # maps up to 10^5 entries (docs/contract.md §17)
+    families = {"key_families": getattr(args, "key_families", None),
+                "namespace_families": getattr(args, "namespace_families", None)}
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=False if args.black_box else None,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes, contract=args.contract, async_part=args.async_part)
+                             sizes=sizes, contract=args.contract, async_part=args.async_part, **families)
     try:
         probed = kind.probe_implementation(impl, config, black_box=args.black_box, white_box=args.white_box)
     except CheckFailure as exc:  # building one crashed (ended its process, raised SystemExit...)
         return _failed_at_construction(args, stdout, stderr, exc.failure, kind, impl, config)
     white_box = probed.white_box
+    families.update(probed.settings)  # the families it takes, when they were not chosen
     config = kind.config_for(impl, capacity=capacity, keys=keys, white_box=white_box,
                              strict_live_iteration=args.strict_live_iteration, epoch_mode=args.epoch_mode,
-                             sizes=sizes, contract=args.contract, async_part=args.async_part)
+                             sizes=sizes, contract=args.contract, async_part=args.async_part, **families)
     base_seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 32)
     profile = settings.get_profile(args.profile)
     total = args.examples or (None if args.minutes else profile.max_examples)
@@ -155,9 +161,9 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     stdout.write(f"cowcheck check: {args.machine} machine, {impl.spec} ({impl.description}), {mode}{where}"
                  f"{level}, profile {args.profile}, seed {base_seed}\n")
     stdout.flush()
-    if probed.notice:
-        stderr.write(f"cowcheck: notice: {probed.notice}\n")
-        stderr.flush()
+    for notice in probed.notices:
+        stderr.write(f"cowcheck: notice: {notice}\n")
+    stderr.flush()
 
     if not args.no_replay_stored:
         again = _replay_stored(args, stdout, stderr, kind, impl)
@@ -169,6 +175,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     subject = Subject.of(kind, impl.spec, impl.factory, config)
     _RUN.update(record=record, subject=subject, seed=base_seed, stderr=stderr)
     walks = default_walks(args.walks, args.examples) if kind.walker is not None else 0
+    timing.reset()
     try:
         result = hunt(lambda rec: kind.builder(impl.factory, config, rec), subject, base_seed=base_seed,
                       profile=profile, examples=args.examples, deadline=deadline, record=record,
@@ -199,6 +206,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(f"first failure found by the walk phase after {walked.seconds * 1000:.0f} ms; shrunk "
                      f"{result.original_length} -> {len(result.program)} steps in "
                      f"{result.seconds_to_shrink * 1000:.0f} ms\n")
+        stdout.write(_verdict_time(result))
         stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
                                     (result.reproduced, result.replays)))
         return _report_saved(stdout, saved, impl, args, result)
@@ -209,9 +217,22 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     stdout.write(f"first failure found by Hypothesis after {found_examples:,} examples, {found_steps:,} steps; "
                  f"shrunk {result.original_length} -> {len(result.program)} steps in "
                  f"{result.seconds_to_shrink * 1000:.0f} ms\n")
+    stdout.write(_verdict_time(result))
     stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
                                 (result.reproduced, result.replays)))
     return _report_saved(stdout, saved, impl, args, result)
+
+
+def _verdict_time(result: HuntResult) -> str:
+    """Where the time from the start of the search to the verdict went (docs/benchmarks.md): finding
+    (the walk phase, other failing walks included, or Hypothesis), confirming (replays of a failing
+    program by another path, call by call), shrinking, replays (counting how reliably it fails)."""
+    taken = timing.taken()
+    confirming, replays = taken.get("confirming", 0.0), taken.get("replays", 0.0)
+    shrinking = max(0.0, result.seconds_to_shrink - confirming - replays)
+    finding = max(0.0, result.elapsed - result.seconds_to_shrink)
+    return (f"time to the verdict: finding {finding * 1000:.0f} ms, confirming {confirming * 1000:.0f} ms, "
+            f"shrinking {shrinking * 1000:.0f} ms, replays {replays * 1000:.0f} ms\n")
 
 
 _STORED_MOST = 20  # stored counterexamples replayed before a check (the first ones by file name)

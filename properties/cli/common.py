@@ -21,6 +21,7 @@ from cowcheck.core.errors import InternalError, UsageError
 from cowcheck.core.failures import printable
 from cowcheck.core.files import writable_directory_problem, write_atomically
 from cowcheck.flink import flink_spec
+from cowcheck.core.keys import families_of
 
 __all__ = ["Progress", "UsageError", "non_negative_int", "positive_int", "positive_float", "capacity_arg",
            "count_arg", "seconds_arg", "step_seconds_arg", "minutes_arg", "seed_arg", "report_internal_error",
@@ -134,6 +135,27 @@ def seed_arg(text: str) -> int:
     if value < -bounds.MAX_HYPOTHESIS_SEED.limit:
         raise argparse.ArgumentTypeError(f"expected an integer seed of at most 64 bits, got {one_line(text)[:40]}")
     return value
+
+
+def families_arg(role: str):
+    """The argument type of ``--key-families`` / ``--namespace-families`` (``role``: key or namespace):
+    family names, comma-separated (docs/contract.md §17)."""
+    def parse(text: str) -> tuple:
+        try:
+            return tuple(f.name for f in families_of(role, tuple(n.strip() for n in text.split(",") if n.strip())))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def add_family_options(p, replaying: bool = False) -> None:
+    """``--key-families`` and ``--namespace-families`` (check, campaign; replay: instead of the file's)."""
+    for role, names in (("key", "int, long, string, tuple"), ("namespace", "int, void, window")):
+        what = (f"map machine: replay with these {role} families instead of the file's (its steps keep their "
+                f"keys)" if replaying else
+                f"map machine: the {role} families programs draw, comma-separated, of {names} (default: those "
+                f"the map takes, each probed before the run; docs/contract.md §17)")
+        p.add_argument(f"--{role}-families", type=families_arg(role), metavar="NAMES", help=what)
 
 
 def capacity_arg(text: str) -> int:

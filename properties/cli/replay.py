@@ -29,8 +29,8 @@ from typing import TextIO
 import attrs
 
 from cowcheck.cli.junit import DEFAULT_JUNIT_DIR, add_junit_options, to_junit
-from cowcheck.cli.common import (PrintableOutput, add_classpath, check_output_directory, count_arg, step_seconds_arg,
-                                   store_found, with_classpath)
+from cowcheck.cli.common import (PrintableOutput, add_classpath, add_family_options, check_output_directory, count_arg,
+                                   step_seconds_arg, store_found, with_classpath)
 from cowcheck.core import bounds
 from cowcheck.core.counterexample import CounterexampleError, load, reliability, save
 from cowcheck.core.contract import pointer
@@ -69,6 +69,7 @@ def register(sub) -> None:
                                      f"(default {DEFAULT_JUNIT_DIR})")
     p.add_argument("--contract", choices=list(CONTRACTS),
                    help="map machine: replay under this contract level instead of the file's (docs/contract.md)")
+    add_family_options(p, replaying=True)
     p.add_argument("--replays", type=count_arg(bounds.MAX_REPLAYS), metavar="N",
                    help="replay each file N times and say in how many it failed (default: once, or as many times "
                         "as a nondeterministic file was replayed when it was stored)")
@@ -157,7 +158,9 @@ def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
         times = args.replays or (cx.reproduced[1] if cx.reproduced else 1)
         started = time.perf_counter()
         try:
-            impl, make_impl, options, kind = replay_setup(cx, spec, {"contract": args.contract},
+            impl, make_impl, options, kind = replay_setup(cx, spec, {"contract": args.contract,
+                                                                     "key_families": args.key_families,
+                                                                     "namespace_families": args.namespace_families},
                                                           isolated=not args.in_process)
         except CheckFailure as exc:  # building it crashed: the program fails before its first step
             stdout.write(f"== {path}: {cx.failure.kind} {cx.failure.code} on {cx.implementation}, "

@@ -40,6 +40,7 @@ from __future__ import annotations
 import io
 from collections import deque
 
+from cowcheck.core.apart import shrink_apart
 from cowcheck.core.boundary import WORKER_EXIT, WORKER_PROTOCOL, OutOfStep, WorkerFailure, build
 from cowcheck.core.failures import TIMEOUT, CheckFailure
 from cowcheck.core.limits import StepTimeout, implementation_call, implementation_calls
@@ -386,6 +387,11 @@ class AheadHarness(metaclass=_HarnessLike):
     machine: str = ""
     make = None  # builds the implementation live (the RemoteFactory with the run's arguments)
     stepwise = False
+    # A failure found on the records is replayed live before it is raised (False: raised as the records
+    # show it, for programs settled apart, whose stored failure is replayed live once: cowcheck.core.apart).
+    confirms_live = True
+    trusting: type = None  # this class with confirms_live False (set with harness_class)
+    shrink_apart = classmethod(shrink_apart)
 
     def __init__(self, impl, **options) -> None:
         self.options = options
@@ -401,6 +407,19 @@ class AheadHarness(metaclass=_HarnessLike):
             self.inner = self.harness_class(self.replay.root_proxy, **options)
         else:
             self.inner = self.harness_class(impl, **options)
+
+    @classmethod
+    def following(cls, worker, isolation, root_class: type, steps: list, **options) -> "AheadHarness":
+        """A harness checking ``steps`` from the records of a walk already asked for (one of the
+        programs of a request that runs several, each on an implementation of its own:
+        :mod:`cowcheck.core.apart`); ``root_class``: the proxy class of such an implementation."""
+        self = cls.__new__(cls)
+        self.options, self.program, self.unchecked, self.live = options, [], deque(), None
+        self.replay = Replay(worker, isolation, root_class)
+        self.inner = self.harness_class(self.replay.root_proxy, **options)
+        worker.streaming = self.streaming = True
+        self.expected = len(steps)
+        return self
 
     def __getattr__(self, name: str):
         return getattr(self.__dict__["inner"] if "inner" in self.__dict__ else None, name)
@@ -499,6 +518,10 @@ class AheadHarness(metaclass=_HarnessLike):
                 raise
             if self.replay.status == 1:  # the walk failed over there too and ended: its process is kept
                 self._finish()
+            if not self.confirms_live:  # (a walk going on over there: the rest of its records are dropped
+                self.unchecked.clear()  # before the next request; its process is kept)
+                self._finish()
+                raise
             self._live_from(index)  # confirmed live, or the walk goes on live
 
     def _live_from(self, index: int) -> None:
@@ -557,9 +580,13 @@ class AheadHarness(metaclass=_HarnessLike):
 def ahead_harness(harness_class: type, machine: str, make, stepwise: bool = False) -> type:
     """The :class:`AheadHarness` of ``machine`` (whose harness is ``harness_class``),
     building its implementation live with ``make``."""
-    return type(f"Ahead[{harness_class.__name__}]", (AheadHarness,),
-                {"harness_class": harness_class, "live_harness": harness_class, "machine": machine,
-                 "make": staticmethod(make), "stepwise": stepwise})
+    cls = type(f"Ahead[{harness_class.__name__}]", (AheadHarness,),
+               {"harness_class": harness_class, "live_harness": harness_class, "machine": machine,
+                "make": staticmethod(make), "stepwise": stepwise})
+    # spares need no live confirmation of their own: settling confirms what it keeps of them
+    cls.trusting = cls.spare_harness = type(f"AheadTrusting[{harness_class.__name__}]", (cls,), {
+        "confirms_live": False, "confirmed_on_replay": False, "shrink_apart": None})
+    return cls
 
 
 def example_harness(harness_class: type, machine: str, factory, make) -> type:

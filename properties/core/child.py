@@ -100,6 +100,7 @@ class _Server:
         self.readable: dict = {}  # type -> what _readable says of it
         self.sent_types: set = set()
         self.poisoned = False
+        self.made_with: tuple | None = None  # the arguments of the last implementation built (a search builds more)
         self.reset()
 
     def reset(self) -> None:
@@ -219,6 +220,10 @@ class _Server:
                 raise _Broken("no walks run ahead here")
             _AHEAD(self, *request[1:])
             return None
+        if op in _APART:
+            if self.made_with is None:
+                raise _Broken("no implementation was built to run programs apart")
+            return _Encoded(_APART[op](self, *request[1:]))
         if op == _GETATTR:
             value = getattr(self.obj(request[1]), request[2])
             return _Callable if callable(value) else value
@@ -246,7 +251,9 @@ class _Server:
         if op == _NEW:
             self.reset()
             _, args, kwargs = request
-            value = self.factory(*[self.dec_arg(a) for a in args], **{k: self.dec_arg(v) for k, v in kwargs.items()})
+            args, kwargs = [self.dec_arg(a) for a in args], {k: self.dec_arg(v) for k, v in kwargs.items()}
+            self.made_with = (args, kwargs)
+            value = self.factory(*args, **kwargs)
             self.top = value
             self.measured = callable(getattr(type(value), "__len__", None))
             return value
@@ -500,6 +507,15 @@ def register_ahead(run: Callable) -> None:
     """``run(server, root handle, machine, harness options, steps)``: how the child runs a walk ahead."""
     global _AHEAD
     _AHEAD = run
+
+
+_APART: dict = {}  # request -> how the child runs it (cowcheck.core.apart registers them)
+
+
+def register_apart(request: int, run: Callable) -> None:
+    """``run(server, *request[1:]) -> codes``: how the child runs ``request``, a request on programs
+    of its own, built with the arguments of the implementation built last (``made_with``)."""
+    _APART[request] = run
 
 
 def _next_items(iterator, n: int) -> tuple[list, BaseException | None]:

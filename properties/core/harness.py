@@ -68,6 +68,10 @@ class HarnessBase:
     # them in the implementation's process: a hang is confirmed with it, once under the limit (here a
     # hanging step's record is waited for, then the step is timed again live: twice the limit).
     live_harness = None
+    # A classmethod settling a failing program its own way (shrunk and counted: a map in a process of its
+    # own, cowcheck.core.ahead), or None; it returns None where the usual way must do it (cowcheck.core.shrink).
+    shrink_apart = None
+    spare_harness = None  # the class the walk phase's walks after a first failure run through, if not this one
     space = None  # the state-space coverage it keeps (``update``, ``folded``, ``lines``), if any
     white_box = False  # whether it checks the implementation's structure through its introspection
     # Why a state handed out must be a fresh copy, or the caller's own object (P6), in the machine's words.

@@ -159,8 +159,10 @@ def hunt(machine_for: Callable[[RunRecord], type] | None, subject: Subject, *, b
         if record.first_failure is not None:
             found = time.monotonic()
             found_examples, found_steps = record.first_failure_at
+            # (confirmed live as it ran; a map in its own process settles it apart, as a walk's failure)
+            apart = walk_with if walk_with is not None and walk_with[1].shrink_apart is not None else None
             settled = settle(record.first_failure_steps, record.first_failure, subject, replays=replays, known=known,
-                             deadline=found + shrink_seconds if shrink_seconds else None,
+                             through=apart, deadline=found + shrink_seconds if shrink_seconds else None,
                              found_by=dict(found_by, generator="hypothesis", examples=found_examples,
                                            steps=found_steps))
             if settled is not None:

@@ -106,10 +106,20 @@ class RemoteImplementation(Implementation):
 @attrs.frozen
 class Probed:
     """What a probe found: whether to check white-box, and a one-line
-    ``notice`` for the user when an offered introspection cannot be used."""
+    ``notice`` for the user when an offered introspection cannot be used;
+    ``settings``: config fields the probe decided (the map machine: the key and
+    namespace families its implementation takes), and ``more``: further one-line
+    notices (why it decided them)."""
 
     white_box: bool
     notice: str | None = None
+    settings: dict = attrs.Factory(dict)
+    more: tuple = ()
+
+    @property
+    def notices(self) -> list[str]:
+        """Every notice for the user, one line each."""
+        return [line for line in (self.notice, *self.more) if line]
 
 
 def register_resolver(prefix: str, resolver: Callable[[str, MachineKind], Implementation],
@@ -278,7 +288,8 @@ def probe_isolated(kind: MachineKind, impl: Implementation, config, *, black_box
             try:
                 with limited(step_time_limit):
                     probed = kind.probe_implementation(impl, config, black_box=black_box, white_box=white_box)
-                message = {"white_box": probed.white_box, "notice": probed.notice}
+                message = {"white_box": probed.white_box, "notice": probed.notice, "settings": probed.settings,
+                           "more": list(probed.more)}
             except CheckFailure:  # building one crashed: every seed will report it (black-box)
                 message = {"white_box": False, "notice": None}
             except (UsageError, UnknownImplementationError) as exc:
@@ -303,4 +314,4 @@ def probe_isolated(kind: MachineKind, impl: Implementation, config, *, black_box
         raise UsageError(message["error"])
     if "internal" in message:
         raise InternalError(f"probing {impl.spec}: {message['internal']}", message["details"])
-    return Probed(message["white_box"], message["notice"])
+    return Probed(message["white_box"], message["notice"], message.get("settings", {}), tuple(message.get("more", ())))

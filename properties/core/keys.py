@@ -43,7 +43,8 @@ from cowcheck.reference.keys import VOID_NAMESPACE, TimeWindow, Tuple2, VoidName
 from cowcheck.reference.serializers import (IntSerializer, LongSerializer, StringSerializer, TimeWindowSerializer,
                                    Tuple2Serializer, VoidNamespaceSerializer)
 
-__all__ = ["Family", "FAMILIES", "INT", "KEY_FAMILIES", "NAMESPACE_FAMILIES", "family_of", "fresh", "pinned",
+__all__ = ["Family", "FAMILIES", "INT", "KEY_FAMILIES", "NAMESPACE_FAMILIES", "families_of", "family_of", "fresh",
+           "pinned",
            "encode_value",
            "decode_value", "nth_key", "magnitude", "serializers_for", "LONG_MIN", "LONG_MAX", "Tuple2",
            "TimeWindow", "VOID_NAMESPACE"]
@@ -351,6 +352,26 @@ WINDOW = Family("window", "namespace", _is_window, _draw_window,
 FAMILIES: dict[str, Family] = {f.name: f for f in (INT, LONG, STRING, TUPLE, VOID, WINDOW)}
 KEY_FAMILIES = tuple(f for f in FAMILIES.values() if f.role in ("key", "both"))
 NAMESPACE_FAMILIES = tuple(f for f in FAMILIES.values() if f.role in ("namespace", "both"))
+_OF_ROLE = {"key": KEY_FAMILIES, "namespace": NAMESPACE_FAMILIES}
+
+
+def families_of(role: str, names=None) -> tuple:
+    """The families of ``role`` (``key`` or ``namespace``) that a run draws from: those named by
+    ``names`` (in the order of :data:`KEY_FAMILIES` or :data:`NAMESPACE_FAMILIES`), or all of them
+    for None. ValueError for a name that is not a family of that role, or for no name at all.
+
+    >>> [f.name for f in families_of("key", ("string", "int"))], len(families_of("namespace"))
+    (['int', 'string'], 3)
+    """
+    every = _OF_ROLE[role]
+    if names is None:
+        return every
+    known = {f.name for f in every}
+    unknown = [name for name in names if name not in known]
+    if unknown or not names:
+        raise ValueError(f"{role} families are {', '.join(sorted(known))} (one or more, comma-separated); got "
+                         f"{', '.join(map(repr, unknown)) if unknown else 'none'}")
+    return tuple(f for f in every if f.name in names)
 
 
 def family_of(value) -> Family | None:

@@ -110,6 +110,12 @@ class Recorder(_Server):
     def plain(self, obj, cls: type) -> dict:
         return {}  # the checker replays attribute reads one by one
 
+    @property
+    def watch(self) -> list:
+        """Where :func:`~cowcheck.core.remote.changed_in_place` notes a list the harness changed in
+        place: here the implementation holds that very list, there is nothing to send it."""
+        return []
+
     def wrap_root(self, obj):
         self.objects[_ROOT] = obj
         self.handles[id(obj)] = _ROOT

@@ -40,6 +40,7 @@ from cowcheck.core.errors import InternalError
 from cowcheck.core.failures import TIME_LIMIT, TIMEOUT, CheckFailure, Failure
 from cowcheck.core.limits import StepTimeLimit, active_limit
 from cowcheck.core.program import Step
+from cowcheck.core.timing import timed_as
 
 __all__ = ["replay", "shrink", "signature_of", "confirm_replay", "shrink_failure", "reproductions", "remeasured",
            "Shrunk", "DEFAULT_REPLAYS", "is_hang"]
@@ -73,6 +74,7 @@ def replay(steps: list[Step], make_impl: Callable[[], object], *, harness_class,
     return None
 
 
+@timed_as("confirming")
 def confirm_replay(steps: list[Step], failure: Failure, make_impl: Callable[[], object], *, harness_class,
                    what: str = "the program", **harness_options) -> Failure:
     """Replay ``steps`` through ``harness_class`` (another path than the one that found
@@ -121,6 +123,7 @@ def remeasured(shrunk: Shrunk, make_impl: Callable[[], object], *, harness_class
     return attrs.evolve(shrunk, reproduced=count)
 
 
+@timed_as("replays")
 def reproductions(steps: list[Step], failure: Failure, make_impl: Callable[[], object], *, harness_class,
                   replays: int = DEFAULT_REPLAYS, **harness_options) -> tuple[int, Failure | None]:
     """How many of ``replays`` fresh replays of ``steps`` fail with ``failure``'s signature,
@@ -145,6 +148,11 @@ def shrink_failure(steps: list[Step], failure: Failure, make_impl: Callable[[], 
     if is_hang(failure) and active_limit() is not None:
         return _settle_hang(program, failure, make_impl, shrink, max_replays, deadline, options)
     n = max(1, replays)
+    if harness_class.shrink_apart is not None:  # its own way (a map in a process of its own), if it can
+        apart = harness_class.shrink_apart(program, failure, make_impl, replays=n, deadline=deadline,
+                                           max_replays=max_replays, shrink=shrink, **harness_options)
+        if apart is not None:
+            return apart
     found, _ = reproductions(program, failure, make_impl, replays=n, **options)
     if not shrink or found == 0:
         return Shrunk(program, failure, found, n)

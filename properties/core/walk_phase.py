@@ -90,14 +90,17 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
     (at most ``walks`` more) to collect up to ``spares`` other failing programs
     of the same kind (DIVERGENCE, INVARIANT...; the code may differ where it
     depends on context, e.g. one checkpoint running or two): the shrinker may
-    get a shorter program from one of them. Not after a hang (a TIMEOUT of the
-    step time limit): every spare that hangs too would cost the limit. An exception that is not the
+    get a shorter program from one of them (those walks run through the harness
+    class's ``spare_harness`` if it has one: settling confirms what it keeps). Not
+    after a hang (a TIMEOUT of the step time limit): every spare that hangs too
+    would cost the limit. An exception that is not the
     harness's CheckFailure is cowcheck's own error: raised as InternalError, never blamed on the map."""
     run = WalkRun()
     started = time.monotonic()
     options = dict(harness_options or {})
     seeds = walk_seeds(base_seed, 2 * walks) if spares else walk_seeds(base_seed, walks)
     stop_at = walks
+    spare_class = harness_class.spare_harness or harness_class  # the walks after the first failure
     try:
         for number, seed in enumerate(seeds, start=1):
             if number < first:
@@ -116,7 +119,7 @@ def run_walks(walker: Callable[[int, int, object], Iterable[Step]], make_impl: C
                 elif exc.failure.kind == run.finding.failure.kind:
                     run.more.append(WalkFinding(exc.failure, [], number, seed))
                 break
-            harness = harness_class(instance, **options)
+            harness = (harness_class if run.finding is None else spare_class)(instance, **options)
             steps_of_walk = walker(seed, walk_length(number, steps), instance)
             if harness.runs_ahead:  # it runs the walk ahead, a segment per call
                 steps_of_walk = list(steps_of_walk)

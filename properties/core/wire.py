@@ -23,7 +23,7 @@ from cowcheck.core.failures import long_container, short_beginning
 # Messages.
 _READY, _IMPORT_ERROR, _BATCH, _ANSWER, _CALLBACK, _REPLY, _STEP, _MORE, _END = range(9)
 # Requests.
-_NEW, _CALL, _OP, _GETATTR, _DRAIN, _CALLS, _SYNC, _NOP, _WALK, _FOLLOWED = range(10)
+_NEW, _CALL, _OP, _GETATTR, _DRAIN, _CALLS, _SYNC, _NOP, _WALK, _FOLLOWED, _SEARCH, _WALKS = range(12)
 # Answers.
 _OK, _ERR, _LATE, _SKIPPED, _PROTOCOL = range(5)
 # Value tags: a tagged value is a tuple whose first element is one of these.

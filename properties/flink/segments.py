@@ -480,10 +480,11 @@ class WalkHarness(Harness):
 
     def __init__(self, impl: WalkMap, *, white_box: bool | None = None, state_copier=copy_state,
                  strict_live_iteration: bool = False, symbolic: bool = False,
-                 capacity: int = FLINK_CAPACITY, contract: str = "flink") -> None:
+                 capacity: int = FLINK_CAPACITY, contract: str = "flink", key_families: tuple | None = None,
+                 namespace_families: tuple | None = None) -> None:
         super().__init__(impl, white_box=False, state_copier=state_copier,
                          strict_live_iteration=strict_live_iteration, symbolic=symbolic, capacity=capacity,
-                         contract=contract)
+                         contract=contract, key_families=key_families, namespace_families=namespace_families)
         self.white_box = True if white_box is None else bool(white_box)
         self.walk = impl  # the harness calls self.impl (this walk, or parity's tap over it)
         impl.start(self.white_box)

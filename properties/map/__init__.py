@@ -21,6 +21,8 @@ from __future__ import annotations
 import copy
 import json
 
+import attrs
+
 from cowcheck.model import ModelMap
 from cowcheck.core.api import StateMapFactory
 from cowcheck.core.counterexample import Counterexample
@@ -39,6 +41,7 @@ from cowcheck.core.states import transform_append
 from cowcheck.core.walk_phase import DEFAULT_WALKS
 from cowcheck.core.wire import Isolation
 from cowcheck.map import mutants  # noqa: F401  (registers the map's seeded bugs)
+from cowcheck.map.families import probe_families
 from cowcheck.map.harness import Harness, describe_state, has_introspection
 from cowcheck.map.introspection import introspection_problem, snapshot_problem
 from cowcheck.map.machine import MachineConfig, make_map_machine, replay_setup
@@ -62,11 +65,14 @@ FINDINGS = {
 
 
 def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_box: bool = False) -> Probed:
-    """Build one map of ``impl`` with the run's capacity and decide how it is checked.
+    """Build one map of ``impl`` with the run's capacity and decide how it is checked, and on keys
+    and namespaces of which families (:mod:`cowcheck.map.families`: those ``config`` names, else
+    those the map takes; the others in the Probed's settings and a notice).
 
     ConstructionError if the factory rejects the arguments; UnknownImplementationError
-    if the map lacks docs/contract.md §15 methods; ``white_box=True`` (``--white-box``) makes
-    an unusable introspection a UsageError instead of a black-box run."""
+    if the map lacks docs/contract.md §15 methods; UsageError if it takes no family of keys
+    or of namespaces; ``white_box=True`` (``--white-box``) makes an unusable introspection a
+    UsageError instead of a black-box run."""
     capacity = config.capacity
     instance = construct(impl, lambda: impl.new(capacity=capacity, state_copier=copy.deepcopy),
                          {"capacity": capacity, "state_copier": copy.deepcopy}, "--capacity")
@@ -74,6 +80,15 @@ def probe(kind, impl: Implementation, config, *, black_box: bool = False, white_
     if missing:
         raise UnknownImplementationError(
             impl.spec, f"{type(instance).__name__} lacks the docs/contract.md §15 methods {', '.join(missing)}")
+    checked = _checked_how(impl, instance, black_box, white_box)
+    families = probe_families(impl, capacity=capacity, key_families=config.key_families,
+                              namespace_families=config.namespace_families)
+    notice = families.notice(impl.spec)
+    return attrs.evolve(checked, settings=families.settings, more=(notice,) if notice else ())
+
+
+def _checked_how(impl: Implementation, instance, black_box: bool, white_box: bool) -> Probed:
+    """White-box if its introspection conforms (see :func:`probe`)."""
     if black_box:
         return Probed(False)
     apart = hidden_methods(instance)
@@ -128,7 +143,8 @@ def expected_results(steps: list) -> list:
 
 def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAULT_WALKS, seed: int = 0,
               white_box: bool | None = None, impl_spec: str | None = None, contract: str = "flink",
-              replays: int = DEFAULT_REPLAYS):
+              replays: int = DEFAULT_REPLAYS, key_families: tuple | None = None,
+              namespace_families: tuple | None = None):
     """A test function (for pytest) running the walk phase of ``cowcheck check`` on
     maps built by ``factory(capacity=, state_copier=)``: ``walks`` seeded walks
     through the harness. A failing walk takes the path of every failure to its
@@ -136,7 +152,9 @@ def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAU
     times before and after, so a map that fails at random is marked nondeterministic)
     and is raised as CheckFailure; under pytest the cowcheck plugin stores it
     (``--cowcheck-dir``) and shows the program and the replay command, as for a
-    failing machine::
+    failing machine. ``key_families``, ``namespace_families``: the families the walks draw
+    keys and namespaces from (docs/contract.md §17; default every one: ``("int", "string")``
+    for a map that takes only those)::
 
         test_my_map_walks = walk_test(mypkg.maps.make_map)
     """
@@ -146,7 +164,8 @@ def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAU
         # decided once, as the harness decides it, so the counterexample records how it was checked
         mode = has_introspection(factory(capacity=capacity, state_copier=copy.deepcopy)) if white_box is None \
             else white_box
-        config = MachineConfig(capacity=capacity, white_box=mode, contract=contract)
+        config = MachineConfig(capacity=capacity, white_box=mode, contract=contract, key_families=key_families,
+                               namespace_families=namespace_families)
         result = hunt(None, Subject.of(MAP, spec, factory, config), base_seed=seed, walker=MAP.walker_for(config),
                       walks=walks, replays=replays, found_by={"tool": "pytest", "seed": seed})
         test_walks.cowcheck_space = result.walks.space  # the pytest plugin reports what the walks explored
@@ -162,10 +181,12 @@ def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAU
 
 def walk(seed: int, steps: int, instance, config: MachineConfig | None = None):
     """The swarm walk of ``seed`` (the campaign's raw walk), with the incremental
-    visitor's operation only on maps that offer it, growing maps up to ``config``'s size class."""
+    visitor's operation only on maps that offer it, growing maps up to ``config``'s size class, keys
+    and namespaces of its families."""
     config = config or MachineConfig()
     return walk_program(seed, steps, callable(getattr(instance, "incremental_visitor", None)), sizes=config.sizes,
-                        space=config.space)
+                        space=config.space, key_families=config.key_families,
+                        namespace_families=config.namespace_families)
 
 
 def setup_lines(impl_spec: str, config) -> list[str]:
@@ -242,7 +263,7 @@ MAP = register_machine(MachineKind(
                         functions={"transform_append": transform_append,
                                    **{f"snapshot:{name}": fn for name, fn in SNAPSHOT_TRANSFORMERS.items() if fn}},
                         followed={"has_next": "next_entries"}),  # the harness's visit loop
-    recorded_settings=("contract",),
+    recorded_settings=("contract", "key_families", "namespace_families"),
     api=("get", "put", "remove", "snapshot"),
     sample=lambda factory: factory(capacity=128, state_copier=copy.deepcopy),
     sampled_harness=SampledHarness,

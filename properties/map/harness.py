@@ -37,7 +37,7 @@ from cowcheck.core.errors import InternalError
 from cowcheck.core.failures import (COMPARISON_RAISED, DIVERGENCE, INVARIANT, CheckFailure,
                                       safe_equal, safe_repr)
 from cowcheck.core.harness import HarnessBase
-from cowcheck.core.keys import FAMILIES, family_of, fresh, magnitude, nth_key
+from cowcheck.core.keys import FAMILIES, families_of, family_of, fresh, magnitude, nth_key
 from cowcheck.core.program import Step
 from cowcheck.core.remote import changed_in_place, expect_calls, take
 from cowcheck.core.replay import show
@@ -94,6 +94,8 @@ class Harness(WholeMapSteps, HarnessBase):
     ``contract``: ``flink`` (P6, Flink's copy discipline, checked) or ``isolation``
     (no rule about when copies are made; instead every old state handed out is
     changed in place, as a caller may, and the snapshots must not show it).
+    ``key_families``, ``namespace_families``: the families the run's programs draw
+    keys and namespaces from (None: all); the space coverage names those left out.
 
     Keys and namespaces reach the implementation as fresh objects equal to the
     step's (:func:`~cowcheck.core.keys.fresh`), as deserialized keys reach
@@ -105,7 +107,8 @@ class Harness(WholeMapSteps, HarnessBase):
 
     def __init__(self, impl: StateMap, *, white_box: bool | None = None, state_copier=copy_state,
                  strict_live_iteration: bool = False, symbolic: bool = False, capacity: int = 4,
-                 contract: str = "flink") -> None:
+                 contract: str = "flink", key_families: tuple | None = None,
+                 namespace_families: tuple | None = None) -> None:
         super().__init__()
         if contract not in CONTRACTS:
             raise ValueError(f"contract must be one of {', '.join(CONTRACTS)}, got {contract!r}")
@@ -115,6 +118,9 @@ class Harness(WholeMapSteps, HarnessBase):
         self._interned: dict = {}
         self.space = SpaceCoverage()
         self.space.white_box = False
+        for role, chosen in (("key", key_families), ("namespace", namespace_families)):
+            if chosen is not None:
+                self.space.leave_out(role, [f.name for f in families_of(role) if f.name not in chosen])
         self._unchecked = 0  # steps since I1–I9 were last checked
         self._sizes: tuple | None = None  # (model, map) entries after the latest step
         self.impl = impl

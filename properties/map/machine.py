@@ -37,7 +37,7 @@ from cowcheck.core.api import StateMapFactory
 from cowcheck.core.machine import HarnessMachine, RunRecord, add_space, identify
 from cowcheck.core.rules import RuleContext, operation_rules, pools
 from cowcheck.map.harness import CONTRACTS, Harness
-from cowcheck.core.keys import INT, KEY_FAMILIES, NAMESPACE_FAMILIES, family_of
+from cowcheck.core.keys import INT, families_of, family_of
 from cowcheck.map.ops import COUNT, FAMILY, MAP_OPS, NAMESPACE, PAIR, SIZE_CLASSES, TRANSFORMER_NAMES
 from cowcheck.map.walks import SPACES
 
@@ -52,7 +52,10 @@ class MachineConfig:
     bulk steps reach them) and the world keys come from (``space``: ``full``,
     every key and namespace family; ``classic``: int keys 0..keys-1 and
     namespaces 0..namespaces-1, no bulk steps); ``contract``: ``flink`` (Flink's
-    copy discipline, P6) or ``isolation`` (docs/contract.md, contract levels)."""
+    copy discipline, P6) or ``isolation`` (docs/contract.md, contract levels);
+    ``key_families``, ``namespace_families``: the families of keys and of
+    namespaces programs draw from (docs/contract.md §17; None: every one, or those the map's
+    probe finds it takes), e.g. ``("int", "string")`` for a map that takes only those."""
 
     capacity: int = 4
     keys: int = 12
@@ -62,6 +65,26 @@ class MachineConfig:
     sizes: str = attrs.field(default="medium", validator=attrs.validators.in_(tuple(SIZE_CLASSES)))
     space: str = attrs.field(default="full", validator=attrs.validators.in_(SPACES))
     contract: str = attrs.field(default="flink", validator=attrs.validators.in_(CONTRACTS))
+    key_families: tuple | None = attrs.field(default=None, converter=lambda v: _names("key", v))
+    namespace_families: tuple | None = attrs.field(default=None, converter=lambda v: _names("namespace", v))
+
+    def __attrs_post_init__(self) -> None:
+        if self.space == "classic" and not (_takes(self.key_families, "int") and
+                                            _takes(self.namespace_families, "int")):
+            raise ValueError("the classic space draws int keys and int namespaces: its families must include int")
+
+
+def _names(role: str, names) -> tuple | None:
+    """Family names as a config holds them (in the families' own order; None: not chosen)."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        names = names.split(",")
+    return tuple(f.name for f in families_of(role, tuple(names)))
+
+
+def _takes(names: tuple | None, family: str) -> bool:
+    return names is None or family in names
 
 
 @attrs.frozen
@@ -108,7 +131,8 @@ class Strategies(RuleContext):
         # Small maps twice as often: most interleavings need few entries, large maps cost per step.
         sizes = [name for name in ("tiny", "small", "small", "medium", "large")
                  if SIZE_CLASSES[name] <= SIZE_CLASSES[config.sizes]]
-        return st.tuples(st.sampled_from(KEY_FAMILIES), st.sampled_from(NAMESPACE_FAMILIES),
+        return st.tuples(st.sampled_from(families_of("key", config.key_families)),
+                         st.sampled_from(families_of("namespace", config.namespace_families)),
                          st.booleans(), st.integers(0, 4), st.sampled_from(sizes)).flatmap(self._world_of)
 
     def _world_of(self, drawn):
@@ -204,7 +228,7 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
     bundles = pools("snapshots", "written")
     strategies = Strategies(config, bundles["written"])
 
-    make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)  # noqa: E731
+    make, options = replay_setup(factory, config)
     harness_class = example_harness(Harness, "map", factory, make)
 
     def __init__(self) -> None:
@@ -213,8 +237,7 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
         # the optional methods it offers, asked once (an implementation in a process of its own is
         # not asked while it runs an example's steps ahead)
         self.offered = frozenset(op.needs for op in MAP_OPS if op.needs is not None and hasattr(impl, op.needs))
-        self.attach(harness_class(impl, white_box=config.white_box, strict_live_iteration=config.strict_live_iteration,
-                                  capacity=config.capacity, contract=config.contract))
+        self.attach(harness_class(impl, **options))
         self.world = None
         self.bulk_entries = 0  # entries bulk puts may have added (the example's size class bounds it)
 
@@ -269,5 +292,7 @@ def make_map_machine(factory: StateMapFactory, config: MachineConfig = MachineCo
 def replay_setup(factory: Callable, config: MachineConfig):
     """How the map harness replays a program: ``(make_impl, harness options)``."""
     make = lambda: factory(capacity=config.capacity, state_copier=copy.deepcopy)
+    families = {name: getattr(config, name) for name in ("key_families", "namespace_families")
+                if getattr(config, name) is not None}  # (chosen, or probed: the space coverage names the others)
     return make, {"white_box": config.white_box, "strict_live_iteration": config.strict_live_iteration,
-                  "capacity": config.capacity, "contract": config.contract}
+                  "capacity": config.capacity, "contract": config.contract, **families}

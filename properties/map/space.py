@@ -15,7 +15,9 @@ summed over a run, cheaply enough for every step:
 - white-box: the table lengths seen and the longest chain a keyed step met;
 - the most snapshots alive at once;
 - the kinds of keys and namespaces handed to the map (their families and
-  magnitudes), and how many were fresh objects and how many the same object again.
+  magnitudes), and how many were fresh objects and how many the same object again;
+  a kind never reached because its family was left out of the run (the map does
+  not take it, or ``--key-families``/``--namespace-families`` chose others) says so.
 
 >>> s = SpaceCoverage(); s.record_size(5, 4, live=0); s.record_size(200, 4, live=1); s.finish_map()
 >>> s.largest, s.generations, s.under_snapshot
@@ -34,6 +36,11 @@ __all__ = ["SpaceCoverage", "size_class_of", "KEY_KINDS", "NAMESPACE_KINDS"]
 KEY_KINDS = ("int, cached by CPython (-5..256)", "int, > 256", "int, negative", "long, beyond int32",
              "string, ASCII", "string, non-ASCII", "string, non-BMP", "string, lone surrogate", "Tuple2")
 NAMESPACE_KINDS = ("VoidNamespace", "int, cached by CPython (-5..256)", "TimeWindow")
+# The kinds above that each family's values are (docs/contract.md §17), by role.
+_FAMILY_KINDS = {
+    "key": {"int": KEY_KINDS[:3], "long": KEY_KINDS[3:4], "string": KEY_KINDS[4:8], "tuple": KEY_KINDS[8:]},
+    "namespace": {"void": NAMESPACE_KINDS[:1], "int": NAMESPACE_KINDS[1:2], "window": NAMESPACE_KINDS[2:]},
+}
 _GENERATION_GOALS = (3, 6)  # "through many rehash generations": reached at least this many
 
 
@@ -54,7 +61,7 @@ class SpaceCoverage:
 
     __slots__ = ("maps", "largest", "size_classes", "generations", "generations_total", "under_snapshot",
                  "snapshots_alive", "table_lengths", "longest_chain", "keys", "namespaces", "fresh", "held",
-                 "white_box", "_largest_here", "_capacity", "_doublings")
+                 "white_box", "left_out", "_largest_here", "_capacity", "_doublings")
 
     def __init__(self) -> None:
         self.maps = 0
@@ -71,6 +78,7 @@ class SpaceCoverage:
         self.fresh = 0  # keys and namespaces handed to the map as new objects
         self.held = 0  # ... as the same object again (a caller holding its keys)
         self.white_box = False
+        self.left_out: set = set()  # (role, family) of the families the run left out
         self._largest_here = 0
         self._capacity = 0
         self._doublings = 0
@@ -94,6 +102,10 @@ class SpaceCoverage:
     def largest_here(self) -> int:
         """The most entries the map in progress has held."""
         return self._largest_here
+
+    def leave_out(self, role: str, families) -> None:
+        """The run draws no ``role`` (``key``, ``namespace``) of the families named ``families``."""
+        self.left_out.update((role, name) for name in families)
 
     def record_keys(self, key_kind: str, namespace_kind: str, count: int = 1) -> None:
         self.keys[key_kind] += count
@@ -140,6 +152,7 @@ class SpaceCoverage:
         self.fresh += other.fresh
         self.held += other.held
         self.white_box = self.white_box or other.white_box
+        self.left_out |= other.left_out
 
     def to_json(self) -> dict:
         return {"maps": self.maps, "largest": self.largest, "size_classes": dict(sorted(self.size_classes.items())),
@@ -147,7 +160,8 @@ class SpaceCoverage:
                 "under_snapshot": self.under_snapshot, "snapshots_alive": self.snapshots_alive,
                 "table_lengths": sorted(self.table_lengths), "longest_chain": self.longest_chain,
                 "keys": dict(sorted(self.keys.items())), "namespaces": dict(sorted(self.namespaces.items())),
-                "fresh": self.fresh, "held": self.held, "white_box": self.white_box}
+                "fresh": self.fresh, "held": self.held, "white_box": self.white_box,
+                **({"left_out": sorted(f"{role}:{name}" for role, name in self.left_out)} if self.left_out else {})}
 
     @classmethod
     def from_json(cls, data: dict) -> "SpaceCoverage":
@@ -160,6 +174,7 @@ class SpaceCoverage:
         s.keys = Counter(data.get("keys", {}))
         s.namespaces = Counter(data.get("namespaces", {}))
         s.white_box = bool(data.get("white_box", False))
+        s.left_out = {tuple(item.split(":", 1)) for item in data.get("left_out", ()) if ":" in item}
         return s
 
     def lines(self) -> list[str]:
@@ -184,8 +199,9 @@ class SpaceCoverage:
         missing = [f"size class {name} (<= {bound:,} entries)"
                    + (": campaigns and --profile nightly grow maps this large" if name == "large" else "")
                    for name, bound in SIZE_CLASSES.items() if not self.size_classes.get(name)]
-        missing += [f"keys: {kind}" for kind in KEY_KINDS if not self.keys.get(kind)]
-        missing += [f"namespaces: {kind}" for kind in NAMESPACE_KINDS if not self.namespaces.get(kind)]
+        missing += [f"keys: {kind}{self._why('key', kind)}" for kind in KEY_KINDS if not self.keys.get(kind)]
+        missing += [f"namespaces: {kind}{self._why('namespace', kind)}" for kind in NAMESPACE_KINDS
+                    if not self.namespaces.get(kind)]
         for goal in _GENERATION_GOALS:
             if self.generations < goal:
                 missing.append(f"a map through {goal} rehash generations")
@@ -197,3 +213,10 @@ class SpaceCoverage:
             missing.append("held key objects (the same object again)")
         out += [f"  never reached: {what}" for what in missing]
         return out
+
+    def _why(self, role: str, kind: str) -> str:
+        """Why ``kind`` was never reached, when its family was left out of the run."""
+        for family, kinds in _FAMILY_KINDS[role].items():
+            if kind in kinds and (role, family) in self.left_out:
+                return f" (its {role} family, {family}, was left out of the run: docs/contract.md §17)"
+        return ""

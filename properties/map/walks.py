@@ -171,16 +171,18 @@ class WalkContext:
         return max(1, int(math.exp(self._random() * math.log(room + 1))))  # log-uniform: small and large
 
 
-def _draw_world(r: random.Random, sizes: str, space: str):
-    """The keys, namespaces and size class of one walk."""
+def _draw_world(r: random.Random, sizes: str, space: str, key_families: tuple | None = None,
+                namespace_families: tuple | None = None):
+    """The keys, namespaces and size class of one walk, keys and namespaces of the families
+    named (None: any; the draws are the same as any's when every family is named)."""
     if space == "classic":
         keys = list(range(r.choice(_KEY_SPACES)))
         namespaces = list(range(r.choice(_NAMESPACE_SPACES)))
         return WalkContext(r, keys, namespaces, r.choice(_CHAIN_BIAS), size_class="small", bulk=False), False
     allowed = [(name, w) for name, w in _SIZES if SIZE_CLASSES[name] <= SIZE_CLASSES[sizes]]
     size_class = pick_weighted(r, tuple(allowed))
-    family = FAMILIES[pick_weighted(r, _KEY_FAMILIES)]
-    namespace_family = FAMILIES[pick_weighted(r, _NAMESPACE_FAMILIES)]
+    family = FAMILIES[pick_weighted(r, _among(_KEY_FAMILIES, key_families))]
+    namespace_family = FAMILIES[pick_weighted(r, _among(_NAMESPACE_FAMILIES, namespace_families))]
     pool = r.choice(_KEY_SPACES)
     n_pool = r.choice(_NAMESPACE_SPACES) if namespace_family.name != "void" else 1
     while pool * n_pool > SIZE_CLASSES[size_class] and pool > 1:
@@ -190,6 +192,10 @@ def _draw_world(r: random.Random, sizes: str, space: str):
                   else _distinct(r, namespace_family, n_pool))
     hold = r.random() < _HOLD_KEYS
     return WalkContext(r, keys, namespaces, r.choice(_CHAIN_BIAS), family=family.name, size_class=size_class), hold
+
+
+def _among(weighted: tuple, names: tuple | None) -> tuple:
+    return weighted if names is None else tuple((name, w) for name, w in weighted if name in names)
 
 
 def _distinct(r: random.Random, family, n: int) -> list:
@@ -204,7 +210,8 @@ def _distinct(r: random.Random, family, n: int) -> list:
 
 
 def walk_program(seed: int, steps: int, visitor: bool = True, *, sizes: str = "medium",
-                 space: str = "full") -> Iterator[Step]:
+                 space: str = "full", key_families: tuple | None = None,
+                 namespace_families: tuple | None = None) -> Iterator[Step]:
     """The swarm walk of ``seed``: ``steps`` steps, then a read of every snapshot
     still live (P2 at the end, as the machines' teardown does).
 
@@ -212,7 +219,9 @@ def walk_program(seed: int, steps: int, visitor: bool = True, *, sizes: str = "m
     (the machine's precondition); the random draws are the same either way, so
     a seed gives the same program on every implementation that offers it.
     ``sizes``: the largest size class a walk may draw (``large`` in campaigns and
-    the nightly profile); ``space``: ``full`` or ``classic`` (:data:`SPACES`)."""
+    the nightly profile); ``space``: ``full`` or ``classic`` (:data:`SPACES`);
+    ``key_families``, ``namespace_families``: the families a walk's keys and
+    namespaces come from (None: any, docs/contract.md §17)."""
     if sizes not in SIZE_CLASSES:
         raise ValueError(f"sizes must be one of {', '.join(SIZE_CLASSES)}, got {sizes!r}")
     if space not in SPACES:
@@ -226,7 +235,7 @@ def walk_program(seed: int, steps: int, visitor: bool = True, *, sizes: str = "m
             weights[i] = 0.0
     cumulative = list(_accumulate(weights))
     total = cumulative[-1]
-    context, hold = _draw_world(r, sizes, space)
+    context, hold = _draw_world(r, sizes, space, key_families, namespace_families)
     snapshot, release = MAP_OPS["snapshot"], MAP_OPS["release"]
     rand, last = r.random, len(_OPS) - 1
     if hold:

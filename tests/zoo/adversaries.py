@@ -672,6 +672,20 @@ ZOO: dict[str, Verdict] = {
     "shallow-snapshot": Verdict("shallow_snapshot", 1, "DIVERGENCE", "P6", prints="instead of",
                                 what="snapshots share the states and nothing is ever copied: P6 under flink, "
                                      "with the harm (what the snapshot would read) in the message"),
+    # a map for int and str keys and namespaces only (primitive.py): judged on the families it takes
+    "primitive-keys": Verdict("make_map", 0, module="primitive", says="does not take key family tuple",
+                              what="hashes int and str keys and namespaces itself, TypeError for the others: "
+                                   "passes, tuple keys and void, window namespaces left out with a notice (was "
+                                   "CRASH P7 at the first Tuple2 key, whatever the map)"),
+    "primitive-identity-keys": Verdict("identity_keys", 1, "DIVERGENCE", "P1", module="primitive",
+                                       what="the same map comparing keys with `is`"),
+    "primitive-copies-target-only": Verdict("copies_target_only", 1, "DIVERGENCE", "P2", module="primitive",
+                                            what="the same map copying only the entry it writes, not the entries "
+                                                 "before it in its chain that a snapshot shares"),
+    "primitive-version-not-bumped": Verdict("version_not_bumped", 1, "DIVERGENCE", "P5", module="primitive",
+                                            what="the same map whose snapshot takes the current version"),
+    "primitive-no-keys": Verdict("no_keys", 2, module="primitive", says="takes no key or namespace family",
+                                 what="a map that raises TypeError for every key: bad usage, one line"),
     "shallow-snapshot-isolation": Verdict("shallow_snapshot", 1, "DIVERGENCE", "P2", args=("--contract", "isolation"),
                                           prints="differs from its frozen copy",
                                           what="under isolation it fails with the snapshot's changed content"),
