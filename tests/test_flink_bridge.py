@@ -29,9 +29,9 @@ from cowcheck.reference.serializers import IntSerializer, ListSerializer
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def _python(script: str) -> subprocess.CompletedProcess:
-    """Run ``script`` in a fresh interpreter (its own JVM, or none)."""
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=ROOT, capture_output=True,
+def _python(script: str, *args: str) -> subprocess.CompletedProcess:
+    """Run ``script`` in a fresh interpreter (its own JVM, or none), ``args`` its ``sys.argv[1:]``."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
 
 
@@ -279,19 +279,27 @@ def test_a_release_without_a_key_type_refuses_it_naming_the_release_and_the_type
         assert "TimeWindow" in caught.value.what
 
 
-def test_cowcheck_check_on_a_release_without_key_types_is_bad_usage_in_one_line(tmp_path):
-    result = _python(f"""
+def test_a_release_without_key_types_is_checked_on_the_families_it_takes_and_naming_one_is_bad_usage(tmp_path):
+    # A release whose jar lacks Tuple2, VoidNamespace and TimeWindow is judged on int, long and string
+    # keys (the families probe leaves the others out and says so); naming a family it cannot take is
+    # bad usage in one line, nothing written.
+    script = f"""
         import sys
         from cowcheck.flink import convert
         convert._MISSING["2.3.0"] = frozenset(c for _, cs in convert.KEY_TYPE_CLASSES.values() for c in cs)
         from cowcheck.cli import main
         sys.exit(main(["check", "--impl", "flink", "--examples", "20", "--seed", "1",
-                       "--save-dir", {str(tmp_path)!r}]))
-    """)
-    assert result.returncode == 2, result.stdout + result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "2.3.0" in lines[0], lines
-    assert any(name in lines[0] for name in ("Tuple2", "TimeWindow", "VoidNamespace")), lines
+                       "--save-dir", {str(tmp_path)!r}] + sys.argv[1:]))
+    """
+    result = _python(script)
+    assert result.returncode == 0, result.stdout + result.stderr
+    notice = [line for line in (result.stdout + result.stderr).splitlines() if "left out of this run" in line]
+    assert notice and all(name in notice[0] for name in ("tuple", "void", "window")), notice
+    named = _python(script, "--key-families", "int,tuple")
+    assert named.returncode == 2, named.stdout + named.stderr
+    lines = named.stderr.strip().splitlines()
+    assert len(lines) == 1 and "2.3.0" in lines[0] and "key family tuple" in lines[0], lines
+    assert not any(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("key, namespace", [

@@ -159,7 +159,7 @@ def test_bad_usage_is_one_line_and_exit_2(args, message):
 def test_list_shows_each_contract_with_its_place():
     run = cowcheck("prove", "--list")
     assert 0 == run.returncode, run.stderr
-    assert re.search(r"^reference\.layout\.snapshot_regions +reference/layout\.py:\d+$", run.stdout, re.M)
+    assert re.search(r"^cowcheck\.reference\.layout\.snapshot_regions +reference/layout\.py:\d+$", run.stdout, re.M)
     assert 15 == len(run.stdout.splitlines())
 
 

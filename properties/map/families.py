@@ -88,6 +88,15 @@ def probe_families(impl, *, capacity: int, key_families: tuple | None,
     if refused and len(refused) == every_pair:
         raise UsageError(f"{impl.spec} takes no key or namespace family that cowcheck draws: it refused each pair of "
                          f"them, e.g. {next(iter(refused.values()))} (docs/contract.md §17)")
+    for role in _ROLES:  # a family the user named that the map refuses with every other one: bad usage
+        if chosen[role] is None:
+            continue
+        other = _ROLES[1 - _ROLES.index(role)]
+        for name in kept[role]:
+            whys = [why for pair, why in refused.items() if pair[_ROLES.index(role)] == name]
+            if whys and len(whys) == len(kept[other]):
+                raise UsageError(f"{impl.spec} does not take the {role} family {name} that --{role}-families "
+                                 f"names: {whys[0]} (docs/contract.md §17)")
     left_out: dict = {}
     while True:
         pairs = [(k, n) for k in kept["key"] for n in kept["namespace"] if (k, n) in refused]
