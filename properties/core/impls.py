@@ -41,12 +41,15 @@ from cowcheck.core.ahead import ahead_harness
 from cowcheck.core.remote import ImportFailed, remote_factory
 
 __all__ = ["Implementation", "RemoteImplementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
-           "construct", "probe_by_harness", "probe_isolated", "fetch_needed", "implementation_of"]
+           "construct", "probe_by_harness", "probe_isolated", "fetch_needed", "implementation_of",
+           "drives_deterministically"]
 
 # Prefixes other layers register: "mutant" (cowcheck.core.mutants), "flink" (cowcheck.flink).
 _RESOLVERS: dict[str, Callable[[str, MachineKind], "Implementation"]] = {}
 # prefix -> fetches(rest): what resolving would fetch over the network (and write to a cache), or None.
 _FETCHES: dict[str, Callable[[str], "str | None"]] = {}
+# prefix -> deterministic(rest): whether the implementation runs deterministically when driven so.
+_DETERMINISTIC: dict[str, Callable[[str], bool]] = {}
 
 
 class UnknownImplementationError(ValueError):
@@ -110,12 +113,34 @@ class Probed:
 
 
 def register_resolver(prefix: str, resolver: Callable[[str, MachineKind], Implementation],
-                      fetches: Callable[[str], str | None] | None = None) -> None:
+                      fetches: Callable[[str], str | None] | None = None,
+                      deterministic: Callable[[str], bool] | None = None) -> None:
     """``resolver(rest, kind)`` resolves specs ``PREFIX``, ``PREFIX:REST`` and ``PREFIX@REST``;
-    ``fetches(rest)`` says what resolving one would fetch (None: nothing, it is here)."""
+    ``fetches(rest)`` says what resolving one would fetch (None: nothing, it is here);
+    ``deterministic(rest)``: whether that implementation gives the same answers to the same program
+    whenever the harness drives it deterministically (:func:`drives_deterministically`)."""
     _RESOLVERS[prefix] = resolver
     if fetches is not None:
         _FETCHES[prefix] = fetches
+    if deterministic is not None:
+        _DETERMINISTIC[prefix] = deterministic
+
+
+def drives_deterministically(spec: str) -> bool:
+    """Whether the implementation ``spec`` names answers the same program the same way every time the
+    harness drives it deterministically: the reference, the model, the seeded mutants (but those racy
+    by design) and Flink's classes through the bridge. A user's ``MODULE:FACTORY`` is never assumed
+    to (it may race). A failure of such an implementation that some replay does not reproduce comes
+    from cowcheck's own time, load or nondeterminism (docs/contract.md, ``unreproducible``).
+
+    >>> drives_deterministically("reference"), drives_deterministically("mypkg.maps:make_map")
+    (True, False)
+    """
+    if spec in ("reference", "model", "reference-flink-format"):
+        return True
+    base, rest = _prefix(spec)
+    deterministic = _DETERMINISTIC.get(base)
+    return deterministic is not None and bool(deterministic(rest))
 
 
 def fetch_needed(spec: str) -> str | None:

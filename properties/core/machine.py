@@ -202,7 +202,11 @@ class MachineKind:
       at every ``every``-th step only (``every=`` keyword; a campaign's ``--invariants-every``),
       or None for a machine that checks everything after every step;
     - ``checks``: ``(properties, structural invariants)`` as a run's header names them
-      (``("P1-P7", "I1-I9")``), or () to say "the machine's properties".
+      (``("P1-P7", "I1-I9")``), or () to say "the machine's properties";
+    - ``deterministic(config)``: whether the harness drives an implementation deterministically
+      under ``config`` (no thread of the implementation's own races its steps): then a built-in
+      implementation's failure replays every time, or the nondeterminism is cowcheck's
+      (:attr:`cowcheck.core.settle.Subject.deterministic`).
     """
 
     name: str
@@ -230,6 +234,7 @@ class MachineKind:
     sample: Callable | None = None
     sampled_harness: type | None = None
     checks: tuple = ()
+    deterministic: Callable[[Any], bool] = lambda config: True
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""

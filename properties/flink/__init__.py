@@ -157,4 +157,4 @@ _SINCE = {"async": (FLINK_ASYNC_SINCE, f"Flink's AsyncExecutionController exists
 # The seeded Java-side corruptions each machine's Flink implementation takes (flink:corrupt=NAME).
 _CORRUPTIONS = {"map": CORRUPTIONS, "backend": BACKEND_CORRUPTIONS}
 
-register_resolver("flink", resolve_flink, fetches=fetch_needed)
+register_resolver("flink", resolve_flink, fetches=fetch_needed, deterministic=lambda rest: True)
