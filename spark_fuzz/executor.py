@@ -57,7 +57,7 @@ from cowcheck.core.limits import DEFAULT_STEP_TIME_LIMIT, active_limit, implemen
 from cowcheck.core.machine import MachineKind, RunRecord, machine_kind
 from cowcheck.core.profiles import PROFILES, stabilise_generation
 from cowcheck.core.report import nondeterminism_note
-from cowcheck.core.settle import Settled, Subject, settle
+from cowcheck.core.settle import Settled, Subject, UnreproducibleFailure, settle
 from cowcheck.registry import DEFAULT_MACHINE
 from cowcheck.map.harness import CONTRACTS
 from cowcheck.map.ops import SIZE_CLASSES
@@ -73,7 +73,8 @@ EXECUTORS = ("raw", "hypothesis")
 
 # Codes of outcomes that are not a harness failure (no replayable program).
 TIME_LIMIT = "time-limit"  # the seed ran longer than CampaignConfig.seed_time_limit
-INTERNAL_CODE = "internal"  # the code of every INTERNAL outcome
+INTERNAL_CODE = "internal"  # the code of an INTERNAL outcome
+UNREPRODUCIBLE = "unreproducible"  # ... of one whose failure is cowcheck's nondeterminism (UnreproducibleFailure)
 
 def _positive(instance, attribute, value):
     if value <= 0:
@@ -347,6 +348,9 @@ def internal_outcome(seed: int, config: CampaignConfig, exc: BaseException, **co
     summary = exc.summary if isinstance(exc, InternalError) else f"{type(exc).__name__}: {exc}"
     details = (exc.details if isinstance(exc, InternalError) and exc.details else "") + "".join(
         traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if isinstance(exc, UnreproducibleFailure):  # (its own code: docs/contract.md, unreproducible)
+        return Outcome(seed=seed, kind=INTERNAL, code=UNREPRODUCIBLE, impl_spec=config.impl,
+                       message=f"internal error in cowcheck: {summary}", details=details, **counts)
     return Outcome(seed=seed, kind=INTERNAL, code=INTERNAL_CODE, impl_spec=config.impl,
                    message=f"internal error in cowcheck: {summary}", details=details, **counts)
 

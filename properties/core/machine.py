@@ -29,7 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine
 from cowcheck.core.boundary import build
 from cowcheck.core.errors import InternalError, UsageError
 from cowcheck.core.failures import CheckFailure, Failure
-from cowcheck.core.limits import BudgetSpent
+from cowcheck.core.limits import BudgetSpent, unpaced
 from cowcheck.core.program import OperationTable, Step
 
 __all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind", "add_space",
@@ -258,7 +258,8 @@ class MachineKind:
                              f"machine ({self.summary}): use --machine {other.name}") from None
         if user and self.api and self.sample is not None:  # built, but is it this machine's?
             try:
-                built = build(lambda: self.sample(impl.factory))
+                with unpaced():  # (a probe is not done again when a suspicion does not confirm)
+                    built = build(lambda: self.sample(impl.factory))
             except Exception:  # (with other arguments than the probe's: the run will say)
                 return probed
             missing = [name for name in self.api if not callable(getattr(built, name, None))]
@@ -280,7 +281,8 @@ class MachineKind:
             if other is self or not other.api or other.sample is None:
                 continue
             try:
-                built = build(lambda other=other: other.sample(impl.factory))
+                with unpaced():  # (a process that starts slowly on a loaded machine is not a hang here)
+                    built = build(lambda other=other: other.sample(impl.factory))
             except Exception:
                 continue
             if all(callable(getattr(built, name, None)) for name in other.api):

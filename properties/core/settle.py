@@ -64,6 +64,7 @@ from typing import Any, Callable
 
 import attrs
 
+from cowcheck.core.contract import pointer
 from cowcheck.core.counterexample import Counterexample, signature
 from cowcheck.core.errors import InternalError
 from cowcheck.core.failures import Failure
@@ -116,14 +117,17 @@ class Subject:
 class UnreproducibleFailure(InternalError):
     """A deterministically driven implementation failed, and some replays of the same program did
     not: cowcheck's own nondeterminism (its time, load, a race of its own), never the
-    implementation's failure. ``failure`` and ``program``: what was seen; ``reproduced``: ``(k, n)``."""
+    implementation's failure (docs/contract.md, ``unreproducible``). ``failure`` and ``program``:
+    what was seen; ``reproduced``: ``(k, n)``."""
+
+    code = "unreproducible"
 
     def __init__(self, subject: Subject, program: list, failure: Failure, reproduced: tuple[int, int]) -> None:
         k, n = reproduced
         super().__init__(
             f"{subject.spec} is driven deterministically, yet its {failure.kind} {failure.code} at step "
             f"{failure.step_index} reproduced in {k} of {n} replays: cowcheck's own nondeterminism (time, load, "
-            f"a race of its own), not a verdict on {subject.spec}",
+            f"a race of its own), not a verdict on {subject.spec} ({pointer(self.code)})",
             f"failure seen: {failure.kind} {failure.code} at step {failure.step_index}: {failure.message}\n"
             f"program ({subject.kind.name} machine, {subject.spec}):\n"
             + "\n".join(subject.kind.render(step) for step in program) + "\n")
