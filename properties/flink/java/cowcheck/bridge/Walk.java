@@ -330,6 +330,22 @@ public final class Walk {
         }
     }
 
+    /**
+     * Flink's call of operation {@code op} on key {@code k} and namespace {@code n}, the seeded
+     * corruption's hooks around it: one call of Flink's, timed ({@link Clock}).
+     */
+    private <T> T call(String op, Object k, Object n, Supplier<T> call) {
+        clock.in();
+        try {
+            corruption.before(map, op, k, n);
+            T result = call.get();
+            corruption.after(map, op, k, n);
+            return result;
+        } finally {
+            clock.out();
+        }
+    }
+
     /** {@code call.get()}: one call of Flink's, timed ({@link Clock}). */
     private <T> T flink(Supplier<T> call) {
         clock.in();
@@ -342,7 +358,8 @@ public final class Walk {
 
     /** The snapshot's iterator (Flink's getIterator, timed). */
     private Iterator<StateEntry<Object, Object, List<Integer>>> iterator(
-            CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snap, StateSnapshotTransformer<List<Integer>> t) {
+            CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snap,
+            StateSnapshotTransformer<List<Integer>> t) {
         clock.in();
         try {
             return snap.getIterator(null, null, null, t);
@@ -382,15 +399,8 @@ public final class Walk {
                 try {
                     int id = number(s);
                     synced(s);
-                    List<Integer> old;
-                    clock.in();
-                    try {
-                        corruption.before(map, "put_and_get_old", key, namespace);
-                        old = map.putAndGetOld(key, namespace, s);
-                        corruption.after(map, "put_and_get_old", key, namespace);
-                    } finally {
-                        clock.out();
-                    }
+                    List<Integer> old = call("put_and_get_old", key, namespace,
+                            () -> map.putAndGetOld(key, namespace, s));
                     out.open().i(id);
                     state(old);
                     out.close();
@@ -415,16 +425,7 @@ public final class Walk {
                 Object key = use(k);
                 Object namespace = use(n);
                 try {
-                    List<Integer> old;
-                    clock.in();
-                    try {
-                        corruption.before(map, "remove_and_get_old", key, namespace);
-                        old = map.removeAndGetOld(key, namespace);
-                        corruption.after(map, "remove_and_get_old", key, namespace);
-                    } finally {
-                        clock.out();
-                    }
-                    state(old);
+                    state(call("remove_and_get_old", key, namespace, () -> map.removeAndGetOld(key, namespace)));
                 } catch (RuntimeException e) {
                     out.thrown(e);
                 }
@@ -523,14 +524,10 @@ public final class Walk {
         try {
             int id = number(s);
             synced(s);
-            clock.in();
-            try {
-                corruption.before(map, "put", k, n);
+            call("put", k, n, () -> {
                 map.put(k, n, s);
-                corruption.after(map, "put", k, n);
-            } finally {
-                clock.out();
-            }
+                return null;
+            });
             out.i(id);
             return true;
         } catch (RuntimeException e) {
@@ -541,14 +538,10 @@ public final class Walk {
 
     private boolean remove(Object k, Object n) {
         try {
-            clock.in();
-            try {
-                corruption.before(map, "remove", k, n);
+            call("remove", k, n, () -> {
                 map.remove(k, n);
-                corruption.after(map, "remove", k, n);
-            } finally {
-                clock.out();
-            }
+                return null;
+            });
             out.nil();
             return true;
         } catch (RuntimeException e) {
@@ -559,15 +552,7 @@ public final class Walk {
 
     private boolean get(Object k, Object n, boolean mutate, int value) {
         try {
-            List<Integer> got;
-            clock.in();
-            try {
-                corruption.before(map, "get", k, n);
-                got = map.get(k, n);
-                corruption.after(map, "get", k, n);
-            } finally {
-                clock.out();
-            }
+            List<Integer> got = call("get", k, n, () -> map.get(k, n));
             state(got);
             if (got != null && mutate) {
                 got.add(value);
@@ -582,16 +567,7 @@ public final class Walk {
 
     private boolean containsKey(Object k, Object n) {
         try {
-            boolean found;
-            clock.in();
-            try {
-                corruption.before(map, "contains_key", k, n);
-                found = map.containsKey(k, n);
-                corruption.after(map, "contains_key", k, n);
-            } finally {
-                clock.out();
-            }
-            out.bool(found);
+            out.bool(call("contains_key", k, n, () -> map.containsKey(k, n)));
             return true;
         } catch (RuntimeException e) {
             out.thrown(e);
