@@ -74,7 +74,8 @@ def _store(item, report, settled: Settled) -> None:
     report.sections.append(("cowcheck counterexample",
                             format_failure(settled.failure, settled.program, subject.spec, subject.kind,
                                            subject.config, (settled.reproduced, settled.replays))
-                            + f"saved: {path}\nreplay: {replay_command(path, subject.spec)}\n"))
+                            # the test ran the factory in its own process (white-box if it could): so does the replay
+                            + f"saved: {path}\nreplay: {replay_command(path, subject.spec, in_process=True)}\n"))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -19,8 +19,8 @@ from pathlib import Path
 import attrs
 from typing import TextIO
 
-from cowcheck.cli.common import (EXIT_INTERNAL, capacity_arg, check_output_directory, count_arg, minutes_arg,
-                                   one_line, seconds_arg, step_seconds_arg, store_found)
+from cowcheck.cli.common import (EXIT_INTERNAL, add_classpath, capacity_arg, check_output_directory, count_arg,
+                                   minutes_arg, one_line, seconds_arg, step_seconds_arg, store_found, with_classpath)
 from cowcheck.core import bounds
 from cowcheck.core.contract import pointer
 from cowcheck.core.errors import UsageError
@@ -66,6 +66,7 @@ def register(sub) -> None:
                    help=f"the state machine each seed runs: {', '.join(sorted(MACHINES))} (default {DEFAULT_MACHINE})")
     p.add_argument("--impl", default="reference",
                    help="reference | model | mutant:NAME | flink[@VERSION] | MODULE:FACTORY")
+    add_classpath(p)
     p.add_argument("--master", help="Spark master (default local[*]; ignored under spark-submit, which sets its own)")
     p.add_argument("--partitions", type=count_arg(bounds.MAX_PARTITIONS),
                    help="seed ranges per Spark job (default: 4 per core; --seeds ranges hold at most 250 seeds)")
@@ -165,6 +166,7 @@ def campaign(args, stdout: TextIO, stderr: TextIO) -> int:
     check_output_directory(args.out, "--out")
     kind = machine_kind(args.machine)
     _check_options(args, kind)
+    args.impl = with_classpath(args.impl, args.classpath)  # the executors resolve the spec with the jars in it
     impl = resolve(args.impl, kind.name, isolated=not args.in_process)
     sized = "capacity" in attrs.fields_dict(kind.config_class)
     capacity = (args.capacity or impl.default_capacity) if sized else 0

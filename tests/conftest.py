@@ -2,10 +2,35 @@
 ``--hypothesis-profile``; ``ci`` is what CI runs) and process-independent
 generation."""
 
+import importlib.abc
+import importlib.util
 import os
 import sys
 
 from hypothesis import settings
+
+
+class _ThisCheckout(importlib.abc.MetaPathFinder):
+    """``cowcheck`` from the folders beside these tests, whatever the installed one is: mutmut runs
+    the tests from its copy of the repository (mutants/), whose mutated reference they must import."""
+
+    FOLDERS = {"cowcheck": "properties", "cowcheck.reference": "reference", "cowcheck.model": "model",
+               "cowcheck.spark_fuzz": "spark_fuzz"}
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def find_spec(self, fullname, path=None, target=None):
+        folder = self.FOLDERS.get(fullname)
+        if folder is None:
+            return None  # submodules follow their package's __path__
+        folder = os.path.join(self.root, folder)
+        return importlib.util.spec_from_file_location(fullname, os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
+
+
+if "MUTANT_UNDER_TEST" in os.environ:  # set by mutmut (docs/mutmut.md)
+    sys.meta_path.insert(0, _ThisCheckout(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 import cowcheck.flink  # noqa: F401  (registers --impl flink)
 import cowcheck.registry  # noqa: F401  (each machine package registers its machine and mutants)

@@ -21,7 +21,7 @@ from cowcheck.map.rendering import MARKER
 
 MAP = machine_kind("map")
 MUTANTS = sorted(name for name, m in catalogue().items() if m.machine == "map" and "random" not in name)
-# Killed white-box only (README, the seeded-bug catalogue): their bugs show only through introspection.
+# Killed white-box only (docs/catalogue.md): their bugs show only through introspection.
 NEEDS_INTROSPECTION = {"remove-counts-primary-table", "visitor-skips-after-empty-run"}
 
 

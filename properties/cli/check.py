@@ -11,8 +11,8 @@ from typing import TextIO
 import attrs
 from hypothesis import settings
 
-from cowcheck.cli.common import (Progress, capacity_arg, check_output_directory, count_arg, minutes_arg, seconds_arg,
-                                   one_line, seed_arg, step_seconds_arg, store_found)
+from cowcheck.cli.common import (Progress, add_classpath, capacity_arg, check_output_directory, count_arg, minutes_arg,
+                                   seconds_arg, one_line, seed_arg, step_seconds_arg, store_found, with_classpath)
 from cowcheck.core import bounds
 from cowcheck.core.contract import pointer
 from cowcheck.core.counterexample import Counterexample, CounterexampleError, load, replay_command, save
@@ -49,6 +49,7 @@ def register(sub) -> None:
                         + f" (default {DEFAULT_MACHINE})")
     p.add_argument("--impl", default="reference",
                    help="reference | model | mutant:NAME | flink | MODULE:FACTORY (default: reference)")
+    add_classpath(p)
     p.add_argument("--in-process", action="store_true",
                    help="run a MODULE:FACTORY map in cowcheck's own process (faster, and white-box if it offers "
                         "introspect(); but what its module or its code does, an os._exit or a patch of cowcheck "
@@ -118,6 +119,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     if not args.no_save and args.save_dir != DEFAULT_SAVE_DIR:  # the default falls back to a temp dir if need be
         check_output_directory(args.save_dir, "--save-dir")
     kind = machine_kind(args.machine)
+    args.impl = with_classpath(args.impl, args.classpath)
     factory = getattr(args, "factory", None)  # cowcheck.check(factory) from Python: this process, no spec
     impl = (resolve(args.impl, args.machine, isolated=not args.in_process) if factory is None
             else implementation_of(factory, args.machine))

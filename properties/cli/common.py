@@ -20,6 +20,7 @@ from cowcheck.core.bounds import Bound
 from cowcheck.core.errors import InternalError, UsageError
 from cowcheck.core.failures import printable
 from cowcheck.core.files import writable_directory_problem, write_atomically
+from cowcheck.flink import flink_spec
 
 __all__ = ["Progress", "UsageError", "non_negative_int", "positive_int", "positive_float", "capacity_arg",
            "count_arg", "seconds_arg", "step_seconds_arg", "minutes_arg", "seed_arg", "report_internal_error",
@@ -140,6 +141,18 @@ def capacity_arg(text: str) -> int:
     if value < 4 or value & (value - 1):
         raise argparse.ArgumentTypeError(f"capacity must be a power of two >= 4, got {value}")
     return value
+
+
+def add_classpath(p) -> None:
+    """``--classpath JAR[:JAR...]``: the user's jars before Flink's (with ``--impl flink...``)."""
+    p.add_argument("--classpath", metavar="JAR[:JAR...]",
+                   help="with --impl flink, flink@VERSION or flink@PATH: put these jars before Flink's on the class "
+                        "path, so that classes you compiled replace Flink's (the header names the classes replaced)")
+
+
+def with_classpath(spec: str, classpath: str | None) -> str:
+    """``spec`` with the ``--classpath`` jars in it; UsageError if they do not apply to ``spec``."""
+    return flink_spec(spec, classpath)
 
 
 def check_output_directory(path, option: str) -> None:

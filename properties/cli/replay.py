@@ -28,7 +28,9 @@ from typing import TextIO
 
 import attrs
 
-from cowcheck.cli.common import PrintableOutput, check_output_directory, count_arg, step_seconds_arg, store_found
+from cowcheck.cli.junit import DEFAULT_JUNIT_DIR, add_junit_options, to_junit
+from cowcheck.cli.common import (PrintableOutput, add_classpath, check_output_directory, count_arg, step_seconds_arg,
+                                   store_found, with_classpath)
 from cowcheck.core import bounds
 from cowcheck.core.counterexample import CounterexampleError, load, reliability, save
 from cowcheck.core.contract import pointer
@@ -46,6 +48,8 @@ from cowcheck.map.harness import CONTRACTS
 
 __all__ = ["register", "replay_files", "shrink_files"]
 
+DEFAULT_PYTEST_DIR = "tests/regressions"
+
 
 def register(sub) -> None:
     p = sub.add_parser("replay", help="replay stored counterexamples step by step",
@@ -54,12 +58,15 @@ def register(sub) -> None:
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--impl", help="replay on this implementation instead of the file's (needed for one that is "
                                   "not built in)")
+    add_classpath(p)
     p.add_argument("--trace", action="store_true", help="print every step with the model's and the map's result")
     p.add_argument("--diagram", action="store_true",
                    help="print the buckets and chains with entry versions (implementations with introspection)")
     p.add_argument("--to-pytest", action="store_true",
                    help="write a regression test into tests/regressions/ instead of replaying")
-    p.add_argument("--out-dir", default="tests/regressions", help="where --to-pytest writes (default tests/regressions)")
+    add_junit_options(p)
+    p.add_argument("--out-dir", help=f"where --to-pytest writes (default tests/regressions) or --to-junit "
+                                     f"(default {DEFAULT_JUNIT_DIR})")
     p.add_argument("--contract", choices=list(CONTRACTS),
                    help="map machine: replay under this contract level instead of the file's (docs/contract.md)")
     p.add_argument("--replays", type=count_arg(bounds.MAX_REPLAYS), metavar="N",
@@ -76,6 +83,7 @@ def register(sub) -> None:
                                    "input, 3: internal error.")
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("--impl", help="the implementation to shrink on, if the file names one that is not built in")
+    add_classpath(s)
     _add_step_time_limit(s)
     _add_in_process(s)
     s.set_defaults(handler=shrink_files)
@@ -92,13 +100,19 @@ def _add_in_process(p) -> None:
                         "its own, as check runs it)")
 
 
-def _load_all(paths: list[str], impl_override: str | None = None, isolated: bool = False):
+def spec_for(cx, args, path) -> str:
+    """The implementation to run ``cx`` on: ``--impl`` or the file's own (as a file may name it),
+    with the ``--classpath`` jars."""
+    return with_classpath(implementation_for(cx, args.impl, path), getattr(args, "classpath", None))
+
+
+def _load_all(paths: list[str], args, isolated: bool = False):
     """Validate every file (and the implementation each names) before anything runs."""
     loaded = []
     for path in paths:
         try:
             cx = load(path)
-            resolve(implementation_for(cx, impl_override, path), cx.machine, isolated=isolated)
+            resolve(spec_for(cx, args, path), cx.machine, isolated=isolated)
         except CounterexampleError as exc:
             raise UsageError(str(exc)) from None
         except UnknownImplementationError as exc:
@@ -119,20 +133,27 @@ def replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
 
 
 def _replay_files(args, stdout: TextIO, stderr: TextIO) -> int:
+    if args.to_pytest and args.to_junit:
+        raise UsageError("--to-pytest and --to-junit: choose one")
+    if (args.run or args.junit_classpath) and not args.to_junit:
+        raise UsageError("--run and --junit-classpath go with --to-junit")
+    if args.to_pytest or args.to_junit:
+        check_output_directory(args.out_dir or (DEFAULT_PYTEST_DIR if args.to_pytest else DEFAULT_JUNIT_DIR),
+                               "--out-dir")
+    loaded = _load_all(args.files, args, not args.in_process)
+    if args.to_junit:
+        return to_junit(loaded, {path: spec_for(cx, args, path) for path, cx in loaded}, args, stdout)
     if args.to_pytest:
-        check_output_directory(args.out_dir, "--out-dir")
-    loaded = _load_all(args.files, args.impl, not args.in_process)
-    if args.to_pytest:
-        out_dir = Path(args.out_dir)
+        out_dir = Path(args.out_dir or DEFAULT_PYTEST_DIR)
         for path, cx in loaded:
-            impl_spec = implementation_for(cx, args.impl, path)
+            impl_spec = spec_for(cx, args, path)
             target = out_dir / f"{test_name_for(cx)}.py"
             write_atomically(target, to_pytest(cx, impl_spec, Path(path).name))
             stdout.write(f"wrote {target}\n")
         return 0
     reproduced = False
     for path, cx in loaded:
-        spec = implementation_for(cx, args.impl, path)
+        spec = spec_for(cx, args, path)
         times = args.replays or (cx.reproduced[1] if cx.reproduced else 1)
         started = time.perf_counter()
         try:
@@ -184,8 +205,8 @@ def shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
 
 def _shrink_files(args, stdout: TextIO, stderr: TextIO) -> int:
     status = 0
-    for path, cx in _load_all(args.files, args.impl, not args.in_process):
-        spec = implementation_for(cx, args.impl, path)
+    for path, cx in _load_all(args.files, args, not args.in_process):
+        spec = spec_for(cx, args, path)
         try:
             impl, subject = replay_subject(cx, spec, isolated=not args.in_process)
         except CheckFailure as exc:  # building it crashed: nothing to shrink

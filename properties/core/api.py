@@ -1,4 +1,4 @@
-"""The map API every implementation under test speaks, as ``typing.Protocol``s.
+"""The map API every implementation under test speaks, as ``typing.Protocol`` classes.
 
 The suite drives any map through these calls: the reference port, the model,
 the seeded mutants, a user's map (``--impl MODULE:FACTORY``) and Flink's own

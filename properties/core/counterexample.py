@@ -29,9 +29,9 @@ from cowcheck.core.bounds import MAX_CAPACITY
 from cowcheck.core.contract import entries as contract_entries
 from cowcheck.core.failures import Failure, json_data
 from cowcheck.core.files import MIB, UserFileError, read_json, write_atomically
-from cowcheck.core.impls import is_builtin
+from cowcheck.core.impls import is_builtin, loads_code
 from cowcheck.core.legacy import renamed_spec
-from cowcheck.core.machine import MACHINES
+from cowcheck.core.machine import MACHINES, unimportable
 from cowcheck.core.program import Step, step_to_json
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "Counterexample", "CounterexampleError", "DEFAULT_DIR", "load", "save",
@@ -247,8 +247,14 @@ def replay_command(path, impl_spec: str, in_process: bool = False) -> str:
 
     >>> replay_command("x.json", "mypkg.maps:make_map")
     'cowcheck replay x.json --impl mypkg.maps:make_map --trace'
+
+    A factory that has no importable name gets, instead of a command, what to do about it.
     """
-    impl = "" if is_builtin(impl_spec) else f" --impl {impl_spec}" + (" --in-process" if in_process else "")
+    problem = None if is_builtin(impl_spec) else unimportable(impl_spec)
+    if problem is not None:
+        return f"(no replay command: {problem})"
+    named = not is_builtin(impl_spec) or loads_code(impl_spec) is not None  # a file names neither by itself
+    impl = f" --impl {impl_spec}" + (" --in-process" if in_process and not is_builtin(impl_spec) else "") if named else ""
     return f"cowcheck replay {path}{impl} --trace"
 
 

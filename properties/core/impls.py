@@ -18,7 +18,8 @@ counterexample: a file is data, and a module it names is imported only when
 the user names it on the command line (docs/contract.md §16). Likewise a spec whose
 resolution would fetch something (``flink@VERSION`` of a release not cached
 yet: :func:`fetch_needed`) is resolved from a file only once the user has
-fetched it by naming it.
+fetched it by naming it, and one that loads local code (``flink@PATH``, a
+class path of jars: :func:`loads_code`) never from a file.
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ from cowcheck.core.ahead import ahead_harness
 from cowcheck.core.remote import ImportFailed, remote_factory
 
 __all__ = ["Implementation", "RemoteImplementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
-           "construct", "probe_by_harness", "probe_isolated", "fetch_needed", "implementation_of",
+           "construct", "probe_by_harness", "probe_isolated", "fetch_needed", "loads_code", "implementation_of",
            "drives_deterministically"]
 
 # Prefixes other layers register: "mutant" (cowcheck.core.mutants), "flink" (cowcheck.flink).
 _RESOLVERS: dict[str, Callable[[str, MachineKind], "Implementation"]] = {}
 # prefix -> fetches(rest): what resolving would fetch over the network (and write to a cache), or None.
 _FETCHES: dict[str, Callable[[str], "str | None"]] = {}
+# prefix -> loads(rest): what local code resolving would load (a jar given by path), or None.
+_LOADS: dict[str, Callable[[str], "str | None"]] = {}
 # prefix -> deterministic(rest): whether the implementation runs deterministically when driven so.
 _DETERMINISTIC: dict[str, Callable[[str], bool]] = {}
 
@@ -114,14 +117,18 @@ class Probed:
 
 def register_resolver(prefix: str, resolver: Callable[[str, MachineKind], Implementation],
                       fetches: Callable[[str], str | None] | None = None,
+                      loads: Callable[[str], str | None] | None = None,
                       deterministic: Callable[[str], bool] | None = None) -> None:
     """``resolver(rest, kind)`` resolves specs ``PREFIX``, ``PREFIX:REST`` and ``PREFIX@REST``;
     ``fetches(rest)`` says what resolving one would fetch (None: nothing, it is here);
+    ``loads(rest)`` what local code it would load, a file the user names (None: only what ships);
     ``deterministic(rest)``: whether that implementation gives the same answers to the same program
     whenever the harness drives it deterministically (:func:`drives_deterministically`)."""
     _RESOLVERS[prefix] = resolver
     if fetches is not None:
         _FETCHES[prefix] = fetches
+    if loads is not None:
+        _LOADS[prefix] = loads
     if deterministic is not None:
         _DETERMINISTIC[prefix] = deterministic
 
@@ -129,8 +136,8 @@ def register_resolver(prefix: str, resolver: Callable[[str, MachineKind], Implem
 def drives_deterministically(spec: str) -> bool:
     """Whether the implementation ``spec`` names answers the same program the same way every time the
     harness drives it deterministically: the reference, the model, the seeded mutants (but those racy
-    by design) and Flink's classes through the bridge. A user's ``MODULE:FACTORY`` is never assumed
-    to (it may race). A failure of such an implementation that some replay does not reproduce comes
+    by design) and a Flink release through the bridge. A user's ``MODULE:FACTORY`` (or Flink build, or
+    jars) is never assumed to (it may race). A failure of such an implementation that some replay does not reproduce comes
     from cowcheck's own time, load or nondeterminism (docs/contract.md, ``unreproducible``).
 
     >>> drives_deterministically("reference"), drives_deterministically("mypkg.maps:make_map")
@@ -148,6 +155,13 @@ def fetch_needed(spec: str) -> str | None:
     base, rest = _prefix(spec)
     fetches = _FETCHES.get(base)
     return fetches(rest) if fetches is not None else None
+
+
+def loads_code(spec: str) -> str | None:
+    """What local code resolving ``spec`` would load (e.g. "the Flink build at /x/flink-dist.jar"), or None."""
+    base, rest = _prefix(spec)
+    loads = _LOADS.get(base)
+    return loads(rest) if loads is not None else None
 
 
 def _prefix(spec: str) -> tuple[str, str]:

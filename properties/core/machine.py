@@ -18,6 +18,7 @@ failure exactly as the harness raised it.
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from collections import Counter
 from typing import Any, Callable
@@ -33,7 +34,7 @@ from cowcheck.core.limits import BudgetSpent, unpaced
 from cowcheck.core.program import OperationTable, Step
 
 __all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind", "add_space",
-           "identify", "spec_of"]
+           "identify", "spec_of", "unimportable"]
 
 
 def add_space(total, space):
@@ -350,7 +351,15 @@ def identify(machine_class: type, kind_name: str, factory, config, impl_spec: st
 
 def spec_of(kind_name: str, factory) -> str:
     """The implementation spec that names ``factory``: a mutant's (``mutant:NAME``), a built-in's
-    name, else ``module:qualname``."""
+    name, else ``MODULE:NAME`` that imports it again in another process — its own qualified name
+    when that resolves to it, else a module-level name it is bound to (a factory made by a closure,
+    ``functools.partial`` or a lambda and bound as ``make_x = ...``); a factory with no such name
+    keeps its qualified name, which :func:`unimportable` describes.
+
+    >>> import functools, collections
+    >>> spec_of("map", collections.OrderedDict)
+    'collections:OrderedDict'
+    """
     own = getattr(factory, "__dict__", {}).get("cowcheck_spec")  # its own (a mutant's), not a base class's
     if isinstance(own, str):
         return own
@@ -360,4 +369,43 @@ def spec_of(kind_name: str, factory) -> str:
             return name
     module = getattr(factory, "__module__", None) or type(factory).__module__
     name = getattr(factory, "__qualname__", None) or type(factory).__qualname__
-    return f"{module}:{name}"
+    if _names(module, name, factory):
+        return f"{module}:{name}"
+    return _bound_name(factory, module) or f"{module}:{name}"
+
+
+def _names(module: str, qualname: str, factory) -> bool:
+    """Whether ``module:qualname`` leads to ``factory`` itself among the modules imported here."""
+    value = sys.modules.get(module)
+    for part in qualname.split("."):
+        value = getattr(value, part, None) if value is not None else None
+    return value is factory and module != "__main__"
+
+
+def _bound_name(factory, home: str) -> str | None:
+    """``MODULE:NAME`` of a module-level binding of ``factory`` in an imported module (its own module
+    first, then the others in name order); None if it has none."""
+    found = []
+    for module_name, module in list(sys.modules.items()):
+        if module_name == "__main__" or module is None:
+            continue
+        try:
+            names = [key for key, value in list(vars(module).items()) if value is factory and key.isidentifier()]
+        except TypeError:  # a module object without a __dict__
+            continue
+        found += [(module_name != home, module_name, key) for key in sorted(names)]
+    if not found:
+        return None
+    _, module_name, key = min(found)
+    return f"{module_name}:{key}"
+
+
+def unimportable(spec: str) -> str | None:
+    """Why ``spec`` (``MODULE:NAME``) cannot be imported by another process, in one line with what to do,
+    or None when it can."""
+    module, sep, name = spec.partition(":")
+    if not sep or (all(part.isidentifier() for part in name.split(".")) and module != "__main__"):
+        return None
+    return (f"{spec} is not a name another process can import (a closure, lambda or functools.partial "
+            f"made in a function): bind the factory to a module-level name of an importable module "
+            f"(make_map = ...), or pass impl_spec='MODULE:NAME' to walk_test/make_map_machine")

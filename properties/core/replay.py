@@ -7,8 +7,10 @@ trace byte for byte whatever ``PYTHONHASHSEED`` is.
 A counterexample file is data: it may name any implementation, but only the
 built-in ones are resolved from it (:func:`implementation_for`); any other
 must be named by the user (``--impl``), so replaying a file received from
-elsewhere never imports a module the file chose, and never fetches (or
-writes into a cache) a release the file names.
+elsewhere never imports a module the file chose, never loads a jar it names
+(``flink@PATH``, ``flink...:classpath=JAR``: the user names the build with
+``--impl`` and the jars with ``--classpath``), and never fetches (or writes
+into a cache) a release the file names.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from cowcheck.core.boundary import build
 from cowcheck.core.counterexample import Counterexample, load
 from cowcheck.core.errors import UsageError
 from cowcheck.core.failures import CheckFailure, Failure, safe_repr
-from cowcheck.core.impls import Implementation, fetch_needed, is_builtin, resolve
+from cowcheck.core.impls import Implementation, fetch_needed, is_builtin, loads_code, resolve
 from cowcheck.core.machine import MachineKind, machine_kind
 from cowcheck.core.program import Step
 from cowcheck.core.settle import Subject
@@ -101,6 +103,11 @@ def implementation_for(cx: Counterexample, impl_override: str | None, path) -> s
         raise UsageError(f"{path}: names the implementation {cx.implementation!r}, which is not built into "
                          f"cowcheck; a counterexample file does not choose code to import: name it on the "
                          f"command line with --impl {cx.implementation}")
+    loads = loads_code(cx.implementation)
+    if loads is not None:
+        raise UsageError(f"{path}: names {cx.implementation}, which loads {loads}; a counterexample file does not "
+                         f"choose code to load: name it on the command line with --impl (a build given by path) "
+                         f"and --classpath (jars first on the class path)")
     fetch = fetch_needed(cx.implementation)
     if fetch is not None:
         raise UsageError(f"{path}: names {cx.implementation}, which is not here yet ({fetch}); a counterexample "

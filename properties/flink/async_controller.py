@@ -5,8 +5,8 @@ The async harness drives a controller through ``process_record``, ``process_time
 futures' ``then_*`` methods, ``run_mailbox``, ``trigger_if_needed``,
 ``drain_inflight_records`` and ``process_non_record``. :class:`FlinkAsyncController`
 answers them with Flink's controller of the release this process runs, in one
-of three API generations (:data:`API_GENERATIONS`, each fact read with ``javap``
-from the releases' jars):
+of three API generations, told apart by the classes and methods the Flink of this
+process has (:func:`api_from`; each fact read with ``javap`` from the releases' jars):
 
 - 1.20.x (experimental there): ``AsyncExecutionController(mailbox, handler,
   StateExecutor, maxParallelism, batchSize, bufferTimeout, maxInFlight)``;
@@ -20,7 +20,7 @@ from the releases' jars):
   with ``AsyncExecutor``/``AsyncFutureImpl`` names, and the epoch mode as a
   constructor argument.
 
-:func:`api_of` says which; ``cowcheck.flink`` gives the async machine a release's
+:func:`api_from` says which; ``cowcheck.flink`` gives the async machine a release's
 ``final_actions`` and ``overdraft`` and refuses ``--epoch-mode parallel`` where epochs are
 serial only. The controller is built around parts that make it deterministic, all
 implemented here in Python through JPype:
@@ -68,9 +68,8 @@ from cowcheck.reference.epochs import ParallelMode
 from cowcheck.reference.errors import IllegalStateError
 from cowcheck.reference.state_executor import VOID_NAMESPACE, HeapStateBackend
 
-__all__ = ["FlinkAsyncController", "FlinkDrainStalled", "FLINK_ASYNC_SINCE", "AsyncApi", "API_GENERATIONS", "api_of"]
+__all__ = ["FlinkAsyncController", "FlinkDrainStalled", "AsyncApi", "api_from"]
 
-FLINK_ASYNC_SINCE = (1, 20, 0)  # the first release with org.apache.flink.runtime.asyncprocessing (1.19.x has none)
 _SPIN_LIMIT = 1_000
 _PACKAGE = "org.apache.flink.runtime.asyncprocessing"
 
@@ -92,14 +91,16 @@ class FlinkDrainStalled(DrainStalledError):
 
 @attrs.frozen
 class AsyncApi:
-    """One generation of the controller's API. ``since``: its first release; ``controller``,
+    """The controller's API as a Flink's classes have it (:func:`api_from`). ``controller``,
     ``handler``, ``container``: the classes; ``create_container``: the executor's factory
     method; ``buffer_field``: the controller's request buffer; what the machine may use:
     ``final_actions`` (processNonRecord's second action), ``parallel_epochs`` (the mode as a
     constructor argument), ``overdraft`` (syncPointRequestWithCallback's second argument);
-    ``declarations``: a DeclarationManager and a metric group in the constructor."""
+    ``declarations``: a DeclarationManager and a metric group in the constructor (and states that
+    are ``InternalPartitionedState``s); ``executes_sync``: the state executor also runs single
+    requests (``executeRequestSync``, ``fullyLoaded``); ``context_getter``: ``getCurrentContext()``
+    (else the field is read)."""
 
-    since: tuple
     controller: str
     handler: str
     container: str
@@ -109,6 +110,13 @@ class AsyncApi:
     parallel_epochs: bool
     overdraft: bool
     declarations: bool
+    executes_sync: bool = True
+    context_getter: bool = True
+
+    @property
+    def generation(self) -> str:
+        """The generation in words: the releases whose classes look like these."""
+        return "2.1+" if self.parallel_epochs else "2.0" if self.declarations else "1.20"
 
     def lacks(self) -> list[str]:
         """What the async machine leaves out on this generation, in words."""
@@ -117,31 +125,40 @@ class AsyncApi:
             ([] if self.parallel_epochs else ["parallel epochs (serial only)"])
 
 
-_STATE_FUTURE_HANDLER = "org.apache.flink.core.state.StateFutureImpl$AsyncFrameworkExceptionHandler"
-API_GENERATIONS = (
-    AsyncApi((1, 20, 0), f"{_PACKAGE}.AsyncExecutionController", _STATE_FUTURE_HANDLER,
-             f"{_PACKAGE}.StateRequestContainer", "createStateRequestContainer", "stateRequestsBuffer",
-             final_actions=False, parallel_epochs=False, overdraft=False, declarations=False),
-    AsyncApi((2, 0, 0), f"{_PACKAGE}.AsyncExecutionController", _STATE_FUTURE_HANDLER,
-             f"{_PACKAGE}.StateRequestContainer", "createStateRequestContainer", "stateRequestsBuffer",
-             final_actions=True, parallel_epochs=False, overdraft=True, declarations=True),
-    AsyncApi((2, 1, 0), f"{_PACKAGE}.StateExecutionController",
-             "org.apache.flink.core.asyncprocessing.AsyncFutureImpl$AsyncFrameworkExceptionHandler",
-             f"{_PACKAGE}.AsyncRequestContainer", "createRequestContainer", "asyncRequestsBuffer",
-             final_actions=True, parallel_epochs=True, overdraft=True, declarations=True),
-)
+_HANDLERS = ("org.apache.flink.core.asyncprocessing.AsyncFutureImpl$AsyncFrameworkExceptionHandler",
+             "org.apache.flink.core.state.StateFutureImpl$AsyncFrameworkExceptionHandler")
 
 
-def api_of(version: tuple) -> AsyncApi:
-    """The API generation of a release (``(major, minor, patch)``); ValueError before 1.20.0.
-
-    >>> api_of((1, 20, 5)).final_actions, api_of((2, 0, 2)).parallel_epochs, api_of((2, 3, 0)).overdraft
-    (False, False, True)
-    """
-    found = [api for api in API_GENERATIONS if api.since <= tuple(version)]
-    if not found:
-        raise ValueError(f"Flink's async controller exists from {'.'.join(map(str, FLINK_ASYNC_SINCE))} on")
-    return found[-1]
+def api_from(index) -> AsyncApi | None:
+    """The controller's API read from a Flink's classes (a :class:`~cowcheck.flink.jars.ClassIndex`),
+    or None where there is no ``AsyncExecutionController`` (before 1.20.0): the controller class
+    (``StateExecutionController`` from 2.1.0 on), the exception handler and request container that
+    exist, and what the methods take — ``processNonRecord``'s actions, ``syncPointRequestWithCallback``'s
+    overdraft flag, an epoch mode among the constructor's parameters."""
+    if not index.has(f"{_PACKAGE}.AsyncExecutionController"):
+        return None
+    controller = f"{_PACKAGE}.StateExecutionController"
+    if not index.has(controller):
+        controller = f"{_PACKAGE}.AsyncExecutionController"
+    container = f"{_PACKAGE}.AsyncRequestContainer"
+    if not index.has(container):
+        container = f"{_PACKAGE}.StateRequestContainer"
+    executor = f"{_PACKAGE}.StateExecutor"
+    parameters = [m.parameters for m in index.methods(controller, "<init>")]
+    mode = f"L{_PACKAGE.replace('.', '/')}/EpochManager$ParallelMode;"
+    return AsyncApi(
+        controller=controller,
+        handler=next((h for h in _HANDLERS if index.has(h)), _HANDLERS[-1]),
+        container=container,
+        create_container=("createRequestContainer" if index.methods(executor, "createRequestContainer")
+                          else "createStateRequestContainer"),
+        buffer_field="asyncRequestsBuffer" if index.has_field(controller, "asyncRequestsBuffer") else "stateRequestsBuffer",
+        final_actions=any(len(m.parameters) == 2 for m in index.methods(controller, "processNonRecord")),
+        parallel_epochs=any(mode in p for p in parameters),
+        overdraft=any(len(m.parameters) == 2 for m in index.methods(controller, "syncPointRequestWithCallback")),
+        declarations=index.has(f"{_PACKAGE}.declare.DeclarationManager"),
+        executes_sync=bool(index.methods(executor, "executeRequestSync")),
+        context_getter=bool(index.methods(controller, "getCurrentContext")))
 
 
 _CLASSES: dict = {}
@@ -154,10 +171,13 @@ def _classes():
     jvm()
     import jpype
 
-    from cowcheck.flink.releases import parse_version, selected_release
+    from cowcheck.flink.jars import class_index
+    from cowcheck.flink.jvm import flink_jars
+    from cowcheck.flink.releases import selected_build
 
     JClass = jpype.JClass
-    api = api_of(parse_version(selected_release()))
+    build = selected_build()
+    api = api_from(class_index(build.user + flink_jars(build)[0]))
 
     class Mailbox:
         def __init__(self) -> None:
@@ -282,7 +302,7 @@ def _classes():
             pass
 
     setattr(SyncExecutor, api.create_container, jpype.JOverride(SyncExecutor._container))
-    if api.since < (2, 0, 0):  # 1.20's StateExecutor has neither
+    if not api.executes_sync:  # 1.20's StateExecutor has neither
         del SyncExecutor.executeRequestSync, SyncExecutor.fullyLoaded
     SyncExecutor = jpype.JImplements(f"{_PACKAGE}.StateExecutor")(SyncExecutor)
 
@@ -513,7 +533,7 @@ class FlinkAsyncController:
 
     @property
     def current_context(self):
-        if not self.api.declarations:  # 1.20 has no getCurrentContext
+        if not self.api.context_getter:  # 1.20 has no getCurrentContext
             return self._token(_field(self.aec, "currentContext"))
         return self._token(self.aec.getCurrentContext())
 

@@ -5,9 +5,11 @@ generated from the map's table by :mod:`cowcheck.flink.opcodes`) is compiled
 with ``javac`` on first use into ``~/.cache/cowcheck/java/<hash of the
 sources, the generated one included, and the Flink jar>/`` (the generated source
 is kept there under ``generated/``; ``COWCHECK_CACHE_DIR`` or ``XDG_CACHE_HOME``
-move it) and put on the class path next to ``flink-dist-2.3.0.jar`` from the
-``apache-flink-libraries`` wheel (``pip install 'cowcheck[flink]'``;
-``COWCHECK_FLINK_LIB`` points elsewhere).
+move it) and put on the class path next to the Flink of this process
+(:func:`flink_jars`): ``flink-dist-2.3.0.jar`` from the ``apache-flink-libraries``
+wheel (``pip install 'cowcheck[flink]'``; ``COWCHECK_FLINK_LIB`` points
+elsewhere), a release's jar from the cache, or the jars of ``flink@PATH``; jars
+given with ``--classpath`` go first, so that their classes replace Flink's.
 
 One JVM per process: it starts on first use (creating a map, running a
 batch), never at import or resolve, so a campaign driver can resolve the
@@ -32,10 +34,11 @@ import attrs
 
 from cowcheck.core.limits import steps_through
 from cowcheck.flink.opcodes import OPS_JAVA, ops_java
-from cowcheck.flink.releases import DEFAULT_VERSION, cache_root, dist_jar, release_lib, selected_release
+from cowcheck.flink.releases import (DEFAULT_VERSION, FlinkBuild, cache_root, dist_jar, release_lib, selected_build,
+                                    selected_release)
 
 __all__ = ["FlinkUnavailableError", "JvmInfo", "available", "compile_helper", "jvm", "started", "JAVA_SOURCES", "Java",
-           "helper_sources", "GENERATED"]
+           "helper_sources", "GENERATED", "flink_jars"]
 
 FLINK_JAR = "flink-dist-2.3.0.jar"
 JAVA_SOURCES = Path(__file__).with_name("java")
@@ -67,22 +70,16 @@ class JvmInfo:
     start_seconds: float
     classpath: tuple
     java_version: str
-    flink_version: str = DEFAULT_VERSION
+    flink_version: str = DEFAULT_VERSION  # the release, or the path of a build given by path
+    build: FlinkBuild | None = None
 
 
 _JVM: JvmInfo | None = None
 
 
-def _flink_lib() -> Path:
-    """The directory with the flink-dist jar of the release this process runs
-    (``cowcheck.flink.releases``): the installed one for the default release,
-    the per-user cache (fetched on first use) for any other."""
-    version = selected_release()
-    if version != DEFAULT_VERSION:
-        try:
-            return release_lib(version)
-        except (RuntimeError, OSError, ValueError) as exc:
-            raise FlinkUnavailableError(f"Flink {version}: {exc}") from None
+def _installed_lib() -> Path:
+    """The directory with the jar of the release the ``flink`` extra installs (``pyflink/lib``,
+    or ``COWCHECK_FLINK_LIB``)."""
     override = os.environ.get("COWCHECK_FLINK_LIB")
     if override:
         candidates = [Path(override)]
@@ -97,16 +94,38 @@ def _flink_lib() -> Path:
         f"install it with: pip install 'cowcheck[flink]' (or set COWCHECK_FLINK_LIB to its directory)")
 
 
-def available() -> str | None:
-    """None if the bridge can start here (jpype1 and the Flink jar are installed,
-    or for another release than the default: jpype1, the jar being fetched on
-    first use), else the reason. Cheap: starts no JVM, fetches and compiles nothing."""
+def flink_jars(build: FlinkBuild | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(Flink's jars, the log4j jars beside them)`` of ``build`` (the Flink this process runs by
+    default, ``cowcheck.flink.releases``): the installed jar for the default release, the per-user
+    cache (fetched on first use) for any other, the jars found at the path of ``flink@PATH``."""
+    build = build or selected_build()
+    if build.path:
+        return build.jars, build.logging
+    if build.release != DEFAULT_VERSION:
+        try:
+            lib = release_lib(build.release)
+        except (RuntimeError, OSError, ValueError) as exc:
+            raise FlinkUnavailableError(f"Flink {build.release}: {exc}") from None
+        flink = dist_jar(lib)
+    else:
+        lib = _installed_lib()
+        flink = lib / FLINK_JAR
+    # log4j next to flink-dist silences SLF4J's "no provider" warnings.
+    return (str(flink),), tuple(sorted(str(p) for p in lib.glob("log4j-*.jar")))
+
+
+def available(build: FlinkBuild | None = None) -> str | None:
+    """None if the bridge can start here on ``build`` (the Flink of this process by default): jpype1
+    and the Flink jar are installed, or for another release than the default or a build given by
+    path, jpype1 (the jar being fetched on first use, or there); else the reason. Cheap: starts no
+    JVM, fetches and compiles nothing."""
     if importlib.util.find_spec("jpype") is None:
         return "jpype1 is not installed: pip install 'cowcheck[flink]'"
-    if selected_release() != DEFAULT_VERSION:
+    build = build or selected_build()
+    if build.path or build.release != DEFAULT_VERSION:
         return None
     try:
-        _flink_lib()
+        _installed_lib()
     except FlinkUnavailableError as exc:
         return exc.reason
     return None
@@ -119,8 +138,7 @@ def compile_helper() -> float:
     """Compile the helper against the selected release's jar now, if it is not compiled yet
     (seconds spent); starts no JVM. Resolving a spec does it, so that the first implementation
     built (under a step time limit) does not pay for javac on a loaded machine."""
-    lib = _flink_lib()
-    return _compiled_helper(dist_jar(lib) if selected_release() != DEFAULT_VERSION else lib / FLINK_JAR)[1]
+    return _compiled_helper(flink_jars()[0])[1]
 
 
 def helper_sources() -> list[tuple[str, str]]:
@@ -137,16 +155,20 @@ def helper_sources() -> list[tuple[str, str]]:
     return sorted(sources + [(OPS_JAVA, ops_java())])
 
 
-def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
-    """The directory with our compiled helper classes, compiling them on first use;
-    ``(directory, seconds spent compiling)``. Keyed by a hash of the sources (the generated
-    ``Ops.java`` included) and of the jar's name and size, so an edit, a change of the map's
-    table or another Flink build recompiles."""
+def _compiled_helper(classpath: tuple) -> tuple[Path, float]:
+    """The directory with our compiled helper classes, compiling them on first use against
+    ``classpath`` (Flink's jars; a user's jars placed before them replace Flink's classes at run time,
+    with the API the helper was compiled against); ``(directory, seconds spent compiling)``.
+    Keyed by a hash of the sources (the generated ``Ops.java`` included) and of each jar's name,
+    size and modification time, so an edit, a change of the map's table, another Flink build or
+    a rebuilt jar recompiles."""
     sources = helper_sources()
     digest = hashlib.sha256()
     for path, text in sources:
         digest.update(path.encode() + b"\0" + text.encode("utf-8") + b"\0")
-    digest.update(f"{flink_jar.name}:{flink_jar.stat().st_size}".encode())
+    for jar in classpath:
+        stat = os.stat(jar)
+        digest.update(f"{Path(jar).name}:{stat.st_size}:{stat.st_mtime_ns}\0".encode())
     target = _cache_root() / "java" / digest.hexdigest()[:20]
     if (target / "COMPLETE").is_file():
         return target, 0.0
@@ -167,7 +189,7 @@ def _compiled_helper(flink_jar: Path) -> tuple[Path, float]:
             else:
                 file = JAVA_SOURCES / path
             files.append(str(file))
-        result = subprocess.run([javac, "--release", "11", "-nowarn", "-encoding", "UTF-8", "-cp", str(flink_jar),
+        result = subprocess.run([javac, "--release", "11", "-nowarn", "-encoding", "UTF-8", "-cp", os.pathsep.join(classpath),
                                  "-d", str(scratch)] + files, capture_output=True, text=True)
         if result.returncode != 0:
             raise FlinkUnavailableError(f"javac failed on {JAVA_SOURCES}:\n{result.stderr.strip()}")
@@ -191,7 +213,7 @@ def jvm() -> JvmInfo:
                 f"the JVM was started in process {_JVM.pid}, which then forked this process {os.getpid()}; a JVM "
                 f"does not survive fork: create Flink maps only in the process that uses them (each campaign "
                 f"executor starts its own JVM on first use)")
-        if _JVM.flink_version != selected_release():
+        if _JVM.build != selected_build():
             raise FlinkUnavailableError(f"this process runs Flink {_JVM.flink_version}: one JVM per process, so "
                                         f"Flink {selected_release()} needs another process")
         return _JVM
@@ -209,11 +231,11 @@ def _start() -> JvmInfo:
     half started in the process), bounded as the harness's own work is (``harness_bound``)."""
     import jpype
 
-    lib = _flink_lib()
-    flink_jar = dist_jar(lib) if selected_release() != DEFAULT_VERSION else lib / FLINK_JAR
-    classes, compile_seconds = _compiled_helper(flink_jar)
-    # log4j next to flink-dist silences SLF4J's "no provider" warnings.
-    classpath = (str(flink_jar), *sorted(str(p) for p in lib.glob("log4j-*.jar")), str(classes))
+    build = selected_build()
+    flink, logging = flink_jars(build)
+    classes, compile_seconds = _compiled_helper(flink)
+    # The user's jars first: their classes replace Flink's (the JVM loads the first it finds).
+    classpath = (*build.user, *flink, *logging, str(classes))
     started = time.perf_counter()
     if jpype.isJVMStarted():
         raise FlinkUnavailableError("a JVM is already running in this process, started without Flink and the "
@@ -224,7 +246,7 @@ def _start() -> JvmInfo:
     version = str(jpype.java.lang.System.getProperty("java.version"))
     Java.load()
     return JvmInfo(os.getpid(), compile_seconds, time.perf_counter() - started, classpath, version,
-                   selected_release())
+                   build.label, build)
 
 
 def started() -> JvmInfo | None:

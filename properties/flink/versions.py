@@ -1,9 +1,10 @@
-"""Stored counterexamples replayed on Flink releases (``cowcheck versions``).
+"""Stored counterexamples replayed on Flink releases and builds (``cowcheck versions``).
 
-One process per release (one JVM per process, one release per JVM): the
-driver runs ``python -m cowcheck.flink.versions VERSION FILE...`` for each
-release, which replays every file on ``flink@VERSION`` and prints one JSON
-object: file -> ``{"outcome", "detail"}``. Outcomes:
+One process per Flink (one JVM per process, one Flink per JVM): the driver
+runs ``python -m cowcheck.flink.versions SPEC FILE...`` for each column (a
+release, ``flink@VERSION``, or a build given by path, ``flink@PATH``; either
+with ``:classpath=JAR...``: :func:`spec_of`), which replays every file on it
+and prints one JSON object: file -> ``{"outcome", "detail"}``. Outcomes:
 
 - ``reproduces``: the stored failure (same kind and code) happens on that release;
 - ``fails differently``: another failure happens;
@@ -26,7 +27,7 @@ import sys
 import time
 
 from cowcheck.core.processes import module_command
-from cowcheck.flink.releases import DEFAULT_VERSION, parse_version
+from cowcheck.flink.releases import DEFAULT_VERSION, is_path, parse_version
 
 __all__ = ["REPRODUCES", "FAILS_DIFFERENTLY", "PASSES", "NOT_APPLICABLE", "run_release", "regression_range",
            "replay_on_release"]
@@ -38,28 +39,37 @@ NOT_APPLICABLE = "not applicable"
 FLINK_CAPACITY = 128
 
 
-def spec_of(version: str) -> str:
-    return "flink" if version == DEFAULT_VERSION else f"flink@{version}"
+def spec_of(column: str, classpath: str = "") -> str:
+    """The implementation spec of a column of the matrix: a release (``flink`` for the installed one)
+    or a path, with the jars of ``classpath`` (``JAR[:JAR...]``) first.
+
+    >>> spec_of("2.3.0"), spec_of("1.13.6", "/u.jar"), spec_of("/b/lib")
+    ('flink', 'flink@1.13.6:classpath=/u.jar', 'flink@/b/lib')
+    """
+    spec = "flink" if column == DEFAULT_VERSION else f"flink@{column}"
+    return f"{spec}:classpath={classpath}" if classpath else spec
 
 
-def replay_on_release(version: str, files: list[str], step_time_limit: float = 10.0) -> dict:
-    """In this process: every file replayed on ``version``; file -> outcome record."""
+def replay_on_release(spec: str, files: list[str], step_time_limit: float = 10.0) -> dict:
+    """In this process: every file replayed on the Flink ``spec`` names; file -> outcome record."""
     import cowcheck.registry  # noqa: F401  (registers the machines)
     from cowcheck.core.counterexample import CounterexampleError, load
     from cowcheck.core.errors import UsageError
-    from cowcheck.core.impls import UnknownImplementationError
+    from cowcheck.core.impls import UnknownImplementationError, resolve
     from cowcheck.core.limits import StepTimeLimit
     from cowcheck.core.replay import replay_setup
     from cowcheck.core.shrink import replay, signature_of
 
     from cowcheck.flink.jvm import FlinkUnavailableError, jvm
 
-    spec = spec_of(version)
     results = {}
     try:
-        jvm()  # the helper compiled (seconds, on first use) and the JVM started outside the step time limit
+        resolve(spec, "map")  # this process's Flink chosen (a release fetched if need be), the helper compiled
+        jvm()  # and the JVM started, outside the step time limit
     except FlinkUnavailableError as exc:
         return {path: {"outcome": NOT_APPLICABLE, "detail": str(exc)} for path in files}
+    except UnknownImplementationError as exc:
+        return {path: {"outcome": NOT_APPLICABLE, "detail": exc.reason} for path in files}
     with StepTimeLimit(step_time_limit):
         for path in files:
             try:
@@ -96,10 +106,11 @@ def replay_on_release(version: str, files: list[str], step_time_limit: float = 1
     return results
 
 
-def run_release(version: str, files: list[str], timeout: float = 1800.0) -> dict:
-    """Replay ``files`` on ``version`` in a fresh process; file -> outcome record
-    (every file ``not applicable`` with the reason if the process itself failed)."""
-    command = module_command("cowcheck.flink.versions", version, *files)  # no working directory on sys.path
+def run_release(spec: str, files: list[str], timeout: float = 1800.0) -> dict:
+    """Replay ``files`` on the Flink ``spec`` names (:func:`spec_of`) in a fresh process; file -> outcome
+    record (every file ``not applicable`` with the reason if the process itself failed)."""
+    version = spec.partition("@")[2].partition(":")[0] or DEFAULT_VERSION
+    command = module_command("cowcheck.flink.versions", spec, *files)  # no working directory on sys.path
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -114,8 +125,9 @@ def run_release(version: str, files: list[str], timeout: float = 1800.0) -> dict
 
 
 def regression_range(row: dict[str, str]) -> str:
-    """``row``: release -> outcome. "reproduces up to A, passes from B" (in release order)."""
-    ordered = sorted(row, key=parse_version)
+    """``row``: release -> outcome. "reproduces up to A, passes from B" (in release order; builds given
+    by path have no place in it and are left out)."""
+    ordered = sorted((v for v in row if not is_path(v)), key=parse_version)
     reproducing = [v for v in ordered if row[v] == REPRODUCES]
     passing = [v for v in ordered if row[v] == PASSES]
     if not reproducing and not passing:
@@ -135,11 +147,8 @@ def regression_range(row: dict[str, str]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from cowcheck.flink.releases import select_release
-
-    version, files = argv[0], argv[1:]
-    select_release(version)
-    print(json.dumps(replay_on_release(version, files), sort_keys=True))
+    spec, files = argv[0], argv[1:]
+    print(json.dumps(replay_on_release(spec, files), sort_keys=True))
     return 0
 
 

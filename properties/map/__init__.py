@@ -143,7 +143,10 @@ def walk_test(factory: StateMapFactory, *, capacity: int = 4, walks: int = DEFAU
     spec = impl_spec or spec_of("map", factory)
 
     def test_walks():
-        config = MachineConfig(capacity=capacity, white_box=white_box, contract=contract)
+        # decided once, as the harness decides it, so the counterexample records how it was checked
+        mode = has_introspection(factory(capacity=capacity, state_copier=copy.deepcopy)) if white_box is None \
+            else white_box
+        config = MachineConfig(capacity=capacity, white_box=mode, contract=contract)
         result = hunt(None, Subject.of(MAP, spec, factory, config), base_seed=seed, walker=MAP.walker_for(config),
                       walks=walks, replays=replays, found_by={"tool": "pytest", "seed": seed})
         test_walks.cowcheck_space = result.walks.space  # the pytest plugin reports what the walks explored
