@@ -53,11 +53,11 @@ from cowcheck.core.errors import InternalError, UsageError
 from cowcheck.core.failures import CRASH, DIVERGENCE, INVARIANT, TIMEOUT, CheckFailure, Failure
 from cowcheck.core.hunt import hunt
 from cowcheck.core.impls import resolve
-from cowcheck.core.limits import DEFAULT_STEP_TIME_LIMIT
+from cowcheck.core.limits import DEFAULT_STEP_TIME_LIMIT, active_limit, implementation_seconds
 from cowcheck.core.machine import MachineKind, RunRecord, machine_kind
 from cowcheck.core.profiles import PROFILES, stabilise_generation
 from cowcheck.core.report import nondeterminism_note
-from cowcheck.core.settle import Settled, Subject, settle
+from cowcheck.core.settle import Settled, Subject, UnreproducibleFailure, settle
 from cowcheck.registry import DEFAULT_MACHINE
 from cowcheck.map.harness import CONTRACTS
 from cowcheck.map.ops import SIZE_CLASSES
@@ -73,7 +73,8 @@ EXECUTORS = ("raw", "hypothesis")
 
 # Codes of outcomes that are not a harness failure (no replayable program).
 TIME_LIMIT = "time-limit"  # the seed ran longer than CampaignConfig.seed_time_limit
-INTERNAL_CODE = "internal"  # the code of every INTERNAL outcome
+INTERNAL_CODE = "internal"  # the code of an INTERNAL outcome
+UNREPRODUCIBLE = "unreproducible"  # ... of one whose failure is cowcheck's nondeterminism (UnreproducibleFailure)
 
 def _positive(instance, attribute, value):
     if value <= 0:
@@ -96,9 +97,11 @@ class CampaignConfig:
 
     ``steps``: steps per walk (raw) or per example (hypothesis);
     ``examples``: Hypothesis examples per seed (hypothesis executor only);
-    ``seed_time_limit``: seconds a walk may take (then TIMEOUT); shrinking gets
-    as long again. ``step_time_limit``: seconds one step may take (then a
-    TIMEOUT failure of that step, shrunk and replayable like any other);
+    ``seed_time_limit``: seconds of the implementation's own time a walk may take
+    (then TIMEOUT; under a step time limit, cowcheck's checking between its calls
+    is not charged, :func:`cowcheck.core.limits.implementation_seconds`);
+    shrinking gets as long again. ``step_time_limit``: seconds one step may take
+    (then a TIMEOUT failure of that step, shrunk and replayable like any other);
     applied by :func:`cowcheck.spark_fuzz.ranges.run_range`.
 
     ``batched``: where the implementation offers batched walks
@@ -273,25 +276,29 @@ def run_seed(seed: int, config: CampaignConfig) -> Outcome:
     if config.executor == "hypothesis":
         outcome = _run_hypothesis(seed, config, kind, impl)
     else:
-        outcome = _run_walk(seed, config, kind, impl, started)
+        outcome = _run_walk(seed, config, kind, impl)
     return attrs.evolve(outcome, seconds=time.perf_counter() - started)
 
 
-def _run_walk(seed: int, config: CampaignConfig, kind: MachineKind, impl, started: float) -> Outcome:
+def _run_walk(seed: int, config: CampaignConfig, kind: MachineKind, impl) -> Outcome:
     if kind.walker is None:
         raise UsageError(f"the {kind.name} machine has no seeded walks: use --executor hypothesis")
+    clock = implementation_seconds if active_limit() is not None else time.perf_counter
+    charged = clock()  # the walk's budget charges the implementation's own time, where a limit watches it
     while True:
-        outcome = _walk_once(seed, config, kind, impl, started)
+        outcome = _walk_once(seed, config, kind, impl, (clock, charged))
         if outcome is not None:
             return outcome
         # A call suspected of hanging at the run's pace returned under the full limit: only slow.
         # The walk again, at the new pace (the same seed, the same walk).
 
 
-def _walk_once(seed: int, config: CampaignConfig, kind: MachineKind, impl, started: float) -> Outcome | None:
+def _walk_once(seed: int, config: CampaignConfig, kind: MachineKind, impl, budget: tuple) -> Outcome | None:
     """One seeded walk of the machine's walker through its harness: the implementation's batched
     walks if it has them, the harness checking the structural invariants at every n-th step if
-    ``invariants_every`` asks for it (and the machine has one), else the machine's own harness."""
+    ``invariants_every`` asks for it (and the machine has one), else the machine's own harness.
+    ``budget``: ``(clock, reading)``, the clock the seed's time limit runs on and its reading as
+    the seed started."""
     subject = Subject.of(kind, config.impl, impl.factory, machine_config(config, kind, impl))
     batched = impl.batched_walks(kind, subject.config) if config.batched else None
     make, harness_class = batched or (subject.make, kind.harness_class)
@@ -311,7 +318,8 @@ def _walk_once(seed: int, config: CampaignConfig, kind: MachineKind, impl, start
         return _failed(seed, config, subject, [], exc.failure, None, _EMPTY)
     if "white_box" in subject.options:  # as the harness decided it (a user's map: if its view conforms)
         subject = attrs.evolve(subject, options=dict(subject.options, white_box=harness.white_box))
-    deadline = started + config.seed_time_limit
+    clock, charged = budget
+    deadline = charged + config.seed_time_limit
     program = kind.walker_for(subject.config)(seed, config.steps, instance)
     if harness.runs_ahead:  # it runs the program ahead, a segment per call
         program = list(program)
@@ -320,10 +328,10 @@ def _walk_once(seed: int, config: CampaignConfig, kind: MachineKind, impl, start
         try:
             for i, step in enumerate(program):
                 harness.apply(step)
-                if not i & 63 and time.perf_counter() > deadline:
+                if not i & 63 and clock() > deadline:
                     return Outcome(kind=TIMEOUT, code=TIME_LIMIT, **base,
-                                   message=f"walk still running after {config.seed_time_limit:g} s "
-                                           f"({len(harness.steps)} steps)", **_counts(harness))
+                                   message=f"walk still running after {config.seed_time_limit:g} s of the "
+                                           f"implementation's time ({len(harness.steps)} steps)", **_counts(harness))
             harness.final_check()
         finally:
             harness.close()  # (the async harness stops its controller's threads)
@@ -345,6 +353,9 @@ def internal_outcome(seed: int, config: CampaignConfig, exc: BaseException, **co
     summary = exc.summary if isinstance(exc, InternalError) else f"{type(exc).__name__}: {exc}"
     details = (exc.details if isinstance(exc, InternalError) and exc.details else "") + "".join(
         traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if isinstance(exc, UnreproducibleFailure):  # (its own code: docs/contract.md, unreproducible)
+        return Outcome(seed=seed, kind=INTERNAL, code=UNREPRODUCIBLE, impl_spec=config.impl,
+                       message=f"internal error in cowcheck: {summary}", details=details, **counts)
     return Outcome(seed=seed, kind=INTERNAL, code=INTERNAL_CODE, impl_spec=config.impl,
                    message=f"internal error in cowcheck: {summary}", details=details, **counts)
 

@@ -9,9 +9,11 @@ A seed range is the unit of work a Spark task runs, of resume and of the
   per worker. It reports each seed as it starts and ends through a pipe. A
   child that dies (``os._exit``, a segfault, the OOM killer, a JVM that
   halts) turns the seed it was running into a CRASH outcome (code
-  ``worker-exit``); a seed that runs past its hard limit (:func:`hard_limit`:
-  the walk's own limit, as long again for shrinking, and slack), or whose
-  call into native code never returns, becomes a TIMEOUT (``time-limit``).
+  ``worker-exit``); a seed that shows no progress for its hard limit
+  (:func:`hard_limit`; the child reports progress as its harness moves from
+  call to call and step to step, so a slow seed on a loaded machine is never
+  killed for its slowness), or whose call into native code never returns,
+  becomes a TIMEOUT (``time-limit``).
   A new child then carries on with the next seed, so one bad seed costs one
   seed (and one start-up), not the range, the task or the campaign. Each
   :class:`RangeResult` counts the children started for it and the start-up
@@ -37,13 +39,14 @@ import select
 import signal
 import socket
 import sys
+import threading
 import time
 import traceback
 from collections import Counter
 
 import attrs
 
-from cowcheck.core.limits import limited
+from cowcheck.core.limits import RUNNING, limited
 from cowcheck.core.processes import describe_wait_status
 from cowcheck.core.profiles import tune_collector
 from cowcheck.flink.jvm import started as jvm_started  # a JVM a seed starts: reported as start-up cost
@@ -69,10 +72,15 @@ __all__ = ["RangeResult", "run_range", "guarded_run_seed", "WORKER_EXIT", "hard_
 WORKER_EXIT = "worker-exit"
 
 
+_BEAT = 0.5  # seconds between a child's looks at its harness's progress
+
+
 def hard_limit(config: CampaignConfig) -> float:
-    """Seconds after which a seed's process is killed: the walk's limit, as long
-    again for shrinking, and slack (the limit again, at most 5 s)."""
-    return 2 * config.seed_time_limit + min(config.seed_time_limit, 5.0)
+    """Seconds without progress after which a seed's process is killed: the walk's limit, as long
+    again for shrinking, and slack (the limit again, at most 5 s); and never before one call may
+    have taken the step time limit and its process been ended for it (the child's own verdict on
+    a hang, a better one: a TIMEOUT of the step that hung)."""
+    return max(2 * config.seed_time_limit + min(config.seed_time_limit, 5.0), 2 * config.step_time_limit + 5.0)
 
 
 @attrs.frozen
@@ -252,27 +260,50 @@ class _Worker:
 def _serve(requests_fd: int, out_fd: int) -> None:
     """The child's loop: serve requests until the request pipe closes."""
     with os.fdopen(requests_fd, "r", encoding="utf-8") as requests, os.fdopen(out_fd, "w", encoding="utf-8") as out:
-        for line in requests:
-            request = json.loads(line)
-            config = CampaignConfig.from_json(request["config"])
-            had_jvm = jvm_started() is not None
+        lock = threading.Lock()  # the main thread, the heartbeat and the watchdog (stuck) all write
 
-            def stuck(seconds: float) -> None:  # a call into native code (Java) that never returns
-                out.write(json.dumps({"stuck": seconds}) + "\n")
+        def send(message: dict) -> None:
+            with lock:
+                out.write(json.dumps(message) + "\n")
                 out.flush()
 
-            with limited(config.step_time_limit, on_stuck=stuck, paced=True):
-                for seed in request["seeds"]:
-                    out.write(json.dumps({"start": seed}) + "\n")
-                    out.flush()
-                    outcome = guarded_run_seed(seed, config)
-                    out.write(json.dumps({"outcome": outcome.to_json()}) + "\n")
-                    out.flush()
-                    config = learned(config, outcome)
-            info = jvm_started()
-            startup = info.compile_seconds + info.start_seconds if info is not None and not had_jvm else 0.0
-            out.write(json.dumps({"done": {"startup": startup, "pid": os.getpid()}}) + "\n")
-            out.flush()
+        stop = threading.Event()
+        threading.Thread(target=_heartbeat, args=(send, stop), name="cowcheck-heartbeat", daemon=True).start()
+        try:
+            for line in requests:
+                request = json.loads(line)
+                config = CampaignConfig.from_json(request["config"])
+                had_jvm = jvm_started() is not None
+
+                def stuck(seconds: float) -> None:  # a call into native code (Java) that never returns
+                    send({"stuck": seconds})
+
+                with limited(config.step_time_limit, on_stuck=stuck, paced=True):
+                    for seed in request["seeds"]:
+                        send({"start": seed})
+                        outcome = guarded_run_seed(seed, config)
+                        send({"outcome": outcome.to_json()})
+                        config = learned(config, outcome)
+                info = jvm_started()
+                startup = info.compile_seconds + info.start_seconds if info is not None and not had_jvm else 0.0
+                send({"done": {"startup": startup, "pid": os.getpid()}})
+        finally:
+            stop.set()
+
+
+def _heartbeat(send, stop: threading.Event) -> None:
+    """Tell the parent the child makes progress: what its main thread runs (a call into the
+    implementation, a step's checking: :data:`cowcheck.core.limits.RUNNING`) has changed since the
+    last look. A seed stuck in one call, or in a loop of cowcheck's own, stops the beats."""
+    seen = None
+    while not stop.wait(_BEAT):
+        now = RUNNING[0]
+        if now != seen:
+            seen = now
+            try:
+                send({"alive": 1})
+            except (OSError, ValueError):  # the parent is gone (or the pipe closed): nobody to tell
+                return
 
 
 _WORKER: _Worker | None = None
@@ -349,6 +380,8 @@ def _supervise(worker: _Worker, seeds: list[int], config: CampaignConfig, outcom
                 message = json.loads(line)
                 if "start" in message:
                     running, since = message["start"], time.monotonic()
+                elif "alive" in message:
+                    since = time.monotonic()  # (the hard limit counts seconds without progress)
                 elif "outcome" in message:
                     outcomes[message["outcome"]["seed"]] = Outcome.from_json(message["outcome"])
                     running = None
@@ -366,7 +399,8 @@ def _supervise(worker: _Worker, seeds: list[int], config: CampaignConfig, outcom
         seconds = time.monotonic() - since
         if killed:
             outcomes[running] = Outcome(seed=running, kind=TIMEOUT, code=TIME_LIMIT, impl_spec=config.impl,
-                                        message=f"killed after {limit:g} s (hard limit per seed)", seconds=seconds)
+                                        message=f"killed after {limit:g} s without progress (hard limit per seed)",
+                                        seconds=seconds)
         elif stuck is not None:
             outcomes[running] = Outcome(seed=running, kind=TIMEOUT, code=TIME_LIMIT, impl_spec=config.impl,
                                         message=f"a call into the implementation did not return within "

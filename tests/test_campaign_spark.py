@@ -157,7 +157,7 @@ def test_without_isolation_a_dying_python_worker_costs_a_retry_not_the_campaign(
 
 
 def test_a_seed_that_hangs_is_killed_and_is_a_timeout_row(spark, tmp_path):
-    config = CampaignConfig(impl="faults:hangs_on_77", sizes=SIZES, steps=300, seed_time_limit=1.0)
+    config = CampaignConfig(impl="faults:hangs_on_77", sizes=SIZES, steps=300, seed_time_limit=1.0, step_time_limit=1.0)
     start, stop, seed = lone_trigger()
     result = run_campaign(spark, config, tmp_path / "hangs", seeds=(start, stop), partitions=2)
     assert [(f["seed"], f["kind"], f["code"]) for f in result.failures] == [(seed, "TIMEOUT", "time-limit")]

@@ -386,7 +386,7 @@ EXAMPLES: dict[str, Example] = {
 }
 
 # Codes whose example is not a program: where the test below produces each one.
-NOT_PROGRAMS = ("construction", "worker-exit", "worker-protocol", "spark-task-failed", "internal")
+NOT_PROGRAMS = ("construction", "worker-exit", "worker-protocol", "spark-task-failed", "internal", "unreproducible")
 
 
 def _factory(example: Example):
@@ -458,6 +458,22 @@ def test_internal_an_error_of_cowchecks_own_code(monkeypatch):
     monkeypatch.setattr(Harness, "check_size", planted)
     outcome = guarded_run_seed(1, CampaignConfig(steps=5))
     assert (outcome.kind, outcome.code) == ("INTERNAL", "internal")
+
+
+def test_unreproducible_a_deterministic_implementations_failure_no_replay_shows(monkeypatch):
+    from cowcheck.map.harness import Harness
+
+    check, seen = Harness.check_size, []
+
+    def fails_once(self, step):  # cowcheck's own check goes wrong once, never on replay
+        if len(self.steps) == 3 and not seen:
+            seen.append(step)
+            self._fail(DIVERGENCE, "P4", "sizes differ (seen once)")
+        return check(self, step)
+
+    monkeypatch.setattr(Harness, "check_size", fails_once)
+    outcome = guarded_run_seed(1, CampaignConfig(steps=5))
+    assert (outcome.kind, outcome.code, outcome.failed) == ("INTERNAL", "unreproducible", False)
 
 
 def test_spark_task_failed_names_the_spark_test_that_produces_it():

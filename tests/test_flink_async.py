@@ -6,6 +6,7 @@ out, and the findings of docs/findings/ with their regression ranges."""
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -115,3 +116,38 @@ def test_flinks_controller_is_checked_white_box_through_reflection():
     controller = harness.controller
     assert controller.key_accounting.occupied == {} and controller.buffer.blocking_queue_size == 0
     assert harness.coverage["batch-full-trigger"] + harness.coverage["forced-trigger"] > 0
+
+
+def test_a_slow_moment_inside_flinks_controller_is_a_suspected_hang_never_a_stalled_drain(monkeypatch):
+    # Issue 34: `check --machine async --impl flink@2.0.0` exited 1 with "TIMEOUT A10 ... drainInflightRecords
+    # cannot make progress: 1 records in flight ... (nondeterministic: reproduced 0 of 10 replays)". The run's
+    # pace interrupted a slow call by raising StepTimeout wherever Python ran: once, in the mailbox's
+    # execute, which Flink calls inside a CompletableFuture stage (a callback registered on a pending future
+    # posts its mail there) that kept the exception; the mail was never posted and the record stayed in
+    # flight. Here that moment is made slow on purpose (the second mail posted: the first one whose post
+    # runs in such a stage on this release): the step is a suspected hang, which replays do not confirm.
+    from cowcheck.core.limits import StepTimeLimit
+    from cowcheck.core.program import Step
+    from cowcheck.core.settle import Subject, settle
+    from cowcheck.flink import async_controller
+
+    kind, impl = machine_kind("async"), resolve("flink", "async")
+    subject = Subject.of(kind, "flink", impl.factory, kind.config_for(impl))
+    program = [Step("arrive", (0, [["add", "a", 1], ["read", "a"]])), Step("arrive", (0, [["read", "a"]])),
+               Step("drain", (0,))]
+    assert replay(program, subject.make, **subject.replays()) is None  # (and Flink's classes are warm)
+    mailbox = async_controller._classes()["Mailbox"]
+    execute, posted = mailbox.execute, []
+
+    def slow_second_post(self, *args):
+        posted.append(1)
+        if len(posted) == 2:
+            time.sleep(2.0)  # past the pace (0.5 s at a warm start): its alarm arrives in Python Flink runs
+        return execute(self, *args)
+
+    monkeypatch.setattr(mailbox, "execute", slow_second_post)
+    with StepTimeLimit(10.0, paced=True) as limit:
+        failure = replay(program, subject.make, **subject.replays())
+        assert (failure.kind, failure.code, failure.step_index) == ("TIMEOUT", "time-limit", 2)
+        assert limit.timed_out == 1 and limit.last_timeout < limit.seconds  # suspected at the pace
+        assert settle(program, failure, subject, found_by={"tool": "test"}) is None  # slow, not a hang

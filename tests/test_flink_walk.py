@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import attrs
 import pytest
@@ -315,3 +316,67 @@ def test_check_finds_a_corruption_of_flinks_map_in_its_batched_walks_and_the_fil
     again = cowcheck("replay", str(saved))
     assert again.returncode == 1, again.stdout + again.stderr
     assert "reproduces" in again.stdout
+
+
+# ------------------------------------------------------- only Flink's own time is Flink's (issue 34)
+#
+# A batched segment (up to 512 steps, each followed by Checker.java's I1-I9 over maps of up to 100,000
+# entries) was timed as one call into Flink: on a loaded machine `cowcheck campaign --impl flink` gave
+# Flink TIMEOUTs for the suite's own checking ("native code; the process was ended", or a `keys` step
+# "did not return within the step time limit", stored as reproduced 0 of 1). The segment's own work is
+# made slow here on purpose, deterministically, rather than by loading the machine.
+
+
+def test_a_segments_own_work_past_the_step_time_limit_is_not_a_timeout_of_flink(monkeypatch):
+    from cowcheck.core.limits import StepTimeLimit
+    from cowcheck.flink import segments
+
+    encode = segments.encode
+
+    def slow_encode(steps, check=False):  # the segment's bookkeeping takes longer than the limit
+        time.sleep(1.5)
+        return encode(steps, check=check)
+
+    harness = WalkHarness(WalkMap(), white_box=True)
+    monkeypatch.setattr(segments, "encode", slow_encode)
+    with StepTimeLimit(1.0):
+        assert _run(harness, list(walk_program(4, 40))) is None
+
+
+def test_a_slow_call_of_flinks_in_a_segment_is_the_timeout_of_the_step_that_made_it(monkeypatch):
+    from cowcheck.core.limits import StepTimeLimit
+
+    begin, begun = WalkMap.begin, []
+
+    def twelfth_call_slow(self, op):
+        record = begin(self, op)
+        begun.append(op)
+        if len(begun) == 13:
+            record[-1] = 2_000_000_000  # Clock.java timed this step's longest call into Flink at 2 s
+        return record
+
+    monkeypatch.setattr(WalkMap, "begin", twelfth_call_slow)
+    with StepTimeLimit(1.0):
+        failure = _run(WalkHarness(WalkMap(), white_box=True), list(walk_program(4, 40)))
+    assert _verdict(failure) == ("TIMEOUT", "time-limit", 12)
+
+
+def test_a_timeout_a_batched_walk_saw_is_replayed_call_by_call_and_no_verdict_unless_it_hangs_there():
+    from cowcheck.core.failures import TIME_LIMIT, TIMEOUT, Failure
+    from cowcheck.core.limits import StepTimeLimit
+    from cowcheck.core.machine import machine_kind
+    from cowcheck.core.settle import Subject, UnreproducibleFailure, settle
+
+    kind, impl = machine_kind("map"), resolve("flink")
+    subject = Subject.of(kind, "flink", impl.factory, kind.config(capacity=128))
+    through = impl.batched_walks(kind, subject.config)
+    program = list(walk_program(4, 40))[:13]
+    seen = Failure(TIMEOUT, TIME_LIMIT, f"{Harness.render_step(program[12])}: did not return within the step time "
+                                        f"limit of 1 s", 12, "returns", "still running")
+    with StepTimeLimit(1.0):  # at the full limit, and the call returns call by call: not Flink's failure
+        with pytest.raises(UnreproducibleFailure):
+            settle(program, seen, subject, found_by={"tool": "test"}, through=through)
+    with StepTimeLimit(1.0, paced=True) as limit:  # at the run's pace: a slow call, to be done again
+        limit.timed_out, limit.last_timeout = 1, 0.5
+        assert settle(program, seen, subject, found_by={"tool": "test"}, through=through) is None
+        assert limit.pace == 1.0  # the pace went up

@@ -32,3 +32,65 @@ def test_a_wait_for_several_calls_signalled_past_the_full_limit_gets_the_grace_a
     """)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert (run.returncode, run.stdout.split()) == (0, ["StepTimeout", "4.0"]), run.stdout + run.stderr
+
+
+# ------------------------------------------- only the implementation's own time (issue 34)
+
+
+def test_a_metered_call_charges_the_implementations_own_calls_never_the_work_between_them():
+    # A batched segment (Flink's: 512 steps, I1-I9 checked in Java after each) makes many calls into
+    # the implementation with cowcheck's work between them. Its meter says which is which: 0.3 s of
+    # cowcheck's own work under a limit of 0.1 s is not a timeout, and not the implementation's time;
+    # the calls' own times, which the segment measured, are charged step by step afterwards.
+    import time
+
+    from cowcheck.core.limits import StepTimeLimit, StepTimeout, charge, implementation_seconds, metered_call
+
+    phase = [0]  # even: cowcheck's work
+
+    def segment():
+        for _ in range(3):  # three calls of a few milliseconds, 0.1 s of checking after each
+            phase[0] += 1
+            time.sleep(0.005)
+            phase[0] += 1
+            time.sleep(0.1)
+        return "recorded"
+
+    with StepTimeLimit(0.1):
+        before = implementation_seconds()
+        assert metered_call(lambda: phase[0], segment) == "recorded"
+        assert implementation_seconds() - before < 0.1  # (samples every 20 ms: the 0.3 s between calls is not in)
+        charge(0.005)
+        try:
+            charge(0.2)  # a call the segment timed at 0.2 s: the TIMEOUT of the step that made it
+        except StepTimeout as exc:
+            assert (exc.seconds, exc.suspected) == (0.1, False)
+        else:
+            raise AssertionError("a call past the limit was not charged")
+
+
+def test_an_interruption_held_back_is_raised_when_the_region_ends_never_inside_it():
+    # Flink's async controller calls back into Python; a StepTimeout raised there may be caught by
+    # Flink or kept in a CompletableFuture, leaving the controller half-updated (issue 34: a record
+    # left in flight, then "drainInflightRecords cannot make progress"). Held back, it is raised once
+    # the foreign frames are gone, and the work inside runs to its end.
+    import time
+
+    from cowcheck.core.limits import StepTimeLimit, StepTimeout, held_back, implementation_call
+
+    seen = []
+
+    def controller_call():
+        with held_back():
+            try:
+                time.sleep(0.3)  # past the limit: the alarm arrives here
+                seen.append("finished")
+            except BaseException as exc:  # a framework that catches everything
+                seen.append(type(exc).__name__)
+
+    with StepTimeLimit(0.1):
+        try:
+            implementation_call(controller_call)
+        except StepTimeout:
+            seen.append("StepTimeout after the region")
+    assert seen == ["finished", "StepTimeout after the region"]

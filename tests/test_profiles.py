@@ -22,7 +22,10 @@ _GENERATE = textwrap.dedent("""
     from cowcheck.core.profiles import stabilise_generation
     if {stabilise!r}:
         stabilise_generation()
-    from hypothesis import settings, seed, Phase
+    from hypothesis import settings, seed, Phase, HealthCheck
+    # no wall-clock checks: a loaded machine (or scanning the local modules' constants, unstabilised)
+    # is slow, and a health check failing on it says nothing about generation
+    untimed = dict(deadline=None, suppress_health_check=list(HealthCheck))
     from hypothesis import strategies as st, given
     from hypothesis.stateful import run_state_machine_as_test
     from cowcheck.reference import CopyOnWriteStateMap
@@ -32,10 +35,10 @@ _GENERATE = textwrap.dedent("""
     record = RunRecord(on_example=lambda r: programs.append(r.last))
     machine = make_map_machine(CopyOnWriteStateMap, record=record)
     run_state_machine_as_test(seed(5)(machine), settings=settings(max_examples=15, database=None,
-                              derandomize=False, phases=[Phase.generate]))
+                              derandomize=False, phases=[Phase.generate], **untimed))
     drawn = []
     @seed(5)
-    @settings(max_examples=200, database=None, phases=[Phase.generate])
+    @settings(max_examples=200, database=None, phases=[Phase.generate], **untimed)
     @given(st.integers(0, 10**9))
     def ints(x):
         drawn.append(x)

@@ -42,7 +42,8 @@ from cowcheck.core.ahead import ahead_harness
 from cowcheck.core.remote import ImportFailed, remote_factory
 
 __all__ = ["Implementation", "RemoteImplementation", "UnknownImplementationError", "Probed", "resolve", "register_resolver", "is_builtin",
-           "construct", "probe_by_harness", "probe_isolated", "fetch_needed", "loads_code", "implementation_of"]
+           "construct", "probe_by_harness", "probe_isolated", "fetch_needed", "loads_code", "implementation_of",
+           "drives_deterministically"]
 
 # Prefixes other layers register: "mutant" (cowcheck.core.mutants), "flink" (cowcheck.flink).
 _RESOLVERS: dict[str, Callable[[str, MachineKind], "Implementation"]] = {}
@@ -50,6 +51,8 @@ _RESOLVERS: dict[str, Callable[[str, MachineKind], "Implementation"]] = {}
 _FETCHES: dict[str, Callable[[str], "str | None"]] = {}
 # prefix -> loads(rest): what local code resolving would load (a jar given by path), or None.
 _LOADS: dict[str, Callable[[str], "str | None"]] = {}
+# prefix -> deterministic(rest): whether the implementation runs deterministically when driven so.
+_DETERMINISTIC: dict[str, Callable[[str], bool]] = {}
 
 
 class UnknownImplementationError(ValueError):
@@ -124,15 +127,37 @@ class Probed:
 
 def register_resolver(prefix: str, resolver: Callable[[str, MachineKind], Implementation],
                       fetches: Callable[[str], str | None] | None = None,
-                      loads: Callable[[str], str | None] | None = None) -> None:
+                      loads: Callable[[str], str | None] | None = None,
+                      deterministic: Callable[[str], bool] | None = None) -> None:
     """``resolver(rest, kind)`` resolves specs ``PREFIX``, ``PREFIX:REST`` and ``PREFIX@REST``;
     ``fetches(rest)`` says what resolving one would fetch (None: nothing, it is here);
-    ``loads(rest)`` what local code it would load, a file the user names (None: only what ships)."""
+    ``loads(rest)`` what local code it would load, a file the user names (None: only what ships);
+    ``deterministic(rest)``: whether that implementation gives the same answers to the same program
+    whenever the harness drives it deterministically (:func:`drives_deterministically`)."""
     _RESOLVERS[prefix] = resolver
     if fetches is not None:
         _FETCHES[prefix] = fetches
     if loads is not None:
         _LOADS[prefix] = loads
+    if deterministic is not None:
+        _DETERMINISTIC[prefix] = deterministic
+
+
+def drives_deterministically(spec: str) -> bool:
+    """Whether the implementation ``spec`` names answers the same program the same way every time the
+    harness drives it deterministically: the reference, the model, the seeded mutants (but those racy
+    by design) and a Flink release through the bridge. A user's ``MODULE:FACTORY`` (or Flink build, or
+    jars) is never assumed to (it may race). A failure of such an implementation that some replay does not reproduce comes
+    from cowcheck's own time, load or nondeterminism (docs/contract.md, ``unreproducible``).
+
+    >>> drives_deterministically("reference"), drives_deterministically("mypkg.maps:make_map")
+    (True, False)
+    """
+    if spec in ("reference", "model", "reference-flink-format"):
+        return True
+    base, rest = _prefix(spec)
+    deterministic = _DETERMINISTIC.get(base)
+    return deterministic is not None and bool(deterministic(rest))
 
 
 def fetch_needed(spec: str) -> str | None:

@@ -45,6 +45,26 @@ Two kinds of hang cannot be interrupted inside the process:
 Campaigns also run each seed range in a child process that is killed on a
 hang (``cowcheck.spark_fuzz.ranges``), so there a hang costs one seed.
 
+Only the implementation's own time is charged. A call that makes many calls
+into the implementation with cowcheck's own work between them (a batched
+segment of Flink's map: 512 steps, each followed by the invariants I1-I9
+checked in Java) is a :func:`metered_call`: it times each of the
+implementation's calls itself and the driver charges them step by step
+(:func:`charge`: past the pace or the limit, the StepTimeout of the very step
+that made the call), while the watchdog reads the call's *meter* (a counter,
+odd while one of the implementation's calls runs, read without calling into
+it) and ends the process only for one of those calls stuck past the limit and
+the grace period; the time between them is cowcheck's (bounded as a step's
+checking is). :func:`implementation_seconds` adds up, by the watchdog's
+samples, the time the main thread spent inside the implementation's own calls
+(a campaign's seed time limit charges that, not the walk's wall time).
+
+Frames of a foreign framework that calls back into Python (Flink's async
+controller running cowcheck's callbacks) must not be unwound by the limit's
+exception mid-way: Flink may catch it, or lose it in a ``CompletableFuture``,
+and be left half-updated. Inside :func:`held_back` the interruption is held
+back and raised as the region ends (the call has returned by then).
+
 Without an active limit (a library call of the harness, a plain test),
 steps run unbounded, as before.
 """
@@ -64,7 +84,7 @@ from typing import Callable
 
 __all__ = ["DEFAULT_STEP_TIME_LIMIT", "PACE_FLOOR", "PACE_FACTOR", "StepTimeout", "HarnessOverrun", "BudgetSpent",
            "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "implementation_calls", "running",
-           "RUNNING", "TOKENS", "MAIN_THREAD",
+           "RUNNING", "TOKENS", "MAIN_THREAD", "metered_call", "charge", "held_back", "implementation_seconds",
            "current_limit", "active_limit", "harness_bound", "limited", "unpaced"]
 
 DEFAULT_STEP_TIME_LIMIT = 10.0
@@ -82,6 +102,9 @@ MAIN_THREAD = threading.main_thread().ident
 RUNNING = [0]
 TOKENS = itertools.count(1)
 _COUNTS: dict = {}  # token of an implementation_calls call -> how many calls it stands for
+_METERS: dict = {}  # token of a metered_call -> its meter
+_SPENT = [0.0]  # seconds the main thread spent inside the implementation's calls (implementation_seconds)
+_HELD: list = [0, None]  # how deep in held_back regions the main thread is; the interruption held back
 
 
 def _publishing(sign: int, fn):
@@ -129,6 +152,71 @@ def implementation_calls(count: int, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     finally:
         _COUNTS.pop(token, None)
+
+
+def metered_call(meter: Callable[[], int], fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, a call into the implementation that makes many of the implementation's
+    own calls with cowcheck's work between them, and times them itself (a batched segment: its driver
+    hands each call's time to :func:`charge`). ``meter()`` reads, without calling into the
+    implementation, a number that is odd while one of those calls runs and changes as each starts
+    and ends; the watchdog charges only those calls (one past the limit and the grace period is
+    stuck: ``on_stuck``, and the process ends) and holds cowcheck's work between them to the bound of
+    a step's own checking."""
+    return _metered(meter, fn, *args, **kwargs)
+
+
+@calls_into
+def _metered(meter, fn, *args, **kwargs):
+    token = RUNNING[0] if threading.get_ident() == MAIN_THREAD else 0
+    _METERS[token] = meter
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _METERS.pop(token, None)
+
+
+def charge(seconds: float) -> None:
+    """A call into the implementation that timed itself (:func:`metered_call`) took ``seconds``:
+    past the active limit's pace (a suspected hang, confirmed under the full limit as any) or the
+    limit, StepTimeout, as the watchdog would have raised had it timed the call; otherwise the
+    call counts toward the pace. Called in the main thread, by the step that made the call."""
+    limit = _LIMIT
+    if limit is None or not limit._enabled:
+        return
+    pace = limit.pace
+    if seconds >= pace:
+        limit.timed_out += 1
+        limit.last_timeout = pace
+        raise StepTimeout(pace, limit.seconds)
+    if seconds > limit.slowest:
+        limit.slowest = seconds
+
+
+@contextlib.contextmanager
+def held_back():
+    """A region in which the active limit's interruption (StepTimeout, HarnessOverrun) is held back
+    and raised as the outermost such region ends: for frames of a foreign framework that calls back
+    into Python and must not be unwound mid-way (see the module docstring). A hang inside it is
+    still found: the watchdog ends a call stuck past the limit and the grace period as any."""
+    if threading.get_ident() != MAIN_THREAD:
+        yield
+        return
+    _HELD[0] += 1
+    try:
+        yield
+    finally:
+        _HELD[0] -= 1
+        held = _HELD[1] if not _HELD[0] else None
+        if held is not None:
+            _HELD[1] = None
+            raise held
+
+
+def implementation_seconds() -> float:
+    """Seconds the main thread has spent inside calls into the implementation while a limit was
+    active (by the watchdog's samples: a sum over many calls, not any one's; in a metered call, the
+    implementation's own calls only)."""
+    return _SPENT[0]
 
 
 def running() -> tuple[str, int]:
@@ -299,8 +387,13 @@ class StepTimeLimit:
         if what == "call":
             self.timed_out += 1
             self.last_timeout = seconds
-            raise StepTimeout(seconds, self.seconds)
-        raise HarnessOverrun(f"cowcheck's own checking of one step ran past {seconds:g} s")
+            exc: BaseException = StepTimeout(seconds, self.seconds)
+        else:
+            exc = HarnessOverrun(f"cowcheck's own checking of one step ran past {seconds:g} s")
+        if _HELD[0]:  # a foreign framework's frames: raised as held_back's region ends
+            _HELD[1] = _HELD[1] or exc
+            return
+        raise exc
 
     def _signal(self, main_ident: int, what: str, target: int, seconds: float) -> None:
         self._fire = (what, target, seconds)
@@ -310,22 +403,38 @@ class StepTimeLimit:
         interval = self._interval()
         bound = harness_bound(self.seconds)
         call_seen, call_since, call_took, signalled = None, 0.0, 0.0, False
+        phase_seen, metered, inside = None, False, False
         step_seen, checking, step_signalled = None, 0.0, False
         last = armed = time.monotonic()
         wait = interval
         while not self._stop.wait(wait):
             now = time.monotonic()
+            if inside:  # (the last sample found the main thread inside the implementation)
+                _SPENT[0] += now - last
             if now - armed >= _REARM:
                 self._arm_dead_man_switch()
                 armed = now
             wait = interval
             what, where = running()
             call = where if what == "call" else None
+            meter = _METERS.get(call) if call is not None else None
             if call != call_seen:  # the call seen last time has returned (or was interrupted)
-                if call_seen is not None and not signalled and call_took > self.slowest:
+                if call_seen is not None and not signalled and not metered and call_took > self.slowest:
                     self.slowest = call_took  # the pace: calls that returned, never one interrupted
                 call_seen, call_since, call_took, signalled = call, now, 0.0, False
-            if call is not None:
+                phase_seen, metered = None, meter is not None
+            inside = call is not None
+            if meter is not None:  # its own calls timed apart from cowcheck's work between them
+                phase = meter()
+                if phase != phase_seen:  # one of the implementation's calls started or ended
+                    phase_seen, call_since = phase, now
+                took = now - call_since
+                inside = bool(phase & 1)
+                if inside and took > self.seconds + _GRACE:
+                    self._stuck(took)
+                elif not inside and took > bound + _GRACE:
+                    self._stuck_ours(took)
+            elif call is not None:
                 call_took = now - call_since
                 limit = self.pace * _COUNTS.get(call, 1)
                 if signalled:  # (a wait for several calls may run past the limit before it is signalled)
@@ -345,6 +454,19 @@ class StepTimeLimit:
                     step_signalled = True
                     self._signal(main_ident, "step", where, bound)
             last = now
+
+    def _stuck_ours(self, seconds: float) -> None:
+        """cowcheck's own work inside a metered call (native code) has not returned: its error, never
+        the implementation's; the process ends with exit 3."""
+        faulthandler.cancel_dump_traceback_later()
+        try:
+            sys.stderr.write(f"internal error in cowcheck: its own checking inside a call into the implementation "
+                             f"has not returned after {seconds:.0f} s and cannot be interrupted (native code); "
+                             f"exiting\n")
+        finally:
+            sys.stderr.flush()
+            sys.stdout.flush()
+            os._exit(3)
 
     def _stuck(self, seconds: float) -> None:
         """The main thread has not picked up StepTimeout: stuck in native code."""

@@ -30,7 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine
 from cowcheck.core.boundary import build
 from cowcheck.core.errors import InternalError, UsageError
 from cowcheck.core.failures import CheckFailure, Failure
-from cowcheck.core.limits import BudgetSpent
+from cowcheck.core.limits import BudgetSpent, unpaced
 from cowcheck.core.program import OperationTable, Step
 
 __all__ = ["RunRecord", "HarnessMachine", "MachineKind", "MACHINES", "register_machine", "machine_kind", "add_space",
@@ -203,7 +203,11 @@ class MachineKind:
       at every ``every``-th step only (``every=`` keyword; a campaign's ``--invariants-every``),
       or None for a machine that checks everything after every step;
     - ``checks``: ``(properties, structural invariants)`` as a run's header names them
-      (``("P1-P7", "I1-I9")``), or () to say "the machine's properties".
+      (``("P1-P7", "I1-I9")``), or () to say "the machine's properties";
+    - ``deterministic(config)``: whether the harness drives an implementation deterministically
+      under ``config`` (no thread of the implementation's own races its steps): then a built-in
+      implementation's failure replays every time, or the nondeterminism is cowcheck's
+      (:attr:`cowcheck.core.settle.Subject.deterministic`).
     """
 
     name: str
@@ -231,6 +235,7 @@ class MachineKind:
     sample: Callable | None = None
     sampled_harness: type | None = None
     checks: tuple = ()
+    deterministic: Callable[[Any], bool] = lambda config: True
 
     def config(self, **settings):
         """The machine's config with those of ``settings`` it has (None values skipped)."""
@@ -254,7 +259,8 @@ class MachineKind:
                              f"machine ({self.summary}): use --machine {other.name}") from None
         if user and self.api and self.sample is not None:  # built, but is it this machine's?
             try:
-                built = build(lambda: self.sample(impl.factory))
+                with unpaced():  # (a probe is not done again when a suspicion does not confirm)
+                    built = build(lambda: self.sample(impl.factory))
             except Exception:  # (with other arguments than the probe's: the run will say)
                 return probed
             missing = [name for name in self.api if not callable(getattr(built, name, None))]
@@ -276,7 +282,8 @@ class MachineKind:
             if other is self or not other.api or other.sample is None:
                 continue
             try:
-                built = build(lambda other=other: other.sample(impl.factory))
+                with unpaced():  # (a process that starts slowly on a loaded machine is not a hang here)
+                    built = build(lambda other=other: other.sample(impl.factory))
             except Exception:
                 continue
             if all(callable(getattr(built, name, None)) for name in other.api):

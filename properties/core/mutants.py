@@ -41,6 +41,7 @@ class Mutant:
     factory: Callable
     machine: str
     source: str = ""  # e.g. "FLINK-9601" for a real bug
+    racy: bool = False  # fails at random by design (its own unseeded randomness): not deterministic
 
     @property
     def expected_codes(self) -> set[str]:
@@ -54,13 +55,15 @@ class Mutant:
 _CATALOGUE: dict[str, Mutant] = {}
 
 
-def register_mutant(name: str, description: str, expected: str, *, machine: str, source: str = ""):
-    """Class/function decorator adding a mutant factory to the catalogue."""
+def register_mutant(name: str, description: str, expected: str, *, machine: str, source: str = "",
+                    racy: bool = False):
+    """Class/function decorator adding a mutant factory to the catalogue (``racy``: it fails at random
+    by design, so a failure of it may not replay every time)."""
 
     def decorate(factory):
         if name in _CATALOGUE:
             raise ValueError(f"mutant {name!r} registered twice")
-        _CATALOGUE[name] = Mutant(name, description, expected, factory, machine, source)
+        _CATALOGUE[name] = Mutant(name, description, expected, factory, machine, source, racy)
         try:  # the spec that resolves back to it (a stored counterexample's implementation)
             factory.cowcheck_spec = f"mutant:{name}"
         except (AttributeError, TypeError):
@@ -86,7 +89,12 @@ def _resolve_mutant(name: str, kind: MachineKind) -> Implementation:
     return mutant.implementation()
 
 
-register_resolver("mutant", _resolve_mutant)
+def _deterministic_mutant(name: str) -> bool:
+    mutant = _CATALOGUE.get(name)
+    return mutant is not None and not mutant.racy
+
+
+register_resolver("mutant", _resolve_mutant, deterministic=_deterministic_mutant)
 
 
 @attrs.frozen

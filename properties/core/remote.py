@@ -84,7 +84,7 @@ from itertools import islice
 
 from cowcheck.core.boundary import WORKER_PROTOCOL, WorkerFailure
 from cowcheck.core.child import _child_main
-from cowcheck.core.limits import StepTimeout, current_limit, implementation_call
+from cowcheck.core.limits import StepTimeout, current_limit, implementation_call, unpaced
 from cowcheck.core.processes import describe_wait_status
 from cowcheck.core.session import RemoteObject, Session
 from cowcheck.core.wire import _ANSWER, _CALLBACK, _IMPORT_ERROR, _LATE, _READY, _STEP, Isolation, _Broken, _Channel
@@ -155,7 +155,8 @@ class Worker:
         self.owed = 0
         self.started += 1
         try:
-            message = self.channel.receive()
+            with unpaced():  # (a process that starts slowly on a loaded machine is no hang: the full limit)
+                message = self.channel.receive()
         except EOFError:
             status = self._reap()
             raise ImportFailed(f"importing module {self.module!r} ended its process "

@@ -22,9 +22,21 @@ test or a machine test under pytest — the program it failed on goes through
    time is stored as nondeterministic with its count; a hang once, under the full
    step time limit), through the path that found it when that path replays
    faster (it runs ahead), then confirmed call by call again; other failing
-   programs of the same kind (``spares``) may give a shorter program;
+   programs of the same kind (``spares``) may give a shorter program. A hang
+   found by a walk run ahead in batches (Flink's segments) is settled call by
+   call: the suspicious step replayed under the full limit on the machine's
+   own harness, where each call is timed alone;
 3. *built* into the counterexample of the run's machine, implementation and
    configuration (:class:`Subject`), with the model's result of every step.
+
+An implementation the harness drives deterministically
+(:attr:`Subject.deterministic`: the reference, the model, the seeded mutants,
+Flink's classes through the bridge) answers a program the same way every
+time: if its failure does not reproduce in every replay, what failed was
+cowcheck (its time, load, garbage collection, a race of its own), and
+:class:`UnreproducibleFailure` (an InternalError: exit 3, or a campaign's
+INTERNAL row) is raised instead of a verdict. A user's implementation that
+fails in ``k`` of ``n`` replays is stored as nondeterministic with that count.
 
 A failure whose signature is ``known`` (a campaign shrank it before) is
 confirmed and returned without a counterexample: counted, not shrunk again.
@@ -52,13 +64,16 @@ from typing import Any, Callable
 
 import attrs
 
+from cowcheck.core.contract import pointer
 from cowcheck.core.counterexample import Counterexample, signature
+from cowcheck.core.errors import InternalError
 from cowcheck.core.failures import Failure
+from cowcheck.core.impls import drives_deterministically
 from cowcheck.core.machine import MachineKind
 from cowcheck.core.program import Step
 from cowcheck.core.shrink import DEFAULT_REPLAYS, confirm_replay, is_hang, remeasured, replay, shrink_failure
 
-__all__ = ["Subject", "Settled", "settle", "counterexample_of"]
+__all__ = ["Subject", "Settled", "settle", "counterexample_of", "UnreproducibleFailure"]
 
 GOOD_ENOUGH = 1  # a shrunk program this short is not worth shrinking spares for
 
@@ -90,6 +105,33 @@ class Subject:
     def replays(self) -> dict:
         """The keyword arguments of a replay call by call (``shrink``'s functions)."""
         return dict(self.options, harness_class=self.kind.harness_class)
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether the harness drives this implementation deterministically: a built-in one
+        (:func:`~cowcheck.core.impls.drives_deterministically`) with a configuration whose steps no
+        thread of the implementation's own races (``MachineKind.deterministic``)."""
+        return drives_deterministically(self.spec) and bool(self.kind.deterministic(self.config))
+
+
+class UnreproducibleFailure(InternalError):
+    """A deterministically driven implementation failed, and some replays of the same program did
+    not: cowcheck's own nondeterminism (its time, load, a race of its own), never the
+    implementation's failure (docs/contract.md, ``unreproducible``). ``failure`` and ``program``:
+    what was seen; ``reproduced``: ``(k, n)``."""
+
+    code = "unreproducible"
+
+    def __init__(self, subject: Subject, program: list, failure: Failure, reproduced: tuple[int, int]) -> None:
+        k, n = reproduced
+        super().__init__(
+            f"{subject.spec} is driven deterministically, yet its {failure.kind} {failure.code} at step "
+            f"{failure.step_index} reproduced in {k} of {n} replays: cowcheck's own nondeterminism (time, load, "
+            f"a race of its own), not a verdict on {subject.spec} ({pointer(self.code)})",
+            f"failure seen: {failure.kind} {failure.code} at step {failure.step_index}: {failure.message}\n"
+            f"program ({subject.kind.name} machine, {subject.spec}):\n"
+            + "\n".join(subject.kind.render(step) for step in program) + "\n")
+        self.failure, self.program, self.reproduced = failure, list(program), reproduced
 
 
 @attrs.frozen
@@ -143,8 +185,9 @@ def settle(program: list[Step], failure: Failure, subject: Subject, *, found_by:
     if not is_hang(failure) and signature(subject.spec, failure.kind, failure.code) in set(known):
         return Settled(failure, program, len(program), 1, 1, None, subject)
     # Shrunk through the path that found it when that replays faster (it runs ahead); then a
-    # failure the machine's harness has not confirmed yet is confirmed again, shrunk.
-    fast = through is not None and found_class.runs_ahead
+    # failure the machine's harness has not confirmed yet is confirmed again, shrunk. A hang such a
+    # path found is settled call by call (its confirmation times each call alone, under the full limit).
+    fast = through is not None and found_class.runs_ahead and (found_class.confirmed_on_replay or not is_hang(failure))
     make, replaying = (through[0], dict(subject.options, harness_class=found_class)) if fast else (
         subject.make, subject.replays())
     shrinking = dict(replaying, replays=replays, deadline=deadline, shrink=shrink)
@@ -164,6 +207,8 @@ def settle(program: list[Step], failure: Failure, subject: Subject, *, found_by:
             best, original, chosen = other, spare, True
     if chosen:  # its count helped choose it: its own count, afresh
         best = remeasured(best, make, **replaying)
+    if best.nondeterministic and subject.deterministic:
+        raise UnreproducibleFailure(subject, best.program, best.failure, (best.reproduced, best.replays))
     failure = best.failure
     if fast and not found_class.confirmed_on_replay and shrink and not is_hang(failure):
         # the stored failure is the one `cowcheck replay` shows, call by call

@@ -216,4 +216,9 @@ _IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _b
 # The seeded Java-side corruptions each machine's Flink implementation takes (flink:corrupt=NAME).
 _CORRUPTIONS = {"map": CORRUPTIONS, "backend": BACKEND_CORRUPTIONS}
 
-register_resolver("flink", resolve_flink, fetches=fetch_needed, loads=loads_code)
+def _released(rest: str) -> bool:
+    """A release's classes (no build by path, no jars of the user's): driven deterministically."""
+    return loads_code(rest) is None
+
+
+register_resolver("flink", resolve_flink, fetches=fetch_needed, loads=loads_code, deterministic=_released)

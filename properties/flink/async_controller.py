@@ -33,6 +33,16 @@ implemented here in Python through JPype:
 - the states (``State``): named handles, one per value state.
 
 Callbacks are Python functions Flink calls through its functional interfaces.
+Nothing the suite does may change what Flink does (a failure no replay
+reproduces is cowcheck's, docs/contract.md): the step time limit never unwinds
+Flink's frames (``limits.held_back``: its StepTimeout waits for the call to
+return, where it once landed in Python code Flink runs inside a
+``CompletableFuture`` stage, which kept it: a callback's mail was never posted,
+its record stayed in flight and a later drain stalled, under load only); an
+exception of cowcheck's raised in a callback is raised again once the call
+returns, even if Flink lost it; and Flink's exception handler keeps what it is
+handed, as Flink's operator does (``Environment.failExternally``: the task
+fails), to be raised when the call returns.
 A drain that cannot make progress never returns in Flink (``drainInflightRecords``
 loops); the mailbox notices it (1,000 polls without a state batch running in
 between) and raises, which the adapter reports as the reference's
@@ -49,7 +59,9 @@ from typing import Any, Callable
 
 import attrs
 
+from cowcheck.core.boundary import is_ours
 from cowcheck.core.errors import UsageError
+from cowcheck.core.limits import held_back
 from cowcheck.flink.jvm import jvm
 from cowcheck.reference.async_execution import DrainStalledError
 from cowcheck.reference.epochs import ParallelMode
@@ -295,13 +307,20 @@ def _classes():
     SyncExecutor = jpype.JImplements(f"{_PACKAGE}.StateExecutor")(SyncExecutor)
 
     @jpype.JImplements(api.handler)
-    class Rethrow:
+    class FailsTask:
+        """Flink's operator fails its task with what it is handed (failExternally) and does not throw:
+        thrown inside a CompletableFuture stage, it would be kept there and lost."""
+
+        def __init__(self, owner) -> None:
+            self.owner = owner
+
         @jpype.JOverride
         def handleException(self, message, exception):
-            raise RuntimeError(f"{message}: {exception}")
+            if self.owner._failed is None:
+                self.owner._failed = RuntimeError(f"{message}: {exception}")
 
     _CLASSES.update(
-        jpype=jpype, Mailbox=Mailbox, NamedState=NamedState, SyncExecutor=SyncExecutor, Rethrow=Rethrow,
+        jpype=jpype, Mailbox=Mailbox, NamedState=NamedState, SyncExecutor=SyncExecutor, FailsTask=FailsTask,
         api=api, Controller=JClass(api.controller),
         DeclarationManager=JClass(f"{_PACKAGE}.declare.DeclarationManager") if api.declarations else None,
         ParallelMode=JClass(f"{_PACKAGE}.EpochManager$ParallelMode"),
@@ -402,6 +421,7 @@ class FlinkAsyncController:
         self.backend = backend if backend is not None else HeapStateBackend()
         self.mailbox = c["Mailbox"]()
         self._depth, self._escaped = 0, None  # _guarded's nesting; what a callback of ours raised
+        self._failed = None  # what Flink's exception handler was handed (the task fails)
         self._names: dict[int, str] = {}
         self._states: dict[str, Any] = {}
         self._contexts: dict[int, object] = {}  # identity hash -> the Python token of a record context
@@ -416,13 +436,14 @@ class FlinkAsyncController:
             raise UsageError("Flink before 2.1.0 runs epochs in SERIAL_BETWEEN_EPOCH mode only (the parallel mode "
                              "is a constructor argument from 2.1.0 on)")
         if not api.declarations:  # 1.20: no declaration manager, no metric group, serial epochs
-            self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, 128, batch_size, 0, max_in_flight)
+            self.aec = c["Controller"](self.mailbox, c["FailsTask"](self), executor, 128, batch_size, 0,
+                                       max_in_flight)
         elif not api.parallel_epochs:  # 2.0: the epoch mode is SERIAL_BETWEEN_EPOCH, fixed
-            self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, c["DeclarationManager"](), 128,
+            self.aec = c["Controller"](self.mailbox, c["FailsTask"](self), executor, c["DeclarationManager"](), 128,
                                        batch_size, 0, max_in_flight, None, c["Metrics"]())
         else:
             mode = c["ParallelMode"].valueOf(epoch_parallel_mode.name)
-            self.aec = c["Controller"](self.mailbox, c["Rethrow"](), executor, c["DeclarationManager"](), mode,
+            self.aec = c["Controller"](self.mailbox, c["FailsTask"](self), executor, c["DeclarationManager"](), mode,
                                        128, batch_size, 0, max_in_flight, None, c["Metrics"]())
 
     # ------------------------------------------------------------ helpers
@@ -454,32 +475,54 @@ class FlinkAsyncController:
         return FlinkDrainStalled(int(self.aec.getInFlightRecordNum()))
 
     def _guarded(self, fn, target: int = 0):
-        """``fn()``; a drain that stalled anywhere inside it (Flink may have wrapped what the mailbox
-        raised, e.g. into its non-record exception handler) is the reference's DrainStalledError, and
-        an exception of ours that Flink wrapped (the step time limit's, raised in a callback) is raised
-        again as it was. Calls nest (a timer fired inside a drain): the outermost one resets."""
-        if not self._depth:
-            self.mailbox.stalled = False
-            self._escaped = None
+        """``fn()``, a call into Flink's controller, which calls back into Python (the mailbox, the
+        executor, cowcheck's callbacks). What comes out of it, the first of:
+
+        - an exception of cowcheck's own (``is_ours``) raised in a callback, even if Flink wrapped
+          it or lost it (a ``CompletableFuture`` stage keeps what its function throws);
+        - a drain that stalled anywhere inside it (Flink may have wrapped what the mailbox raised,
+          e.g. into its non-record exception handler): the reference's DrainStalledError;
+        - another exception a callback raised, as it was;
+        - a failure Flink handed its exception handler (the task fails: a CRASH of the step);
+        - what ``fn`` raised or returned.
+
+        The step time limit's interruption waits for the call's end (``held_back``): Flink's frames
+        are never unwound by it. Calls nest (a timer fired inside a drain): the outermost decides."""
+        if self._depth:
+            return fn()
+        self.mailbox.stalled = False
+        self._escaped = self._failed = None
+        raised = None
         self._depth += 1
         try:
-            return fn()
-        except Exception as exc:
-            if self.mailbox.stalled:
-                raise self._stall(target) from None
-            if self._escaped is not None and exc is not self._escaped:
-                raise self._escaped from None
-            raise
+            with held_back():
+                try:
+                    result = fn()
+                except Exception as exc:
+                    raised = exc
         finally:
             self._depth -= 1
+        escaped, failed = self._escaped, self._failed
+        if escaped is not None and escaped is not raised and is_ours(escaped):
+            raise escaped
+        if self.mailbox.stalled:
+            raise self._stall(target) from None
+        if escaped is not None and escaped is not raised:
+            raise escaped from None
+        if failed is not None:
+            raise failed from raised
+        if raised is not None:
+            raise raised
+        return result
 
     def _escaping(self, fn: Callable):
-        """``fn`` as Flink calls it: what it raises is kept, in case Flink wraps it."""
+        """``fn`` as Flink calls it: the first thing it raises is kept, in case Flink wraps or loses it."""
         def run(*args):
             try:
                 return fn(*args)
             except BaseException as exc:
-                self._escaped = exc
+                if self._escaped is None:
+                    self._escaped = exc
                 raise
         return run
 

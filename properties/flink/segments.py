@@ -24,6 +24,17 @@ index and count, their keys computed in Java (``Keys.nth``) and each single
 call recorded. A segment holds up to :data:`SEGMENT` steps and
 :data:`SEGMENT_CALLS` calls into the map.
 
+Only Flink's own time is charged to Flink: ``Walk.java`` times each call into
+the map (``Clock.java``) and records each step's longest, which the harness
+charges against the run's pace and step time limit as it applies that step
+(:func:`cowcheck.core.limits.charge`: a slow call is the TIMEOUT of the step
+that made it, confirmed call by call under the full limit before it is stored);
+the segment runs as a :func:`~cowcheck.core.limits.metered_call` whose meter is
+the phase ``Clock.java`` publishes in 8 bytes of Python's memory, so the
+watchdog ends the process only for a call of Flink's that does not return,
+never for the segment's checking (I1–I9 in Java over maps of up to 100,000
+entries), encoding or recording.
+
 If the harness asks for a call the walk did not record (it cannot, unless the
 two sides disagree on how a step is driven), :class:`OutOfStep` is raised: an
 error of cowcheck's, never the map's. Campaigns confirm every failure found this
@@ -44,6 +55,7 @@ reference's.
 from __future__ import annotations
 
 import json
+import sys
 from array import array
 from collections import deque
 from itertools import islice
@@ -52,7 +64,7 @@ import attrs
 
 from cowcheck.core.errors import InternalError
 from cowcheck.core.failures import INVARIANT
-from cowcheck.core.limits import implementation_call
+from cowcheck.core.limits import charge, metered_call
 from cowcheck.core.program import Step
 from cowcheck.core.states import copy_state
 from cowcheck.flink.batch import encode, java_keys
@@ -139,6 +151,7 @@ class WalkMap:
         self._record = None
         self._op = ""
         self._twins: dict[int, object] = {}
+        self._phase = bytearray(8)  # Clock.java's phase, written by Java and read by the watchdog (meter)
 
     # ------------------------------------------------------ driving Java
 
@@ -147,8 +160,14 @@ class WalkMap:
         if self._walk is not None:
             raise InternalError("WalkMap.start called twice")
         jvm()
+        import jpype.nio
+
         self.white_box = white_box
-        self._walk = Java.Walk(white_box, self.corruption, self.detail)
+        self._walk = Java.Walk(white_box, self.corruption, self.detail, jpype.nio.convertToDirectBuffer(self._phase))
+
+    def meter(self) -> int:
+        """Clock.java's phase: odd while a call into Flink's map runs (read from any thread, no JVM call)."""
+        return int.from_bytes(self._phase, sys.byteorder)
 
     def pending(self) -> int:
         """Steps recorded and not yet applied."""
@@ -511,15 +530,17 @@ class WalkHarness(Harness):
                     break
                 segment.append(later)
             # An upper bound on the model's size during the segment (iteration and visit bounds).
-            # Flink's time, under the step time limit (the checks after it are not)
-            implementation_call(impl.run, segment, len(self.model) + sum(map(_calls, segment)))
+            # Flink's own calls, under the step time limit (the checks between and after them are not)
+            metered_call(impl.meter, impl.run, segment, len(self.model) + sum(map(_calls, segment)))
         self._record = impl.begin(step.op)
+        charge(self._record[-1] / 1e9)  # the step's longest call into Flink (Clock.java), in seconds
         super()._apply(step)
         if next(impl._events, _END) is not _END:
             raise OutOfStep(f"{step.op}: the Java walk recorded more calls than the harness made")
 
     def _count_structure_scenarios(self, step: Step) -> None:
-        scenarios = self._record[2]  # white-box records: [answers, size, scenarios, rehashing before, violations]
+        # white-box records: [answers, size, scenarios, rehashing before, violations, (detail), longest call]
+        scenarios = self._record[2]
         if scenarios:
             _count(self.coverage, scenarios)
 

@@ -26,6 +26,7 @@ import static cowcheck.bridge.Ops.TRANSFORM;
 import static cowcheck.bridge.Ops.VISIT;
 import static cowcheck.bridge.Ops.WRITE_SNAPSHOT;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -35,6 +36,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.Supplier;
 
 import org.apache.flink.api.common.typeutils.TypeSerializer;
 import org.apache.flink.api.common.typeutils.base.IntSerializer;
@@ -68,6 +70,9 @@ import org.apache.flink.runtime.state.internal.InternalKvState.StateIncrementalV
  * number at the put), so Python hands the harness one Python object per Java object. States are
  * Java lists through Flink's plain ListSerializer, mutated here exactly where the harness mutates
  * what it was handed.
+ *
+ * <p>Every call into Flink's map is timed ({@link Clock}): each step's record ends with its longest
+ * call in nanoseconds, which is all of the segment's time the step time limit charges Flink with.
  */
 public final class Walk {
     /** What each step reports beyond its answers: nothing, the structure summary, the whole structure. */
@@ -82,6 +87,7 @@ public final class Walk {
     private final CopyOnWriteStateMap<Object, Object, List<Integer>> map =
             Internals.newMap(new ListSerializer<>(IntSerializer.INSTANCE));
     private final Checker checker;
+    private final Clock clock;
     private final int detail;
     private final KeyObjects keyObjects = new KeyObjects(); // the objects the harness hands the map
     private final Corruption corruption;
@@ -108,10 +114,12 @@ public final class Walk {
     private int[] stateArg;
 
     public Walk(boolean whiteBox, String corruption) {
-        this(whiteBox, corruption, DETAIL_NONE);
+        this(whiteBox, corruption, DETAIL_NONE, null);
     }
 
-    public Walk(boolean whiteBox, String corruption, int detail) {
+    /** {@code clock}: 8 bytes where {@link Clock} publishes its phase for Python's watchdog, or null. */
+    public Walk(boolean whiteBox, String corruption, int detail, ByteBuffer clock) {
+        this.clock = new Clock(clock);
         this.checker = whiteBox ? new Checker() : null;
         this.corruption = Corruption.forName(corruption);
         this.detail = detail;
@@ -221,7 +229,7 @@ public final class Walk {
         out.open();
         execute(op);
         out.close();
-        out.i(map.size());
+        out.i(flink(map::size));
         if (checker != null) {
             out.open();
             for (String name : scenarios == null ? List.<String>of() : scenarios) {
@@ -243,6 +251,7 @@ public final class Walk {
         } else if (detail == DETAIL_STRUCTURE) {
             structure(out);
         }
+        out.i(clock.step());
     }
 
     private static List<Integer> newState(int[] content) {
@@ -290,13 +299,17 @@ public final class Walk {
         out.close();
     }
 
-    /** Up to {@code limit} rows of {@code it} as a list, then the exception it raised or null. */
+    /**
+     * Up to {@code limit} rows of {@code it} as a list, then the exception it raised or null: one
+     * call of the harness's, timed without the recording of its rows.
+     */
     private <T> void rows(Iterator<T> it, int limit, boolean keysOnly) {
         out.open();
         Throwable error = null;
         try {
-            for (int i = 0; i < limit && it.hasNext(); i++) {
+            for (int i = 0; i < limit && next(it); i++) {
                 T x = it.next();
+                clock.pause();
                 if (keysOnly) {
                     out.value(x);
                 } else {
@@ -308,12 +321,61 @@ public final class Walk {
         } catch (RuntimeException e) {
             error = e;
         }
+        clock.out();
         out.close();
         if (error == null) {
             out.nil();
         } else {
             out.thrown(error);
         }
+    }
+
+    /**
+     * Flink's call of operation {@code op} on key {@code k} and namespace {@code n}, the seeded
+     * corruption's hooks around it: one call of Flink's, timed ({@link Clock}).
+     */
+    private <T> T call(String op, Object k, Object n, Supplier<T> call) {
+        clock.in();
+        try {
+            corruption.before(map, op, k, n);
+            T result = call.get();
+            corruption.after(map, op, k, n);
+            return result;
+        } finally {
+            clock.out();
+        }
+    }
+
+    /** {@code call.get()}: one call of Flink's, timed ({@link Clock}). */
+    private <T> T flink(Supplier<T> call) {
+        clock.in();
+        try {
+            return call.get();
+        } finally {
+            clock.out();
+        }
+    }
+
+    /** The snapshot's iterator (Flink's getIterator, timed). */
+    private Iterator<StateEntry<Object, Object, List<Integer>>> iterator(
+            CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snap,
+            StateSnapshotTransformer<List<Integer>> t) {
+        clock.in();
+        try {
+            return snap.getIterator(null, null, null, t);
+        } finally {
+            clock.out();
+        }
+    }
+
+    /** {@code it.hasNext()}, timed as a part of Flink's call; if true, the clock runs on for its next(). */
+    private boolean next(Iterator<?> it) {
+        clock.in();
+        boolean more = it.hasNext();
+        if (!more) {
+            clock.pause();
+        }
+        return more;
     }
 
     /**
@@ -335,11 +397,10 @@ public final class Walk {
                 Object namespace = use(n);
                 List<Integer> s = newState(stateArg);
                 try {
-                    corruption.before(map, "put_and_get_old", key, namespace);
                     int id = number(s);
                     synced(s);
-                    List<Integer> old = map.putAndGetOld(key, namespace, s);
-                    corruption.after(map, "put_and_get_old", key, namespace);
+                    List<Integer> old = call("put_and_get_old", key, namespace,
+                            () -> map.putAndGetOld(key, namespace, s));
                     out.open().i(id);
                     state(old);
                     out.close();
@@ -364,10 +425,7 @@ public final class Walk {
                 Object key = use(k);
                 Object namespace = use(n);
                 try {
-                    corruption.before(map, "remove_and_get_old", key, namespace);
-                    List<Integer> old = map.removeAndGetOld(key, namespace);
-                    corruption.after(map, "remove_and_get_old", key, namespace);
-                    state(old);
+                    state(call("remove_and_get_old", key, namespace, () -> map.removeAndGetOld(key, namespace)));
                 } catch (RuntimeException e) {
                     out.thrown(e);
                 }
@@ -400,7 +458,7 @@ public final class Walk {
                 return;
             case ITERATE:
                 try {
-                    rows(map.iterator(), rowBound(), false);
+                    rows(flink(map::iterator), rowBound(), false);
                 } catch (RuntimeException e) {
                     out.open().close().thrown(e);
                 }
@@ -410,14 +468,16 @@ public final class Walk {
                 return;
             case KEYS: // namespace
                 try {
-                    rows(map.getKeys(use(k)).iterator(), rowBound(), true);
+                    Object namespace = use(k);
+                    rows(flink(() -> map.getKeys(namespace).iterator()), rowBound(), true);
                 } catch (RuntimeException e) {
                     out.open().close().thrown(e);
                 }
                 return;
             case SIZE_OF_NAMESPACE: // namespace
                 try {
-                    out.i(map.sizeOfNamespace(use(k)));
+                    Object namespace = use(k);
+                    out.i(flink(() -> map.sizeOfNamespace(namespace)));
                 } catch (RuntimeException e) {
                     out.thrown(e);
                 }
@@ -462,11 +522,12 @@ public final class Walk {
     /** A put's answer: the number of the state put; false if it raised. */
     private boolean put(Object k, Object n, List<Integer> s) {
         try {
-            corruption.before(map, "put", k, n);
             int id = number(s);
             synced(s);
-            map.put(k, n, s);
-            corruption.after(map, "put", k, n);
+            call("put", k, n, () -> {
+                map.put(k, n, s);
+                return null;
+            });
             out.i(id);
             return true;
         } catch (RuntimeException e) {
@@ -477,9 +538,10 @@ public final class Walk {
 
     private boolean remove(Object k, Object n) {
         try {
-            corruption.before(map, "remove", k, n);
-            map.remove(k, n);
-            corruption.after(map, "remove", k, n);
+            call("remove", k, n, () -> {
+                map.remove(k, n);
+                return null;
+            });
             out.nil();
             return true;
         } catch (RuntimeException e) {
@@ -490,9 +552,7 @@ public final class Walk {
 
     private boolean get(Object k, Object n, boolean mutate, int value) {
         try {
-            corruption.before(map, "get", k, n);
-            List<Integer> got = map.get(k, n);
-            corruption.after(map, "get", k, n);
+            List<Integer> got = call("get", k, n, () -> map.get(k, n));
             state(got);
             if (got != null && mutate) {
                 got.add(value);
@@ -507,10 +567,7 @@ public final class Walk {
 
     private boolean containsKey(Object k, Object n) {
         try {
-            corruption.before(map, "contains_key", k, n);
-            boolean found = map.containsKey(k, n);
-            corruption.after(map, "contains_key", k, n);
-            out.bool(found);
+            out.bool(call("contains_key", k, n, () -> map.containsKey(k, n)));
             return true;
         } catch (RuntimeException e) {
             out.thrown(e);
@@ -523,6 +580,7 @@ public final class Walk {
         boolean[] called = {false};
         Json seen = new Json();
         Throwable error = null;
+        clock.in(); // (Flink calls the function, which records what it was handed: part of Flink's call)
         try {
             corruption.before(map, "transform", k, n);
             map.transform(k, n, value, (old, v) -> {
@@ -540,6 +598,8 @@ public final class Walk {
             corruption.after(map, "transform", k, n);
         } catch (Exception e) {
             error = e;
+        } finally {
+            clock.out();
         }
         out.open().bool(called[0]);
         String inner = seen.toString();
@@ -565,8 +625,14 @@ public final class Walk {
             return; // the harness fails the program before calling the map
         }
         try {
-            CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snap = map.stateSnapshot();
-            corruption.after(map, "snapshot", null, null);
+            CopyOnWriteStateMapSnapshot<Object, Object, List<Integer>> snap;
+            clock.in();
+            try {
+                snap = map.stateSnapshot();
+                corruption.after(map, "snapshot", null, null);
+            } finally {
+                clock.out();
+            }
             snapshots.put(sid, snap);
             taken.add(snap);
             int version = Internals.snapshotVersion(snap);
@@ -586,9 +652,9 @@ public final class Walk {
         if (snap == null) {
             return;
         }
-        out.bool(snap.isReleased());
+        out.bool(flink(snap::isReleased));
         try {
-            rows(snap.getIterator(null, null, null, null), rowBound(), false);
+            rows(iterator(snap, null), rowBound(), false);
         } catch (RuntimeException e) {
             out.open().close().thrown(e);
         }
@@ -600,13 +666,18 @@ public final class Walk {
         if (snap == null) {
             return;
         }
-        out.bool(snap.isReleased());
+        out.bool(flink(snap::isReleased));
         try {
             if (transformer == 2) { // "none": iterate(None) reads the snapshot as it is
-                Iterator<StateEntry<Object, Object, List<Integer>>> it = snap.getIterator(null, null, null, null);
+                Iterator<StateEntry<Object, Object, List<Integer>>> it = iterator(snap, null);
                 List<StateEntry<Object, Object, List<Integer>>> all = new ArrayList<>();
-                while (it.hasNext() && all.size() < rowBound()) {
-                    all.add(it.next());
+                clock.in();
+                try {
+                    while (it.hasNext() && all.size() < rowBound()) {
+                        all.add(it.next());
+                    }
+                } finally {
+                    clock.out();
                 }
                 out.open().i(Internals.snapshotEntryCount(snap)).open();
                 for (StateEntry<Object, Object, List<Integer>> e : all) {
@@ -624,13 +695,16 @@ public final class Walk {
                             marked.add(-1);
                             return marked;
                         };
-                Iterator<StateEntry<Object, Object, List<Integer>>> it = snap.getIterator(null, null, null, t);
-                int size = Internals.iteratorSize(it);
+                Iterator<StateEntry<Object, Object, List<Integer>>> it = iterator(snap, t);
+                int size = flink(() -> Internals.iteratorSize(it));
                 out.open().i(size).open();
                 int count = 0;
-                while (it.hasNext() && count++ < rowBound()) {
-                    row(it.next());
+                while (next(it) && count++ < rowBound()) {
+                    var e = it.next();
+                    clock.pause();
+                    row(e);
                 }
+                clock.out();
                 out.close().close();
             }
         } catch (RuntimeException e) {
@@ -644,8 +718,13 @@ public final class Walk {
     private void release(int sid) {
         var snap = snapshots.get(sid);
         try {
-            snap.release();
-            corruption.after(map, "release", null, null);
+            clock.in();
+            try {
+                snap.release();
+                corruption.after(map, "release", null, null);
+            } finally {
+                clock.out();
+            }
             out.nil();
         } catch (RuntimeException e) {
             out.thrown(e);
@@ -656,7 +735,7 @@ public final class Walk {
         if (checker != null && version != null) {
             checker.forget(version);
         }
-        out.bool(snap.isReleased());
+        out.bool(flink(snap::isReleased));
     }
 
     /**
@@ -672,7 +751,7 @@ public final class Walk {
         if (snap == null) {
             return;
         }
-        out.bool(snap.isReleased());
+        out.bool(flink(snap::isReleased));
         Object key = null;
         Object namespace = null;
         try {
@@ -706,8 +785,14 @@ public final class Walk {
                          String namespaceId) {
         try {
             DataOutputSerializer bytes = new DataOutputSerializer(256);
-            snap.writeState((TypeSerializer<Object>) Serializers.byId(keyId),
-                    (TypeSerializer<Object>) Serializers.byId(namespaceId), map.getStateSerializer(), bytes, null);
+            clock.in();
+            try {
+                snap.writeState((TypeSerializer<Object>) Serializers.byId(keyId),
+                        (TypeSerializer<Object>) Serializers.byId(namespaceId), map.getStateSerializer(), bytes,
+                        null);
+            } finally {
+                clock.out();
+            }
             StringBuilder hex = new StringBuilder();
             for (byte x : bytes.getCopyOfBuffer()) {
                 hex.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
@@ -726,7 +811,7 @@ public final class Walk {
         position = Math.min(position, map.size()); // == the model's size while no check has failed
         Iterator<StateEntry<Object, Object, List<Integer>>> it;
         try {
-            it = map.iterator();
+            it = flink(map::iterator);
         } catch (RuntimeException e) {
             out.open().close().thrown(e).bool(false);
             return;
@@ -734,14 +819,18 @@ public final class Walk {
         out.open();
         int read = 0;
         try {
-            while (read < position && it.hasNext()) {
-                row(it.next());
+            while (read < position && next(it)) {
+                var e = it.next();
+                clock.pause();
+                row(e);
                 read++;
             }
         } catch (RuntimeException e) {
+            clock.out();
             out.close().thrown(e).bool(false);
             return;
         }
+        clock.out();
         out.close().nil().bool(read == position);
         if (read < position) {
             return; // the harness fails: the iteration ended early
@@ -765,7 +854,7 @@ public final class Walk {
     private void visit(int maxEmpty) {
         StateIncrementalVisitor<Object, Object, List<Integer>> visitor;
         try {
-            visitor = map.getStateIncrementalVisitor(maxEmpty);
+            visitor = flink(() -> map.getStateIncrementalVisitor(maxEmpty));
             out.nil();
         } catch (RuntimeException e) {
             out.thrown(e);
@@ -786,7 +875,7 @@ public final class Walk {
         for (int calls = 0; calls <= cap; calls++) {
             boolean more;
             try {
-                more = visitor.hasNext();
+                more = flink(visitor::hasNext);
             } catch (RuntimeException e) {
                 out.close().thrown(e);
                 return;
@@ -796,6 +885,7 @@ public final class Walk {
                 return;
             }
             List<StateEntry<Object, Object, List<Integer>>> chain = new ArrayList<>();
+            clock.in();
             try {
                 var entries = visitor.nextEntries();
                 if (entries != null) {
@@ -806,7 +896,9 @@ public final class Walk {
                         }
                     }
                 }
+                clock.out();
             } catch (RuntimeException e) {
+                clock.out();
                 out.thrown(e).close().str("cap");
                 return;
             }
@@ -828,8 +920,14 @@ public final class Walk {
                 }
                 try {
                     // the harness hands back the key and namespace the visitor gave it (new objects in Python)
-                    visitor.remove(new StateEntry.SimpleStateEntry<>(keyObjects.passed(e.getKey()),
-                            keyObjects.passed(e.getNamespace()), s));
+                    var entry = new StateEntry.SimpleStateEntry<>(keyObjects.passed(e.getKey()),
+                            keyObjects.passed(e.getNamespace()), s);
+                    clock.in();
+                    try {
+                        visitor.remove(entry);
+                    } finally {
+                        clock.out();
+                    }
                     removes++;
                 } catch (RuntimeException x) {
                     out.i(removes).thrown(x).close().close().str("cap");
