@@ -59,6 +59,7 @@ from cowcheck.core.failures import CRASH, DIVERGENCE, CheckFailure
 from cowcheck.core.harness import HarnessBase
 from cowcheck.core.keys import FAMILIES, fresh
 from cowcheck.core.program import Step
+from cowcheck.core.streams import YieldingStreamFactory, yield_pause
 from cowcheck.reference.checkpoint import CheckpointStreamFactory
 from cowcheck.reference.hashing import key_group
 from cowcheck.reference.serializers import IntSerializer
@@ -91,7 +92,6 @@ BACKEND_SCENARIOS: dict[str, str] = {
 }
 
 _WRITES = frozenset({"update", "list_add", "list_update", "map_put", "map_remove", "reduce_add", "clear"})
-_YIELDS = (0.0, 0.0, 0.0, 0.0, 0.00001, 0.0001, 0.0005)  # seconds; 0: give the GIL up and take it back
 
 
 @attrs.frozen
@@ -103,44 +103,6 @@ class BackendMachineConfig:
     keys: int = 6
     async_part: str = attrs.field(default="thread", validator=attrs.validators.in_(("thread", "inline")))
     white_box: Optional[bool] = None
-
-
-class YieldingStreamFactory:
-    """Checkpoint streams (``inner``) whose writer yields at random while it writes, seeded by
-    ``yield_seed``: ``directory`` and ``threshold`` say where the bytes go (an implementation in
-    another language reads these three and yields on its own side)."""
-
-    def __init__(self, inner: CheckpointStreamFactory, yield_seed: int) -> None:
-        self.inner = inner
-        self.yield_seed = yield_seed
-
-    @property
-    def directory(self) -> Optional[str]:
-        return self.inner.directory
-
-    @property
-    def threshold(self) -> int:
-        return self.inner.threshold
-
-    def create_stream(self, checkpoint_id: int, **options):
-        return _YieldingStream(self.inner.create_stream(checkpoint_id, **options), random.Random(self.yield_seed))
-
-
-class _YieldingStream:
-    __slots__ = ("inner", "random")
-
-    def __init__(self, inner, r: random.Random) -> None:
-        self.inner = inner
-        self.random = r
-
-    def write(self, data: bytes) -> None:
-        pause = self.random.choice(_YIELDS)
-        if pause or self.random.random() < 0.5:
-            time.sleep(pause)
-        self.inner.write(data)
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
 
 
 def _list_answer(got) -> Optional[list]:
@@ -242,7 +204,7 @@ class BackendHarness(HarnessBase):
         if self.futures:
             running = [cid for cid, f in self.futures.items() if not self._call(step, lambda f=f: f.done)]
             if running:
-                time.sleep(self.random.choice(_YIELDS))
+                time.sleep(yield_pause(self.random))
                 if step.op in _WRITES:
                     self.coverage["async-part-racing-updates"] += 1
         if step.op != "open" and self.kb is None:

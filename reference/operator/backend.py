@@ -49,11 +49,10 @@ import attrs
 from cowcheck.reference.checkpoint.flink_format.compression import CompressibleInput, CompressibleOutput, RawInput
 from cowcheck.reference.checkpoint.streams import CheckpointStreamFactory
 from cowcheck.reference.errors import CheckpointFormatError, IllegalStateError
-from cowcheck.reference.hashing import java_string_hash
 from cowcheck.reference.keyed.backend import StateMigrationError
 from cowcheck.reference.operator.format import (OperatorProxy, OperatorStreamStateHandle,
                                                 StateOffsets, StreamData)
-from cowcheck.reference.operator.javamap import expected_size_capacity, java_map_order
+from cowcheck.reference.operator.javamap import expected_size_capacity, java_map_order, java_string_hash
 from cowcheck.reference.operator.repartition import RoundRobinRepartitioner
 from cowcheck.reference.operator.states import (BROADCAST, SPLIT_DISTRIBUTE, UNION, HeapBroadcastState,
                                                 OperatorStateMetaInfo, PartitionableListState)
@@ -124,10 +123,14 @@ class OperatorSnapshotFuture:
 
 class DefaultOperatorStateBackend:
     """See the module docstring. Seams for seeded bugs: ``output_class`` (the compressed stream the
-    asynchronous part writes through), ``input_class`` (what restore reads through)."""
+    asynchronous part writes through), ``input_class`` (what restore reads through), ``list_state_class``
+    and ``broadcast_state_class`` (the states, their deep copies), ``future_class`` (the asynchronous part)."""
 
     output_class = CompressibleOutput
     input_class = CompressibleInput
+    list_state_class = PartitionableListState
+    broadcast_state_class = HeapBroadcastState
+    future_class = OperatorSnapshotFuture
 
     def __init__(self, compression: bool = False) -> None:
         self.compression = compression
@@ -154,7 +157,7 @@ class DefaultOperatorStateBackend:
         serializer = descriptor.element_serializer
         state = self.list_states.get(name)
         if state is None:
-            state = self.list_states[name] = PartitionableListState(OperatorStateMetaInfo(name, mode, serializer))
+            state = self.list_states[name] = self.list_state_class(OperatorStateMetaInfo(name, mode, serializer))
         else:
             _check_mode(name, state.meta.mode, mode)
             if _serializer_id(state.meta.value_serializer) != _serializer_id(serializer):
@@ -173,7 +176,8 @@ class DefaultOperatorStateBackend:
         keys, values = descriptor.user_key_serializer, descriptor.user_value_serializer
         state = self.broadcast_states.get(name)
         if state is None:
-            state = self.broadcast_states[name] = HeapBroadcastState(OperatorStateMetaInfo(name, BROADCAST, values, keys))
+            state = self.broadcast_states[name] = self.broadcast_state_class(
+                OperatorStateMetaInfo(name, BROADCAST, values, keys))
         else:
             for which, old, new in (("key", state.meta.key_serializer, keys), ("value", state.meta.value_serializer,
                                                                               values)):
@@ -199,7 +203,7 @@ class DefaultOperatorStateBackend:
         them); run or start the result."""
         lists = self._copies(self.list_states)
         broadcasts = self._copies(self.broadcast_states)
-        return OperatorSnapshotFuture(self, checkpoint_id, (lists, broadcasts), stream_factory or
+        return self.future_class(self, checkpoint_id, (lists, broadcasts), stream_factory or
                                       CheckpointStreamFactory(), self.compression if compressed is None else compressed)
 
     @staticmethod
@@ -248,9 +252,9 @@ class DefaultOperatorStateBackend:
             raw = RawInput(data, 0, handle.stream.path or f"<inline operator state {handle.stream.name}>")
             proxy = OperatorProxy.decode(raw)
             for meta in proxy.operator_states:
-                self.list_states.setdefault(meta.name, PartitionableListState(meta))
+                self.list_states.setdefault(meta.name, self.list_state_class(meta))
             for meta in proxy.broadcast_states:
-                self.broadcast_states.setdefault(meta.name, HeapBroadcastState(meta))
+                self.broadcast_states.setdefault(meta.name, self.broadcast_state_class(meta))
             inp = self.input_class(raw, proxy.compressed)
             for meta in (*proxy.operator_states, *proxy.broadcast_states):
                 offsets = handle.states.get(meta.name)

@@ -41,8 +41,8 @@ from cowcheck.reference.checkpoint.flink_format.datastream import I16, I32, Flin
 from cowcheck.reference.checkpoint.flink_format.snapshots import read_snapshot, snapshot_bytes
 from cowcheck.reference.checkpoint.handle import read_file
 from cowcheck.reference.errors import CheckpointFormatError
-from cowcheck.reference.hashing import java_string_hash, to_int32
-from cowcheck.reference.operator.javamap import java_map_order
+from cowcheck.reference.hashing import to_int32
+from cowcheck.reference.operator.javamap import java_map_order, java_string_hash
 from cowcheck.reference.operator.states import BROADCAST, MODES, OperatorStateMetaInfo
 
 __all__ = ["OperatorProxy", "StateOffsets", "StreamData", "OperatorStreamStateHandle", "RawInput",
@@ -54,9 +54,23 @@ OPERATOR, BROADCAST_TYPE = 1, 2  # StateMetaInfoSnapshot.BackendStateType ordina
 MODE_OPTION = "OPERATOR_STATE_DISTRIBUTION_MODE"
 VALUE_SERIALIZER, KEY_SERIALIZER = "VALUE_SERIALIZER", "KEY_SERIALIZER"
 MAX_STATES = 0x7FFF
+_KEPT = 16
+_DECODED: list = []  # (the metadata's bytes, the proxy they decode to), latest first
+_ENCODED: dict = {}  # (name, mode, serializer ids) -> a meta info's bytes
 
 
 def _meta_bytes(meta: OperatorStateMetaInfo) -> bytes:
+    key = (meta.name, meta.mode, meta.value_serializer.serializer_id,
+           None if meta.key_serializer is None else meta.key_serializer.serializer_id)
+    encoded = _ENCODED.get(key)
+    if encoded is None:
+        if len(_ENCODED) > 256:
+            _ENCODED.clear()
+        encoded = _ENCODED[key] = _encode_meta(meta)
+    return encoded
+
+
+def _encode_meta(meta: OperatorStateMetaInfo) -> bytes:
     broadcast = meta.mode == BROADCAST
     out = bytearray(java_utf(meta.name) + I32.pack(BROADCAST_TYPE if broadcast else OPERATOR))
     out += I32.pack(1) + java_utf(MODE_OPTION) + java_utf(meta.mode)
@@ -128,7 +142,20 @@ class OperatorProxy:
 
     @classmethod
     def decode(cls, raw: RawInput) -> "OperatorProxy":
-        """The proxy at ``raw``'s position; ``raw`` is left after it."""
+        """The proxy at ``raw``'s position; ``raw`` is left after it. The proxies decoded last are kept by their
+        bytes (a job's instances, and every restore of its checkpoints, write the same metadata)."""
+        for prefix, proxy in _DECODED:
+            if raw.data.startswith(prefix, raw.pos) and raw.pos + len(prefix) <= raw.end:
+                raw.seek(raw.pos + len(prefix))
+                return proxy
+        start = raw.pos
+        proxy = cls._decode(raw)
+        _DECODED.insert(0, (bytes(raw.data[start:raw.pos]), proxy))
+        del _DECODED[_KEPT:]
+        return proxy
+
+    @classmethod
+    def _decode(cls, raw: RawInput) -> "OperatorProxy":
         cur = FlinkCursor(raw.data, raw.pos, raw.end, raw.name, "the operator state's metadata")
         version = cur.take(I32)
         if version not in (LEGACY_PROXY_VERSION, OPERATOR_PROXY_VERSION):

@@ -21,11 +21,16 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Optional
 
-from cowcheck.reference.hashing import java_string_hash, to_int32
+from cowcheck.reference.hashing import java_hash_code_cached, to_int32
 
 __all__ = ["java_map_order", "table_size_for", "expected_size_capacity", "java_string_hash", "long_hash"]
 
 _MAXIMUM_CAPACITY = 1 << 30
+
+
+def java_string_hash(s: str) -> int:
+    """``String.hashCode`` (memoised: state names repeat)."""
+    return java_hash_code_cached(s)
 
 
 def table_size_for(capacity: int) -> int:

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from cowcheck.reference.hashing import java_string_hash
 from cowcheck.reference.operator.format import OperatorStreamStateHandle, StateOffsets
-from cowcheck.reference.operator.javamap import expected_size_capacity, java_map_order
+from cowcheck.reference.operator.javamap import expected_size_capacity, java_map_order, java_string_hash
 from cowcheck.reference.operator.states import BROADCAST, MODES, SPLIT_DISTRIBUTE, UNION
 
 __all__ = ["repartition", "RoundRobinRepartitioner"]
