@@ -223,7 +223,7 @@ OPERATOR_OPS = OperationTable("operator", [
     _op("join", "cid", "h{0} = f{0}.get(); check_restore(h{0})"),
     _op("restore", "cid parallelism", "check_restore(h{0}, parallelism={1})  # repartitioned, restored, compared"),
     _op("recover", "cid parallelism reregister",
-        "op = recover(h{0}, parallelism={1}, incompatible={2!r})  # go on from the restored instances"),
+        "op = recover(h{0}, parallelism={1}, incompatible={2})  # go on from the restored instances"),
 ])
 
 CHECKPOINTS = frozenset({"checkpoint", "checkpoint_async"})
