@@ -82,6 +82,7 @@ BACKEND_SCENARIOS: dict[str, str] = {
     "key-iteration": "key iteration of a state in a namespace",
     "checkpoint-memory": "a checkpoint to memory streams",
     "checkpoint-file": "a checkpoint to file streams",
+    "checkpoint-compressed": "a checkpoint with snapshot compression (snappy key groups, Flink's format)",
     "checkpoint-drops-expired": "a checkpoint taken while some state had expired (cleanup in full snapshots)",
     "async-part-on-thread": "a checkpoint whose asynchronous part ran on a thread of its own",
     "async-part-racing-updates": "a write of the task thread while an asynchronous part was still running",
@@ -141,6 +142,7 @@ class BackendHarness(HarnessBase):
         self.handles: dict = {}  # cid -> the handle of a completed checkpoint
         self.threaded: set = set()  # cids whose asynchronous part ran on a thread of its own
         self.random = random.Random(0)
+        self.compressed = False  # snapshot compression of the next checkpoints (the compress step)
         self._directory: Optional[str] = None
         self._cleanup: Optional[weakref.finalize] = None
 
@@ -356,9 +358,25 @@ class BackendHarness(HarnessBase):
             self._cleanup = weakref.finalize(self, _finish, self.futures, self._directory)
         return CheckpointStreamFactory(self._directory, threshold=0)
 
+    def _snapshot(self, step, kb, cid, streams):
+        """``kb.snapshot``, compressed if the program said so (the keyword only then: an implementation
+        without compression still runs every program that does not ask for it)."""
+        if self.compressed:
+            self.coverage["checkpoint-compressed"] += 1
+            return self._call(step, kb.snapshot, cid, streams, compressed=True)
+        return self._call(step, kb.snapshot, cid, streams)
+
+    def _op_compress(self, step, on):
+        """Snapshot compression is a backend's setting in Flink (read by a running asynchronous part as it
+        writes): a change waits for the running ones first."""
+        if on != self.compressed:
+            for running in list(self.futures):
+                self._complete(step, running)
+        self.compressed = on
+
     def _take(self, step, cid, streams):
         """The synchronous part: the implementation's snapshot and the model's frozen copy."""
-        future = self._call(step, self.kb.snapshot, cid, streams)
+        future = self._snapshot(step, self.kb, cid, streams)
         frozen = self.frozen[cid] = self.model.freeze()
         if any(spec.expired(ms, frozen.time) for (name, _, _), ms in frozen.touched.items()
                for spec in (SPECS[name],)):
@@ -475,7 +493,7 @@ class BackendHarness(HarnessBase):
         for i, part in enumerate(parts):
             restored = self._restore(step, [self.handles[cid]], part, "K4", f"checkpoint c{cid}")
             self._expect_restored(step, cid, restored, part, "K4", f"part {i + 1} of c{cid}")
-            future = self._call(step, restored.snapshot, cid, CheckpointStreamFactory())
+            future = self._snapshot(step, restored, cid, CheckpointStreamFactory())
             handles.append(self._call(step, future.run))
             self._dispose(step, restored)
         self.coverage["restore-rescaled"] += 1
