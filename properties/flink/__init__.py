@@ -33,6 +33,8 @@ from cowcheck.flink.serializers import flink_deserialize, flink_serialize
 from cowcheck.flink.backend import FlinkStateBackend, warm_up
 from cowcheck.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 from cowcheck.flink.table import FlinkStateTable
+from cowcheck.flink.operator import OPERATOR_COMPRESSION_SINCE, FlinkOperatorBackends
+from cowcheck.flink.operator import warm_up as warm_up_operator
 from cowcheck.flink.segments import DETAILS, WalkHarness, WalkMap, run_batch
 
 __all__ = ["FLINK_CAPACITY", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",
@@ -145,13 +147,23 @@ def _backend(spec: str, version: str, corruption: str) -> Implementation:
                           f"descriptors, snapshot strategy){described}", warm_up=warm_up)
 
 
+def _operator(spec: str, version: str, corruption: str) -> Implementation:
+    compression = parse_version(version) >= OPERATOR_COMPRESSION_SINCE
+    left_out = "" if compression else (f"; {version} has no operator-state compression (1.18.0 on): the machine "
+                                       f"leaves it out")
+    return Implementation(spec, FlinkOperatorBackends, False,
+                          f"Apache Flink {version} DefaultOperatorStateBackend through JPype (its builder, "
+                          f"descriptors, snapshot strategy, RoundRobinOperatorStateRepartitioner){left_out}",
+                          config_defaults={"compression": compression}, warm_up=warm_up_operator)
+
+
 def _table(spec: str, version: str, corruption: str) -> Implementation:
     return Implementation(spec, FlinkStateTable, False,
                           f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
 
 
 # The machines Flink's own classes implement through the bridge, and since which release.
-_IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend}
+_IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend, "operator": _operator}
 _SINCE = {"async": (FLINK_ASYNC_SINCE, f"Flink's AsyncExecutionController exists from "
                                        f"{'.'.join(str(part) for part in FLINK_ASYNC_SINCE)} on", "no async controller")}
 # The seeded Java-side corruptions each machine's Flink implementation takes (flink:corrupt=NAME).

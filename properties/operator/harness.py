@@ -26,8 +26,8 @@ Codes (``Failure.code``):
 - O5 O3 or O4 for a checkpoint whose asynchronous parts ran on threads of their
   own while the task thread went on with the next steps;
 - O6 re-registration after a restore: a state registered again with an
-  incompatible serializer was accepted (Flink: StateMigrationException), or
-  the compatible registration that follows failed;
+  incompatible serializer was accepted (Flink: StateMigrationException; the
+  job then restarts: the instance is restored again and registers its own);
 - O7 the backend raised where the model expects an answer (crash code).
 
 What a rejected call leaves behind is a *finding* (reported, never a failure,
@@ -221,33 +221,24 @@ class OperatorHarness(HarnessBase):
         self.backends = [self._call(step, self.impl.create_operator_state_backend, []) for _ in range(parallelism)]
         self.states = [self._register(step, b) for b in self.backends]
 
-    def _register(self, step, backend, incompatible: str = "") -> dict:
-        """Every state registered as ``initializeState`` does (``incompatible``: that state first with an
-        incompatible serializer, which must fail: O6)."""
-        if incompatible:
-            spec = SPECS[incompatible]
-            try:
-                self._call(step, self._getter(backend, spec), incompatible_descriptor(spec))
-            except CheckFailure as exc:
-                if exc.failure.kind != CRASH:
-                    raise
-                self.failure = None
-                self.coverage["reregister-incompatible"] += 1
-            else:
-                self._fail(DIVERGENCE, "O6", f"{self._render(step)}: state {incompatible!r} was registered again "
-                                             f"with an incompatible serializer and the backend accepted it (Flink: "
-                                             f"StateMigrationException)", "StateMigrationException", "accepted")
-        states = {}
-        for spec in STATES:
-            try:
-                states[spec.name] = self._call(step, self._getter(backend, spec), descriptor_of(spec))
-            except CheckFailure as exc:
-                if exc.failure.kind == CRASH and incompatible:
-                    self._fail(DIVERGENCE, "O6", f"{self._render(step)}: registering {spec.name!r} with its own "
-                                                 f"serializer failed after an incompatible attempt: "
-                                                 f"{exc.failure.actual}", "registered", exc.failure.actual)
+    def _register(self, step, backend) -> dict:
+        """Every state registered as ``initializeState`` does."""
+        return {spec.name: self._call(step, self._getter(backend, spec), descriptor_of(spec)) for spec in STATES}
+
+    def _refuses(self, step, backend, name: str) -> None:
+        """Registering restored state ``name`` with an incompatible serializer must fail (O6)."""
+        spec = SPECS[name]
+        try:
+            self._call(step, self._getter(backend, spec), incompatible_descriptor(spec))
+        except CheckFailure as exc:
+            if exc.failure.kind != CRASH:
                 raise
-        return states
+            self.failure = None
+            self.coverage["reregister-incompatible"] += 1
+            return
+        self._fail(DIVERGENCE, "O6", f"{self._render(step)}: state {name!r} was registered again with an "
+                                     f"incompatible serializer and the backend accepted it (Flink: "
+                                     f"StateMigrationException)", "StateMigrationException", "accepted")
 
     @staticmethod
     def _getter(backend, spec):
@@ -348,6 +339,8 @@ class OperatorHarness(HarnessBase):
             if not current:
                 return
             where %= len(current)
+            if current[where] is None:  # a null element (stored by releases before 1.19.0): nothing to change
+                return
             target = self._call(step, lambda: list(state.get())[where])
         if target is None:
             self._fail(DIVERGENCE, "O1", f"{self._render(step)}: the state handed out None, the model holds "
@@ -457,16 +450,23 @@ class OperatorHarness(HarnessBase):
         parts = self._call(step, self.impl.repartition, previous, len(handles), parallelism)
         backends, states = [], []
         for i in range(parallelism):
-            try:
-                backend = self._call(step, self.impl.create_operator_state_backend, list(parts[i]))
-            except CheckFailure as exc:
-                if exc.failure.kind != CRASH:
-                    raise
-                self._fail(DIVERGENCE, code, f"{self._render(step)}: restoring instance {i} of {parallelism} from "
-                                             f"c{cid} raised {exc.failure.actual}", "restored", exc.failure.actual)
+            backend = self._build(step, cid, code, parts, i)
+            if reregister:  # the job fails (StateMigrationException) and restarts: the instance restored again
+                self._refuses(step, backend, reregister)
+                self._dispose(step, [backend])
+                backend = self._build(step, cid, code, parts, i)
             backends.append(backend)
-            states.append(self._register(step, backend, reregister))
+            states.append(self._register(step, backend))
         return backends, states
+
+    def _build(self, step, cid, code, parts, i):
+        try:
+            return self._call(step, self.impl.create_operator_state_backend, list(parts[i]))
+        except CheckFailure as exc:
+            if exc.failure.kind != CRASH:
+                raise
+            self._fail(DIVERGENCE, code, f"{self._render(step)}: restoring instance {i} of {len(parts)} from c{cid} "
+                                         f"raised {exc.failure.actual}", "restored", exc.failure.actual)
 
     def _check_restore(self, step, cid, parallelism: int, reregister: str = ""):
         """Restore ``cid`` at ``parallelism`` and hold every instance to the model frozen at it."""
