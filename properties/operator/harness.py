@@ -306,7 +306,10 @@ class OperatorHarness(HarnessBase):
     def _read(self, step, instance, name, method, model_op, *args, shape=lambda got: got):
         state = self._state(step, instance, name)
         got = self._call(step, lambda: shape(getattr(state, method)(*args)))
-        self._observe(got)
+        if self.recovered and SPECS[name].mode == "SPLIT_DISTRIBUTE":
+            self._observe(len(got))  # which elements a recovered instance got is the repartitioner's choice
+        else:
+            self._observe(_comparable(got, SPECS[name].mode == "UNION"))
         self._expect(step, "O1", self.model.read(instance, name, model_op, *args), got)
 
     def _op_get(self, step, instance, name):
@@ -323,8 +326,8 @@ class OperatorHarness(HarnessBase):
         self._read(step, instance, name, "entries", "entries", shape=lambda got: _plain(_as_dict(got)))
 
     def _op_mutate(self, step, instance, name, where, code):
-        """Change an element (a list state's ``where``-th, if any) or a value (a broadcast state's key
-        ``where``) in place through what the state hands out, as user code may."""
+        """Change an element (a list state's ``where``-th in sorted order, if any) or a value (a broadcast
+        state's key ``where``) in place through what the state hands out, as user code may."""
         spec = SPECS[name]
         value = value_of("int", max(code, 0))
         state = self._state(step, instance, name)
@@ -335,13 +338,19 @@ class OperatorHarness(HarnessBase):
                 return
             target = self._call(step, state.get, key)
         else:
-            current = self.model.read(instance, name, "get")
-            if not current:
+            current = [e for e in self.model.read(instance, name, "get") if e is not None]
+            if not current:  # (a null element, stored by releases before 1.19.0, cannot be changed)
                 return
-            where %= len(current)
-            if current[where] is None:  # a null element (stored by releases before 1.19.0): nothing to change
-                return
-            target = self._call(step, lambda: list(state.get())[where])
+            # The element by value (the where-th in sorted order), not by position: a recovered instance's
+            # order is the implementation's choice. Equal elements are interchangeable: the first one.
+            chosen = sorted(current, key=repr)[where % len(current)]
+            where = self.model.read(instance, name, "get").index(chosen)
+            elements = self._call(step, lambda: list(state.get()))
+            index = next((i for i, e in enumerate(elements) if _plain(e) == chosen), None)
+            if index is None:
+                self._fail(DIVERGENCE, "O1", f"{self._render(step)}: the state holds no element {chosen!r}, the "
+                                             f"model's holds it", chosen, _plain(elements))
+            target = elements[index]
         if target is None:
             self._fail(DIVERGENCE, "O1", f"{self._render(step)}: the state handed out None, the model holds "
                                          f"{current!r}", current, None)
@@ -483,11 +492,25 @@ class OperatorHarness(HarnessBase):
                 state = instance[spec.name]
                 got[spec.name] = self._call(step, lambda s=state: _plain(_as_dict(s.entries())) if spec.broadcast
                                             else _list_answer(s.get()))
-            self._observe(sorted((k, repr(v) if SPECS[k].broadcast else sorted(map(repr, v)))
-                                 for k, v in got.items()))
             read.append(got)
+        self._observe_restored(read)
         self._compare(step, cid, code, expect, read)
         return backends, states, read
+
+    def _observe_restored(self, read: list) -> None:
+        """What parity compares of a restore: each instance's union lists (as multisets) and maps; its split
+        lists too until the job has recovered once (then the order of a recovered instance's elements is the
+        order of the handles it read, which Flink takes from random stream names), else their sizes and the
+        multiset over all instances."""
+        if self.observed is None:
+            return
+        for instance in read:
+            self._observe(sorted((k, _comparable(v, True)) for k, v in instance.items()
+                                 if SPECS[k].broadcast or SPECS[k].mode == "UNION" or not self.recovered))
+        if self.recovered:
+            for name in (k for k in read[0] if not SPECS[k].broadcast and SPECS[k].mode != "UNION"):
+                self._observe((name, sorted(len(i[name]) for i in read),
+                               sorted(repr(v) for i in read for v in i[name])))
 
     def _compare(self, step, cid, code, expect, read) -> None:
         where = f" (c{cid} restored at parallelism {expect.new_parallelism}, written at {expect.old_parallelism})"
@@ -548,6 +571,16 @@ def _holds_none(argument) -> bool:
     if isinstance(argument, dict):
         return any(k is None or v is None for k, v in argument.items())
     return False
+
+
+def _comparable(answer, any_order: bool):
+    """An answer as parity compares it: maps by their items; lists in order, unless the order is the
+    implementation's choice (union lists: the order of the handles)."""
+    if isinstance(answer, dict):
+        return sorted(map(repr, answer.items()))
+    if isinstance(answer, list) and any_order:
+        return sorted(map(repr, answer))
+    return answer
 
 
 def _plain(value):

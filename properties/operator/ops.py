@@ -215,7 +215,7 @@ OPERATOR_OPS = OperationTable("operator", [
     _op("contains", "instance state=broadcast_state key=code", "op[{0}].{1}.contains({2})"),
     _op("entries", "instance state=broadcast_state", "dict(op[{0}].{1}.entries())"),
     _op("mutate", "instance state=mutable_state where value=code",
-        "mutate(op[{0}].{1}, {2}, {3})  # the element at {2} (a list) or the value of key {2}, appended to in place"),
+        "mutate(op[{0}].{1}, {2}, {3})  # the element {2}th in sorted order, or the value of key {2}: appended to"),
     _op("checkpoint", "cid compressed to=target",
         "h{0} = checkpoint(op, {0}, compressed={1}, to={2})  # every instance, asynchronous parts on the task thread"),
     _op("checkpoint_async", "cid compressed to=target seed",

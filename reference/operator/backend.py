@@ -55,7 +55,8 @@ from cowcheck.reference.operator.format import (OperatorProxy, OperatorStreamSta
 from cowcheck.reference.operator.javamap import expected_size_capacity, java_map_order, java_string_hash
 from cowcheck.reference.operator.repartition import RoundRobinRepartitioner
 from cowcheck.reference.operator.states import (BROADCAST, SPLIT_DISTRIBUTE, UNION, HeapBroadcastState,
-                                                OperatorStateMetaInfo, PartitionableListState)
+                                                OperatorStateMetaInfo, PartitionableListState,
+                                                PartitionableListStateBefore119)
 from cowcheck.reference.serializers import SerializationError
 
 __all__ = ["DefaultOperatorStateBackend", "OperatorSnapshotFuture", "OperatorStateBackends", "StateMigrationError"]
@@ -132,8 +133,10 @@ class DefaultOperatorStateBackend:
     broadcast_state_class = HeapBroadcastState
     future_class = OperatorSnapshotFuture
 
-    def __init__(self, compression: bool = False) -> None:
+    def __init__(self, compression: bool = False, release: str = "2.3.0") -> None:
         self.compression = compression
+        if _before(release, (1, 19, 0)) and self.list_state_class is PartitionableListState:
+            self.list_state_class = PartitionableListStateBefore119
         self.list_states: dict[str, PartitionableListState] = {}  # registeredOperatorStates (a HashMap)
         self.broadcast_states: dict[str, HeapBroadcastState] = {}  # registeredBroadcastStates
         self._accessed: dict = {}  # name -> the state handed out (accessedStatesByName and its broadcast twin)
@@ -271,7 +274,10 @@ class DefaultOperatorStateBackend:
         for offset in offsets.offsets:
             if offset != inp.tell():
                 inp.seek(offset)
-            state.elements.append(_read(serializer, inp, raw, offset, state.meta.name))
+            element = _read(serializer, inp, raw, offset, state.meta.name)
+            if element is None:  # Flink restores with add(), which rejects it (a null string stored before 1.19)
+                raise TypeError("You cannot add null to a ListState.")
+            state.elements.append(element)
 
     @staticmethod
     def _read_broadcast(state: HeapBroadcastState, inp, offsets: StateOffsets, raw: RawInput) -> None:
@@ -313,6 +319,10 @@ def _read(serializer, inp, raw: RawInput, offset: int, name: str):
         raise CheckpointFormatError(raw.name, offset, f"state {name!r}: {exc}") from None
 
 
+def _before(release: str, version: tuple) -> bool:
+    return tuple(int(p) for p in release.split(".")[:3]) < version
+
+
 def _check_mode(name: str, registered: str, requested: str) -> None:
     if registered != requested:
         raise IllegalStateError(f"Incorrect operator state mode for {name!r}: registered {registered}, "
@@ -321,19 +331,21 @@ def _check_mode(name: str, registered: str, requested: str) -> None:
 
 class OperatorStateBackends:
     """Builds operator state backends (Flink's ``DefaultOperatorStateBackendBuilder``): ``compression`` is the
-    job's snapshot compression; ``backend_class`` and ``repartitioner`` are seams for seeded bugs."""
+    job's snapshot compression; ``release``: whose null handling the list states follow (2.3.0's by default;
+    before 1.19.0, :class:`~cowcheck.reference.operator.states.PartitionableListStateBefore119`'s);
+    ``backend_class`` and ``repartitioner`` are seams for seeded bugs."""
 
-    release = "2.3.0"  # whose behaviour (null handling, format) this port follows
-
-    def __init__(self, *, compression: bool = False, backend_class: type = DefaultOperatorStateBackend,
+    def __init__(self, *, compression: bool = False, release: str = "2.3.0",
+                 backend_class: type = DefaultOperatorStateBackend,
                  repartitioner: Optional[RoundRobinRepartitioner] = None) -> None:
         self.compression = compression
+        self.release = release
         self.backend_class = backend_class
         self.repartitioner = repartitioner or RoundRobinRepartitioner()
 
     def create_operator_state_backend(self, state_handles: Iterable = ()) -> DefaultOperatorStateBackend:
         """A backend holding what ``state_handles`` hold (none: an empty one)."""
-        backend = self.backend_class(self.compression)
+        backend = self.backend_class(self.compression, self.release)
         backend.restore(list(state_handles))
         return backend
 

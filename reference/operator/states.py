@@ -41,7 +41,7 @@ from cowcheck.reference.operator.javamap import expected_size_capacity, java_map
 from cowcheck.reference.serializers import IntSerializer, ListSerializer, LongSerializer, StringSerializer
 
 __all__ = ["SPLIT_DISTRIBUTE", "UNION", "BROADCAST", "MODES", "OperatorStateMetaInfo", "PartitionableListState",
-           "HeapBroadcastState", "java_hash_of", "IMMUTABLE_SERIALIZERS"]
+           "PartitionableListStateBefore119", "HeapBroadcastState", "java_hash_of", "IMMUTABLE_SERIALIZERS"]
 
 SPLIT_DISTRIBUTE, UNION, BROADCAST = "SPLIT_DISTRIBUTE", "UNION", "BROADCAST"
 MODES = (SPLIT_DISTRIBUTE, UNION, BROADCAST)
@@ -131,6 +131,19 @@ class PartitionableListState:
 
     def __repr__(self) -> str:
         return f"PartitionableListState({self.meta.name!r}, {self.meta.mode}, {self.elements!r})"
+
+
+class PartitionableListStateBefore119(PartitionableListState):
+    """The list state of Flink 1.13-1.18 (``addAll`` without null checks, until 1.19.0): ``add_all(None)`` does
+    nothing, Nones among the values are stored (so ``update(None)`` empties the state). A stored None that
+    its serializer writes (a string) is checkpointed, and its restore fails: restore adds each element with
+    ``add``, which rejects None."""
+
+    __slots__ = ()
+
+    def add_all(self, values) -> None:
+        if values:
+            self.elements.extend(values)
 
 
 class HeapBroadcastState:
