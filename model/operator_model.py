@@ -151,9 +151,8 @@ class OperatorModel:
         elif op == "remove":
             state.pop(args[0], None)
         elif op == "mutate":  # an element (list states) or value (broadcast) changed in place: appended to
-            where, value = args
-            target = state[where] if isinstance(state, dict) else state[where]
-            target.append(value)
+            where, value = args  # a list's index, or a map's key
+            state[where].append(value)
         else:
             raise ValueError(f"no model operation {op!r}")
         return False, None

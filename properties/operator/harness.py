@@ -385,7 +385,7 @@ class OperatorHarness(HarnessBase):
             streams = self._streams(target)
             if seed is not None:
                 streams = YieldingStreamFactory(streams, seed)
-            future = self._attempt(step, cid, lambda: backend.snapshot(cid, streams, compressed=compressed))
+            future = self._attempt(step, cid, lambda b=backend, s=streams: b.snapshot(cid, s, compressed=compressed))
             if future is None:
                 return []
             futures.append(future)
@@ -490,8 +490,8 @@ class OperatorHarness(HarnessBase):
             got = {}
             for spec in STATES:
                 state = instance[spec.name]
-                got[spec.name] = self._call(step, lambda s=state: _plain(_as_dict(s.entries())) if spec.broadcast
-                                            else _list_answer(s.get()))
+                got[spec.name] = self._call(step, lambda s=state, b=spec.broadcast: _plain(_as_dict(s.entries()))
+                                            if b else _list_answer(s.get()))
             read.append(got)
         self._observe_restored(read)
         self._compare(step, cid, code, expect, read)
