@@ -19,7 +19,7 @@ an incompatible serializer if the step says so).
 
 >>> from cowcheck.core.program import Step
 >>> OPERATOR_OPS.render(Step("add", (1, "split_long", 3)))
-"op[1].split_long.add(1099511627779)"
+'op[1].split_long.add(1099511627779)'
 >>> value_of("list", -2), value_of("string", 6)
 ([0, None], 'ü6')
 """

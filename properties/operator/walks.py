@@ -8,7 +8,7 @@ joining the asynchronous parts still running. Recoveries change the
 parallelism of the steps after them (1 to 10 instances).
 
 >>> list(walk_program(3, 4))[:2]
-[Step(op='open', args=(1,)), Step(op='put', args=(0, 'bcast_string_string', 8, 1))]
+[Step(op='open', args=(2,)), Step(op='checkpoint', args=(0, True, 'memory'))]
 """
 
 from __future__ import annotations
