@@ -381,9 +381,9 @@ class OperatorHarness(HarnessBase):
         writable = self.model.writable(frozen)
         self.frozen[cid] = (frozen, writable, len(self.backends))
         futures = []
-        for backend in self.backends:
+        for i, backend in enumerate(self.backends):
             streams = self._streams(target)
-            if seed is not None:
+            if seed is not None and i == 0:  # one instance's streams yield (each yield costs its sleep)
                 streams = YieldingStreamFactory(streams, seed)
             future = self._attempt(step, cid, lambda b=backend, s=streams: b.snapshot(cid, s, compressed=compressed))
             if future is None:

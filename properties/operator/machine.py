@@ -43,7 +43,7 @@ STRATEGIES = {
     "pairs": st.none() | st.lists(st.lists(st.integers(-1, 9), min_size=2, max_size=2), max_size=3),
     "where": st.integers(0, 9),
     "compressed": st.booleans(),
-    "target": st.sampled_from(TARGETS),
+    "target": st.sampled_from((*(TARGETS[:1] * 4), *TARGETS[1:])),  # files a fifth of the time (fsync: slow)
     "seed": st.integers(0, (1 << 31) - 1),
     "reregister": st.sampled_from(["", "", "", *(s.name for s in STATES)]),
 }

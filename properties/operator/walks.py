@@ -67,7 +67,7 @@ class _Walk:
         if domain == "compressed":
             return self.compression and r.random() < 0.5
         if domain == "target":
-            return TARGETS[1] if r.random() < 0.2 else TARGETS[0]
+            return TARGETS[1] if r.random() < 0.1 else TARGETS[0]  # files: fsync per instance, slow
         if domain == "seed":
             return r.getrandbits(31)
         if domain == "parallelism":

@@ -224,13 +224,17 @@ class DefaultOperatorStateBackend:
         try:
             proxy = OperatorProxy([s.meta for s in lists.values()], [s.meta for s in broadcasts.values()], compressed)
             stream.write(proxy.encode())
-            out = self.output_class(stream, compressed)
+            staged = _Staged(stream)
+            out = self.output_class(staged, compressed)
             written: dict = {}
             for name, state in lists.items():
                 written[name] = StateOffsets(state.write(out), state.meta.mode)
+                staged.flush()
             for name, state in broadcasts.items():
                 written[name] = StateOffsets([state.write(out)], BROADCAST)
+                staged.flush()
             out.close()
+            staged.flush()
             path, inline, size = stream.close_and_get_result()
         except BaseException:
             stream.discard()
@@ -291,6 +295,28 @@ class DefaultOperatorStateBackend:
         for _ in range(size):
             key = _read(state.meta.key_serializer, inp, raw, offsets.offsets[0], state.meta.name)
             state.entries_map[key] = _read(state.meta.value_serializer, inp, raw, offsets.offsets[0], state.meta.name)
+
+
+class _Staged:
+    """The checkpoint stream as the writers see it, its bytes handed on a state at a time (``flush``): the
+    stream gets one write per state, not one per element (a stream that yields as it writes yields as often)."""
+
+    __slots__ = ("stream", "buffer", "base")
+
+    def __init__(self, stream) -> None:
+        self.stream, self.buffer, self.base = stream, bytearray(), stream.tell()
+
+    def write(self, data: bytes) -> None:
+        self.buffer += data
+
+    def tell(self) -> int:
+        return self.base + len(self.buffer)
+
+    def flush(self) -> None:
+        if self.buffer:
+            self.stream.write(bytes(self.buffer))
+            self.base += len(self.buffer)
+            self.buffer.clear()
 
 
 class _Reader:
