@@ -8,7 +8,7 @@ that a process that only unpickles it (a Spark executor) registers every
 machine before reading a file.
 
 >>> sorted(MACHINES)
-['async', 'backend', 'checkpoint', 'map', 'table']
+['async', 'backend', 'checkpoint', 'map', 'operator', 'table']
 """
 
 from __future__ import annotations

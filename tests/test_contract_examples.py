@@ -295,7 +295,7 @@ class _IgnoresSerializers(DefaultOperatorStateBackend):
     def _list_state(self, descriptor, mode):
         state = self.list_states.get(descriptor.name)
         if state is not None and descriptor.name not in self._accessed:
-            state.meta.value_serializer = descriptor.element_serializer  # no compatibility check
+            state.meta = attrs.evolve(state.meta, value_serializer=descriptor.element_serializer)  # no check
             self._accessed[descriptor.name] = state
         return super()._list_state(descriptor, mode)
 

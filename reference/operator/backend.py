@@ -258,10 +258,10 @@ class DefaultOperatorStateBackend:
             data = handle.stream.read_bytes()
             raw = RawInput(data, 0, handle.stream.path or f"<inline operator state {handle.stream.name}>")
             proxy = OperatorProxy.decode(raw)
-            for meta in proxy.operator_states:
-                self.list_states.setdefault(meta.name, self.list_state_class(meta))
+            for meta in proxy.operator_states:  # (a copy: proxies read before are kept, OperatorProxy.decode)
+                self.list_states.setdefault(meta.name, self.list_state_class(attrs.evolve(meta)))
             for meta in proxy.broadcast_states:
-                self.broadcast_states.setdefault(meta.name, self.broadcast_state_class(meta))
+                self.broadcast_states.setdefault(meta.name, self.broadcast_state_class(attrs.evolve(meta)))
             inp = self.input_class(raw, proxy.compressed)
             for meta in (*proxy.operator_states, *proxy.broadcast_states):
                 offsets = handle.states.get(meta.name)

@@ -69,7 +69,7 @@ def java_hash_of(serializer):
     raise TypeError(f"no Java hashCode for the values of {serializer!r}")
 
 
-@attrs.define
+@attrs.frozen
 class OperatorStateMetaInfo:
     """A registered operator state: name, distribution mode, and its serializers (``value_serializer``: a list
     state's element serializer, a broadcast state's value serializer; ``key_serializer``: a broadcast state's)."""
