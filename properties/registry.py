@@ -8,7 +8,7 @@ that a process that only unpickles it (a Spark executor) registers every
 machine before reading a file.
 
 >>> sorted(MACHINES)
-['async', 'backend', 'checkpoint', 'map', 'table']
+['async', 'backend', 'checkpoint', 'map', 'operator', 'table']
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import cowcheck.async_exec  # noqa: F401  (registers the async machine)
 import cowcheck.backend  # noqa: F401  (registers the backend machine)
 import cowcheck.checkpoint  # noqa: F401  (registers the checkpoint machine)
 import cowcheck.map  # noqa: F401  (registers the map machine)
+import cowcheck.operator  # noqa: F401  (registers the operator machine)
 import cowcheck.table  # noqa: F401  (registers the table machine)
 from cowcheck.core.machine import MACHINES, machine_kind
 from cowcheck.core.replay import trace_of

@@ -31,7 +31,7 @@ CAMPAIGNS = sorted(ROOT.glob("spark_fuzz/**/*.py"))
 
 # Calls that carry a code, and the position of their code argument (or ``code=``).
 CODE_ARGUMENT = {"_fail": 1, "_violate": 1, "Failure": 1, "Violation": 0, "Outcome": None, "WorkerFailure": 1}
-CODE_LITERAL = re.compile(r"[PIACTK]\d{1,2}")
+CODE_LITERAL = re.compile(r"[PIACTKO]\d{1,2}")
 
 
 def codes_raised(files, literals: bool = True) -> set[str]:

@@ -35,6 +35,8 @@ from cowcheck.reference.async_execution import AsyncExecutionController, RecordC
 from cowcheck.reference.checkpoint import HeapKeyedStateBackend
 from cowcheck.reference.entry import StateMapEntry
 from cowcheck.reference.keyed import HashMapStateBackend
+from cowcheck.reference.operator import (DefaultOperatorStateBackend, HeapBroadcastState, OperatorStateBackends,
+                                         PartitionableListState)
 from cowcheck.reference.hashing import composite_hash
 from cowcheck.reference.snapshot import CopyOnWriteStateMapSnapshot
 from cowcheck.reference.state_table import CopyOnWriteStateTable
@@ -268,6 +270,56 @@ class KeyedMergeTakesLastHandle(HashMapStateBackend):
                                                   list(state_handles)[-1:])
 
 
+class _RemovesNothing(HeapBroadcastState):
+    __slots__ = ()
+
+    def remove(self, key):
+        pass
+
+
+class _AcceptsNull(PartitionableListState):
+    __slots__ = ()
+
+    def add(self, value):
+        self.elements.append(value)
+
+
+class _ContainsByLookup(HeapBroadcastState):
+    __slots__ = ()
+
+    def contains(self, key):
+        return self.entries_map[key] is not None or True
+
+
+class _IgnoresSerializers(DefaultOperatorStateBackend):
+    def _list_state(self, descriptor, mode):
+        state = self.list_states.get(descriptor.name)
+        if state is not None and descriptor.name not in self._accessed:
+            state.meta = attrs.evolve(state.meta, value_serializer=descriptor.element_serializer)  # no check
+            self._accessed[descriptor.name] = state
+        return super()._list_state(descriptor, mode)
+
+
+def _operator(name: str, **classes):
+    """Operator state backends of a backend class with ``classes`` as its state classes."""
+    backend_class = type(f"{name}Backend", (DefaultOperatorStateBackend,), classes)
+
+    def factory():
+        return OperatorStateBackends(backend_class=backend_class)
+
+    factory.__name__ = name
+    return factory
+
+
+BroadcastRemoveIgnored = _operator("BroadcastRemoveIgnored", broadcast_state_class=_RemovesNothing)
+ListAddAcceptsNull = _operator("ListAddAcceptsNull", list_state_class=_AcceptsNull)
+BroadcastContainsRaises = _operator("BroadcastContainsRaises", broadcast_state_class=_ContainsByLookup)
+
+
+def IncompatibleSerializerAccepted():
+    return OperatorStateBackends(backend_class=_IgnoresSerializers)
+
+
 # ------------------------------------------------- the examples
 
 
@@ -358,6 +410,22 @@ EXAMPLES: dict[str, Example] = {
                    S("list_add", ("list", 0, 0, 2)), S("join", (0,)))),
     "K6": Example("backend", "mutant:backend-null-update-stores-null", CRASH,
                   (OPEN, S("update", ("value", 0, 0, None)), S("checkpoint", (0, "memory")))),
+    # operator state
+    "O1": Example("operator", BroadcastRemoveIgnored, DIVERGENCE,
+                  (S("open", (1,)), S("put", (0, "bcast_int_long", 1, 1)), S("remove", (0, "bcast_int_long", 1)),
+                   S("entries", (0, "bcast_int_long")))),
+    "O2": Example("operator", ListAddAcceptsNull, DIVERGENCE, (S("open", (1,)), S("add", (0, "split_int", -1)))),
+    "O3": Example("operator", "mutant:operator-union-to-one-instance", DIVERGENCE,
+                  (S("open", (2,)), S("add", (0, "union_int", 1)), S("checkpoint", (0, False, "memory")))),
+    "O4": Example("operator", "mutant:operator-split-drops-remainder", DIVERGENCE,
+                  (S("open", (1,)), S("add", (0, "split_int", 1)), S("checkpoint", (0, False, "memory")),
+                   S("restore", (0, 2)))),
+    "O5": Example("operator", "mutant:operator-broadcast-snapshot-iterates-live-map", DIVERGENCE,
+                  (S("open", (1,)), S("put", (0, "bcast_int_long", 1, 1)), S("checkpoint_async", (0, False, "memory", 0)),
+                   S("put", (0, "bcast_int_long", 2, 2)), S("join", (0,)))),
+    "O6": Example("operator", IncompatibleSerializerAccepted, DIVERGENCE,
+                  (S("open", (1,)), S("checkpoint", (0, False, "memory")), S("recover", (0, 1, "split_int")))),
+    "O7": Example("operator", BroadcastContainsRaises, CRASH, (S("open", (1,)), S("contains", (0, "bcast_int_long", 3)))),
     # the async execution controller
     "A1": Example("async", "mutant:async-unblock-newest-first", DIVERGENCE,
                   (S("arrive", (0, [["add", "b", 5]])), S("arrive", (0, [["sum", "a", "b", "b"]])),

@@ -23,14 +23,14 @@ LAYERS = [
     ("model", ("cowcheck.model",)),
     ("core", ("cowcheck.core",)),
     ("machines", ("cowcheck.map", "cowcheck.async_exec", "cowcheck.checkpoint", "cowcheck.table",
-                  "cowcheck.backend", "cowcheck.registry")),
+                  "cowcheck.backend", "cowcheck.operator", "cowcheck.registry")),
     ("flink", ("cowcheck.flink",)),
     ("cli", ("cowcheck.cli", "cowcheck.pytest_plugin", "cowcheck.checking", "cowcheck.__main__", "cowcheck")),
     ("spark", ("cowcheck.spark_fuzz",)),
 ]
 # Machine packages are siblings: none imports another (cowcheck.registry gathers them).
 SIBLINGS = ("cowcheck.map", "cowcheck.async_exec", "cowcheck.checkpoint", "cowcheck.table",
-            "cowcheck.backend")
+            "cowcheck.backend", "cowcheck.operator")
 
 
 def _module_name(path: Path) -> str:

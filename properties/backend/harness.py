@@ -59,6 +59,7 @@ from cowcheck.core.failures import CRASH, DIVERGENCE, CheckFailure
 from cowcheck.core.harness import HarnessBase
 from cowcheck.core.keys import FAMILIES, fresh
 from cowcheck.core.program import Step
+from cowcheck.core.streams import YieldingStreamFactory, yield_pause
 from cowcheck.reference.checkpoint import CheckpointStreamFactory
 from cowcheck.reference.hashing import key_group
 from cowcheck.reference.serializers import IntSerializer
@@ -81,6 +82,7 @@ BACKEND_SCENARIOS: dict[str, str] = {
     "key-iteration": "key iteration of a state in a namespace",
     "checkpoint-memory": "a checkpoint to memory streams",
     "checkpoint-file": "a checkpoint to file streams",
+    "checkpoint-compressed": "a checkpoint with snapshot compression (snappy key groups, Flink's format)",
     "checkpoint-drops-expired": "a checkpoint taken while some state had expired (cleanup in full snapshots)",
     "async-part-on-thread": "a checkpoint whose asynchronous part ran on a thread of its own",
     "async-part-racing-updates": "a write of the task thread while an asynchronous part was still running",
@@ -91,7 +93,6 @@ BACKEND_SCENARIOS: dict[str, str] = {
 }
 
 _WRITES = frozenset({"update", "list_add", "list_update", "map_put", "map_remove", "reduce_add", "clear"})
-_YIELDS = (0.0, 0.0, 0.0, 0.0, 0.00001, 0.0001, 0.0005)  # seconds; 0: give the GIL up and take it back
 
 
 @attrs.frozen
@@ -103,44 +104,6 @@ class BackendMachineConfig:
     keys: int = 6
     async_part: str = attrs.field(default="thread", validator=attrs.validators.in_(("thread", "inline")))
     white_box: Optional[bool] = None
-
-
-class YieldingStreamFactory:
-    """Checkpoint streams (``inner``) whose writer yields at random while it writes, seeded by
-    ``yield_seed``: ``directory`` and ``threshold`` say where the bytes go (an implementation in
-    another language reads these three and yields on its own side)."""
-
-    def __init__(self, inner: CheckpointStreamFactory, yield_seed: int) -> None:
-        self.inner = inner
-        self.yield_seed = yield_seed
-
-    @property
-    def directory(self) -> Optional[str]:
-        return self.inner.directory
-
-    @property
-    def threshold(self) -> int:
-        return self.inner.threshold
-
-    def create_stream(self, checkpoint_id: int, **options):
-        return _YieldingStream(self.inner.create_stream(checkpoint_id, **options), random.Random(self.yield_seed))
-
-
-class _YieldingStream:
-    __slots__ = ("inner", "random")
-
-    def __init__(self, inner, r: random.Random) -> None:
-        self.inner = inner
-        self.random = r
-
-    def write(self, data: bytes) -> None:
-        pause = self.random.choice(_YIELDS)
-        if pause or self.random.random() < 0.5:
-            time.sleep(pause)
-        self.inner.write(data)
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
 
 
 def _list_answer(got) -> Optional[list]:
@@ -179,6 +142,7 @@ class BackendHarness(HarnessBase):
         self.handles: dict = {}  # cid -> the handle of a completed checkpoint
         self.threaded: set = set()  # cids whose asynchronous part ran on a thread of its own
         self.random = random.Random(0)
+        self.compressed = False  # snapshot compression of the next checkpoints (the compress step)
         self._directory: Optional[str] = None
         self._cleanup: Optional[weakref.finalize] = None
 
@@ -242,7 +206,7 @@ class BackendHarness(HarnessBase):
         if self.futures:
             running = [cid for cid, f in self.futures.items() if not self._call(step, lambda f=f: f.done)]
             if running:
-                time.sleep(self.random.choice(_YIELDS))
+                time.sleep(yield_pause(self.random))
                 if step.op in _WRITES:
                     self.coverage["async-part-racing-updates"] += 1
         if step.op != "open" and self.kb is None:
@@ -394,9 +358,25 @@ class BackendHarness(HarnessBase):
             self._cleanup = weakref.finalize(self, _finish, self.futures, self._directory)
         return CheckpointStreamFactory(self._directory, threshold=0)
 
+    def _snapshot(self, step, kb, cid, streams):
+        """``kb.snapshot``, compressed if the program said so (the keyword only then: an implementation
+        without compression still runs every program that does not ask for it)."""
+        if self.compressed:
+            self.coverage["checkpoint-compressed"] += 1
+            return self._call(step, kb.snapshot, cid, streams, compressed=True)
+        return self._call(step, kb.snapshot, cid, streams)
+
+    def _op_compress(self, step, on):
+        """Snapshot compression is a backend's setting in Flink (read by a running asynchronous part as it
+        writes): a change waits for the running ones first."""
+        if on != self.compressed:
+            for running in list(self.futures):
+                self._complete(step, running)
+        self.compressed = on
+
     def _take(self, step, cid, streams):
         """The synchronous part: the implementation's snapshot and the model's frozen copy."""
-        future = self._call(step, self.kb.snapshot, cid, streams)
+        future = self._snapshot(step, self.kb, cid, streams)
         frozen = self.frozen[cid] = self.model.freeze()
         if any(spec.expired(ms, frozen.time) for (name, _, _), ms in frozen.touched.items()
                for spec in (SPECS[name],)):
@@ -513,7 +493,7 @@ class BackendHarness(HarnessBase):
         for i, part in enumerate(parts):
             restored = self._restore(step, [self.handles[cid]], part, "K4", f"checkpoint c{cid}")
             self._expect_restored(step, cid, restored, part, "K4", f"part {i + 1} of c{cid}")
-            future = self._call(step, restored.snapshot, cid, CheckpointStreamFactory())
+            future = self._snapshot(step, restored, cid, CheckpointStreamFactory())
             handles.append(self._call(step, future.run))
             self._dispose(step, restored)
         self.coverage["restore-rescaled"] += 1

@@ -45,6 +45,7 @@ STRATEGIES = {
     "seed": st.integers(0, (1 << 31) - 1),
     "group": _INDEX,
     "split": _INDEX,
+    "compressed": st.booleans(),
 }
 # Checkpoint ids: the bundle a rule takes one from (None: it makes a new one) and the bundles it adds it to.
 _RUNNING, _STARTED = Bundle("running"), Bundle("started")

@@ -145,8 +145,8 @@ class RestoreRangeEndExclusive(KeyedStateBackend):
 
 
 class _ReleasedAtSyncPoint(PendingCheckpoint):
-    def __init__(self, backend, checkpoint_id, stream_factory):
-        super().__init__(backend, checkpoint_id, stream_factory)
+    def __init__(self, backend, checkpoint_id, stream_factory, **options):
+        super().__init__(backend, checkpoint_id, stream_factory, **options)
         for snapshot in self.table_snapshots.values():
             snapshot.release()  # "the references are taken, the maps may go on"
 

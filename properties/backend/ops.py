@@ -9,7 +9,8 @@ state, the key (the backend's current key is set to it first) and the
 namespace. Around them: key iteration, the TTL clock, checkpoints to memory
 or to files whose asynchronous part runs on the task thread
 (``checkpoint``) or on a thread of its own (``checkpoint_async``, joined
-by ``join``), and restores of completed checkpoints (a key-group range,
+by ``join``), compressed with snappy from a ``compress(True)`` step on (Flink's
+format: key groups in snappy framed streams), and restores of completed checkpoints (a key-group range,
 a split into two ranges merged back, recovery that goes on).
 
 Each :class:`BackendOperation` says per argument which *domain* it draws
@@ -137,6 +138,7 @@ DOMAINS = {d.name: d for d in (
     *(Domain(f"state:{kind}", one_of(*states_of_kind(kind)), lambda v, kind=kind: [kind] if v != kind else [])
       for kind in ("value", "list", "map", "reducing")),
     Domain("state", one_of(*STATE_NAMES)),
+    Domain("compressed", one_of(False, True), lambda v: [False] if v else []),
 )}
 
 
@@ -199,6 +201,7 @@ BACKEND_OPS = OperationTable("backend", [
     _op("rescale", "cid split",
         "check_rescale(h{0}, split={1})  # restore into two ranges, checkpoint each, merge them back"),
     _op("recover", "cid", "kb = recover(h{0})  # go on from the restored state"),
+    _op("compress", "on=compressed", "compression = {0!r}  # snapshot compression (snappy) of the next checkpoints"),
 ])
 
 # Steps on one (state, key, namespace): the harness sets the current key and namespace first.

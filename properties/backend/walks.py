@@ -28,7 +28,7 @@ _SWARM_OFF = 0.25
 WEIGHTS = {"update": 6, "value": 4, "list_add": 5, "list_update": 2, "list_get": 4, "map_put": 5, "map_remove": 2,
            "map_get": 3, "map_contains": 2, "map_entries": 3, "reduce_add": 5, "reduce_get": 3, "clear": 2,
            "keys": 2, "advance": 4, "checkpoint": 1.5, "checkpoint_async": 2, "join": 2, "restore": 1,
-           "rescale": 0.7, "recover": 0.4}
+           "rescale": 0.7, "recover": 0.4, "compress": 0.5}
 _MILLIS = (1, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 _KINDS = ("value", "list", "map", "reducing")
 
@@ -76,6 +76,8 @@ class _Walk:
             return r.randrange(self.max_parallelism)
         if domain == "split":
             return r.randrange(self.max_parallelism - 1)
+        if domain == "compressed":
+            return r.random() < 0.5
         raise ValueError(f"no draw for domain {domain!r}")
 
     def step(self, name: str) -> Step | None:

@@ -36,6 +36,8 @@ from cowcheck.flink.serializers import flink_deserialize, flink_serialize
 from cowcheck.flink.backend import FlinkStateBackend, warm_up
 from cowcheck.flink.corruptions import BACKEND_CORRUPTIONS, CORRUPTIONS
 from cowcheck.flink.table import FlinkStateTable
+from cowcheck.flink.operator import FlinkOperatorBackends
+from cowcheck.flink.operator import warm_up as warm_up_operator
 from cowcheck.flink.segments import DETAILS, WalkHarness, WalkMap, run_batch
 
 __all__ = ["FLINK_CAPACITY", "DETAILS", "FlinkUnavailableError", "FlinkCapacityError", "FlinkStateMap",
@@ -204,6 +206,19 @@ def _backend(spec: str, build: FlinkBuild, corruption: str, index) -> Implementa
                           f"descriptors, snapshot strategy){described}{build.describe_user()}", warm_up=warm_up)
 
 
+def _operator(spec: str, build: FlinkBuild, corruption: str, index) -> Implementation:
+    # Operator-state compression is decided by the classes found (the serialization proxy's flag, 1.18.0 on).
+    compression = bool(index.methods("org.apache.flink.runtime.state.OperatorBackendSerializationProxy",
+                                     "isUsingStateCompression"))
+    left_out = "" if compression else (f"; {build.label} has no operator-state compression (1.18.0 on): the "
+                                       f"machine leaves it out")
+    return Implementation(spec, FlinkOperatorBackends, False,
+                          f"{_who(build)} DefaultOperatorStateBackend through JPype (its builder, descriptors, "
+                          f"snapshot strategy, RoundRobinOperatorStateRepartitioner){left_out}"
+                          f"{build.describe_user()}",
+                          config_defaults={"compression": compression}, warm_up=warm_up_operator)
+
+
 def _table(spec: str, build: FlinkBuild, corruption: str, index) -> Implementation:
     return Implementation(spec, FlinkStateTable, False,
                           f"{_who(build)} CopyOnWriteStateTable through JPype (key groups 0-127)"
@@ -211,8 +226,9 @@ def _table(spec: str, build: FlinkBuild, corruption: str, index) -> Implementati
 
 
 # The machines Flink's own classes implement through the bridge (what each needs is read from the
-# classes found: the async controller's API generation, cowcheck.flink.async_controller.api_from).
-_IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend}
+# classes found: the async controller's API generation, cowcheck.flink.async_controller.api_from;
+# operator-state compression).
+_IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend, "operator": _operator}
 # The seeded Java-side corruptions each machine's Flink implementation takes (flink:corrupt=NAME).
 _CORRUPTIONS = {"map": CORRUPTIONS, "backend": BACKEND_CORRUPTIONS}
 

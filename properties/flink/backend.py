@@ -111,10 +111,11 @@ class FlinkKeyedBackend:
     def get_keys(self, name: str, namespace):
         return [self._from_java(k) for k in self._handle.keys(name, namespace)]
 
-    def snapshot(self, checkpoint_id: int, stream_factory=None) -> "FlinkSnapshotFuture":
+    def snapshot(self, checkpoint_id: int, stream_factory=None, compressed: bool = False) -> "FlinkSnapshotFuture":
         directory = getattr(stream_factory, "directory", None)
         seed = getattr(stream_factory, "yield_seed", None)
-        return FlinkSnapshotFuture(self._handle.snapshot(checkpoint_id, directory, -1 if seed is None else seed))
+        return FlinkSnapshotFuture(self._handle.snapshot(checkpoint_id, directory, -1 if seed is None else seed,
+                                                         compressed))
 
     def dispose(self) -> None:
         self._handle.dispose()

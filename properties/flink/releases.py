@@ -78,6 +78,16 @@ class FlinkBuild:
                   if self.version else "(its jar states no version)")
         return f"Apache Flink {stated} from {self.path}"
 
+    @property
+    def behaves_as(self) -> str:
+        """The release whose documented behaviour the models expect of this Flink: the release, or
+        for a build given by path the MAJOR.MINOR.PATCH its jar states (``2.3-SNAPSHOT`` -> ``2.3.0``),
+        or the newest supported release when it states none."""
+        if self.release:
+            return self.release
+        parts = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", self.version or "")
+        return f"{parts[1]}.{parts[2]}.{parts[3] or 0}" if parts else DEFAULT_VERSION
+
     def describe_user(self) -> str:
         """What ``--classpath`` changes, in words ("" without it)."""
         if not self.user:

@@ -61,6 +61,8 @@ def replay_on_release(spec: str, files: list[str], step_time_limit: float = 10.0
     from cowcheck.core.shrink import replay, signature_of
 
     from cowcheck.flink.jvm import FlinkUnavailableError, jvm
+    from cowcheck.flink.operator import OPERATOR_COMPRESSION_SINCE
+    from cowcheck.flink.releases import parse_version
 
     results = {}
     try:
@@ -77,10 +79,15 @@ def replay_on_release(spec: str, files: list[str], step_time_limit: float = 10.0
             except (CounterexampleError, OSError) as exc:
                 results[path] = {"outcome": NOT_APPLICABLE, "detail": f"unreadable: {exc}"}
                 continue
-            if cx.machine not in ("map", "table", "async", "backend"):
+            if cx.machine not in ("map", "table", "async", "backend", "operator"):
                 results[path] = {"outcome": NOT_APPLICABLE,
                                  "detail": f"a {cx.machine} program (the bridge runs Flink's map, table, keyed "
-                                           f"backend and async controller)"}
+                                           f"backend, operator backend and async controller)"}
+                continue
+            if cx.machine == "operator" and parse_version(version) < OPERATOR_COMPRESSION_SINCE and any(
+                    step.op in ("checkpoint", "checkpoint_async") and step.args[1] for step in cx.steps):
+                results[path] = {"outcome": NOT_APPLICABLE,
+                                 "detail": "a compressed operator checkpoint (operator-state compression: 1.18.0 on)"}
                 continue
             if cx.capacity and cx.capacity != FLINK_CAPACITY:  # (0: a machine without a capacity)
                 results[path] = {"outcome": NOT_APPLICABLE,

@@ -116,11 +116,16 @@ class HeapKeyedStateBackend:
 
     # ------------------------------------------------------- checkpoints
 
-    def checkpoint(self, checkpoint_id: int,
-                   stream_factory: Optional[CheckpointStreamFactory] = None) -> PendingCheckpoint:
-        """The synchronous part of checkpoint ``checkpoint_id``; advance or complete the result."""
+    def checkpoint(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None, *,
+                   compressed: bool = False) -> PendingCheckpoint:
+        """The synchronous part of checkpoint ``checkpoint_id``; advance or complete the result.
+        ``compressed``: snapshot compression (snappy key groups), which only Flink's format has: such a
+        checkpoint is written in Flink's format whatever ``checkpoint_format`` says."""
         if not isinstance(checkpoint_id, int) or not 0 <= checkpoint_id < 1 << 63:
             raise ValueError(f"checkpoint_id must be an int in [0, 2**63), got {checkpoint_id!r}")
+        if compressed:
+            return self.flink_pending_class(self, checkpoint_id, stream_factory or self.stream_factory,
+                                            compressed=True)
         pending_class = self.pending_class if self.checkpoint_format == "cowcheck" else self.flink_pending_class
         return pending_class(self, checkpoint_id, stream_factory or self.stream_factory)
 

@@ -247,10 +247,11 @@ class KeyedStateBackend(HeapKeyedStateBackend):
 
     # ------------------------------------------------------- checkpoints
 
-    def snapshot(self, checkpoint_id: int,
-                 stream_factory: Optional[CheckpointStreamFactory] = None) -> SnapshotFuture:
-        """The synchronous part of checkpoint ``checkpoint_id``; run or start the result."""
-        return self.future_class(self.checkpoint(checkpoint_id, stream_factory))
+    def snapshot(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None, *,
+                 compressed: bool = False) -> SnapshotFuture:
+        """The synchronous part of checkpoint ``checkpoint_id``; run or start the result. ``compressed``:
+        snapshot compression (Flink's ``setUseSnapshotCompression``: snappy key groups, in Flink's format)."""
+        return self.future_class(self.checkpoint(checkpoint_id, stream_factory, compressed=compressed))
 
 
 class HashMapStateBackend:

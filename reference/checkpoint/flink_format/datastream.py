@@ -59,6 +59,10 @@ class FlinkCursor(Cursor):
             raise CheckpointFormatError(self.name, at, f"{self.what} ends early (a string of {size} bytes)")
         raw, i, units = self.data, self.pos, bytearray()
         end = self.pos + size
+        ascii_run = bytes(raw[i:end])
+        if ascii_run.isascii():  # one byte per unit: what the loop below decodes, at C speed
+            self.pos = end
+            return ascii_run.decode("ascii")
         while i < end:
             b = raw[i]
             if b < 0x80:

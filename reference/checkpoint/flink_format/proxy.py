@@ -4,7 +4,7 @@ Layout (every release 1.13.6-2.3.0 writes the same bytes):
 
 ```
 i32   6                          the proxy's version (VersionedIOReadableWritable)
-bool  key groups compressed      (snappy; the reference writes and reads uncompressed only)
+bool  key groups compressed      (snappy framed streams, compression.py)
       the key serializer's snapshot (snapshots.py: i32 2, then the versioned snapshot)
 i16   number of states
 per state (StateMetaInfoSnapshotReadersWriters, version 6):

@@ -9,10 +9,13 @@ per state, in any order (Flink writes them in the order of its state map, not by
   i32  entry count, then per entry namespace, key, state through their serializers
 ```
 
-with nothing between one key group and the next. Flink checks the
+with nothing between one key group and the next; with snapshot compression (the
+proxy's flag) each state's id, count and entries are a snappy framed stream of their
+own after the group's id (compression.py), read as Flink reads them: one framed
+stream per key group, skipping the identifiers between them. Flink checks the
 key-group id at each offset and nothing else; :class:`FlinkCheckpointData`
 checks, before anything is restored and with every read bounded: the
-metadata (known serializer snapshots only, uncompressed key groups), the
+metadata (known serializer snapshots only), the
 handle's offsets (one per key group of its range, in order, between the
 metadata and the end), then per key group read: its id, each state id once,
 every entry decodes, every key belongs to the group (when the job's max
@@ -27,6 +30,7 @@ from __future__ import annotations
 import io
 from typing import Optional
 
+from cowcheck.reference.checkpoint.flink_format.compression import RawInput, SnappyFramedInput
 from cowcheck.reference.checkpoint.flink_format.datastream import I16, I32
 from cowcheck.reference.checkpoint.flink_format.handle import KeyGroupsStateHandle
 from cowcheck.reference.checkpoint.flink_format.proxy import SerializationProxy
@@ -65,8 +69,6 @@ class FlinkCheckpointData:
             self._fail(0, f"max_parallelism {max_parallelism} is not in [1, {UPPER_BOUND_MAX_PARALLELISM}]")
         self.max_parallelism = max_parallelism
         self.proxy, self.blocks_start = SerializationProxy.decode(data, name)
-        if self.proxy.compressed:
-            self._fail(4, "the key groups are compressed (snappy); the reference reads uncompressed key groups only")
         self.key_serializer = self.proxy.key_serializer
         # key group -> (offset, where it must end, or None: anywhere up to the end of the stream)
         self.extents = self._handle_extents(handle) if handle is not None else self._scan()
@@ -129,13 +131,12 @@ class FlinkCheckpointData:
 
     def check_compatible(self, other: "FlinkCheckpointData") -> None:
         """Several handles restored together must describe the same states, in any order, and the same
-        key serializer and compression."""
+        key serializer (each may be compressed or not: Flink reads each handle by its own proxy)."""
         if self.max_parallelism != other.max_parallelism:
             self._fail(0, f"max_parallelism {self.max_parallelism} differs from {other.max_parallelism} for "
                           f"{other.name}")
         mine, theirs = self.proxy, other.proxy
-        if (mine.key_serializer_id, mine.compressed, set(mine.states)) != \
-                (theirs.key_serializer_id, theirs.compressed, set(theirs.states)):
+        if (mine.key_serializer_id, set(mine.states)) != (theirs.key_serializer_id, set(theirs.states)):
             self._fail(0, f"states or serializers differ from those in {other.name}")
 
     # ----------------------------------------------------------- key groups
@@ -145,16 +146,25 @@ class FlinkCheckpointData:
         per state in state-id order. ``end``: where it must end (None: anywhere up to the end of the
         stream)."""
         limit = len(self.data) if end is None else end
-        inp = io.BytesIO(self.data[start:limit])
-        written = I32.unpack(inp.read(4))[0]
+        if limit - start < 4:
+            self._fail(start, f"key group {group} ends before its id")
+        written = I32.unpack_from(self.data, start)[0]
         if written != group:
             self._fail(start, f"expected key group {group}, found {written} (Flink: \"Unexpected key-group in "
                               f"restore\")")
+        if self.proxy.compressed:
+            raw = RawInput(self.data, start + 4, self.name, limit)
+            inp, base = SnappyFramedInput(raw), start + 4
+            position = raw.tell
+        else:
+            inp, base = io.BytesIO(self.data[start:limit]), start
+            inp.seek(4)
+            position = lambda: start + inp.tell()  # noqa: E731
         states = self.proxy.states
         seen: set = set()
         entries: list = [None] * len(states)
         for _ in states:
-            at = start + inp.tell()
+            at = base + inp.tell()
             header = inp.read(6)
             if len(header) != 6:
                 self._fail(at, f"key group {group} ends after {len(seen)} of its {len(states)} states")
@@ -168,12 +178,13 @@ class FlinkCheckpointData:
                 self._fail(at + 2, f"negative entry count {count} for state {state.name!r}")
             target = tables[state_id].map_for_key_group(group) if tables is not None else CopyOnWriteStateMap()
             entries[state_id] = read_state_entries(
-                inp, start, group, state.name, count, self.key_serializer, state.namespace_serializer,
+                inp, base, group, state.name, count, self.key_serializer, state.namespace_serializer,
                 state.state_serializer, self.max_parallelism, target, self._fail)
-        if end is not None and start + inp.tell() != end:
-            self._fail(start + inp.tell(), f"{end - start - inp.tell()} unexpected bytes at the end of key group "
-                                           f"{group}")
-        return start + inp.tell(), entries
+        if self.proxy.compressed and inp.available():
+            self._fail(position(), f"{inp.available()} unexpected bytes at the end of key group {group}")
+        if end is not None and position() != end:
+            self._fail(position(), f"{end - position()} unexpected bytes at the end of key group {group}")
+        return position(), entries
 
     def read_key_group(self, group: int, tables: Optional[list[CopyOnWriteStateTable]] = None) -> tuple[int, list]:
         """Where ``group`` ends, and per state (in state-id order) its ``(key, namespace, state)`` entries,

@@ -45,6 +45,7 @@ import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.LocalRecoveryConfig;
 import org.apache.flink.runtime.state.SnapshotResult;
+import org.apache.flink.runtime.state.SnappyStreamCompressionDecorator;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.UncompressedStreamCompressionDecorator;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
@@ -387,6 +388,15 @@ public final class BackendHandle {
      * to memory when {@code directory} is null, else to files there (every state in a file:
      * threshold 0); the streams yield at random, seeded by {@code yieldSeed}, unless it is negative.
      */
+    public Pending snapshot(long checkpointId, String directory, long yieldSeed, boolean compressed)
+            throws Exception {
+        Object strategy = CHECKPOINT_STRATEGY.get(backend);
+        COMPRESSION.set(strategy, compressed ? SnappyStreamCompressionDecorator.INSTANCE
+                : UncompressedStreamCompressionDecorator.INSTANCE);
+        return snapshot(checkpointId, directory, yieldSeed);
+    }
+
+    /** As above, uncompressed unless an earlier call set snapshot compression. */
     public Pending snapshot(long checkpointId, String directory, long yieldSeed) throws Exception {
         Random random = yieldSeed < 0 ? null : new Random(yieldSeed);
         CheckpointStreamFactory streams = directory == null
@@ -560,9 +570,18 @@ public final class BackendHandle {
 
     private static final Field REGISTERED;
     private static final Field MAPS;
+    /** HeapKeyedStateBackend.checkpointStrategy and its keyGroupCompressionDecorator (snapshot compression). */
+    private static final Field CHECKPOINT_STRATEGY;
+    private static final Field COMPRESSION;
 
     static {
         try {
+            CHECKPOINT_STRATEGY = Class.forName("org.apache.flink.runtime.state.heap.HeapKeyedStateBackend")
+                    .getDeclaredField("checkpointStrategy");
+            CHECKPOINT_STRATEGY.setAccessible(true);
+            COMPRESSION = Class.forName("org.apache.flink.runtime.state.heap.HeapSnapshotStrategy")
+                    .getDeclaredField("keyGroupCompressionDecorator");
+            COMPRESSION.setAccessible(true);
             REGISTERED = Class.forName("org.apache.flink.runtime.state.heap.HeapKeyedStateBackend")
                     .getDeclaredField("registeredKVStates");
             REGISTERED.setAccessible(true);
