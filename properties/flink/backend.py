@@ -25,7 +25,8 @@ from cowcheck.flink.jvm import Java, jvm
 from cowcheck.reference.serializers import IntSerializer
 from cowcheck.reference.state_table import KeyGroupRange
 
-__all__ = ["FlinkStateBackend", "FlinkKeyedBackend", "FlinkSnapshotFuture", "FlinkCheckpointHandle", "warm_up"]
+__all__ = ["FlinkStateBackend", "FlinkKeyedBackend", "FlinkSnapshotFuture", "FlinkCheckpointHandle", "warm_up",
+           "has_native_savepoints"]
 
 _WARM = False
 
@@ -57,10 +58,20 @@ class FlinkClock:
 
 
 class FlinkCheckpointHandle:
-    """A completed checkpoint: Flink's ``KeyedStateHandle`` (a ``KeyGroupsStateHandle``)."""
+    """A completed checkpoint or savepoint: Flink's ``KeyedStateHandle`` (a ``KeyGroupsStateHandle``,
+    a ``KeyGroupsSavepointStateHandle`` for a canonical savepoint); ``storage`` (``inline``: a
+    ``ByteStreamStateHandle``, or ``file``) and ``size`` (its stream's bytes), as the reference's handles."""
 
     def __init__(self, java) -> None:
         self.java = java
+
+    @property
+    def storage(self) -> str:
+        return str(Java.jpype.JClass("cowcheck.bridge.BackendHandle").storage(self.java))
+
+    @property
+    def size(self) -> int:
+        return int(Java.jpype.JClass("cowcheck.bridge.BackendHandle").size(self.java))
 
     def __repr__(self) -> str:
         return f"FlinkCheckpointHandle({self.java.toString()})"
@@ -112,12 +123,27 @@ class FlinkKeyedBackend:
         return [self._from_java(k) for k in self._handle.keys(name, namespace)]
 
     def snapshot(self, checkpoint_id: int, stream_factory=None) -> "FlinkSnapshotFuture":
-        directory = getattr(stream_factory, "directory", None)
-        seed = getattr(stream_factory, "yield_seed", None)
-        return FlinkSnapshotFuture(self._handle.snapshot(checkpoint_id, directory, -1 if seed is None else seed))
+        return FlinkSnapshotFuture(self._handle.snapshot(checkpoint_id, *_streams(stream_factory)))
+
+    def savepoint(self, checkpoint_id: int, stream_factory=None, canonical: bool = True) -> "FlinkSnapshotFuture":
+        """A canonical savepoint as Flink's operators take it, or a native one (1.15 on)."""
+        return FlinkSnapshotFuture(self._handle.savepoint(checkpoint_id, *_streams(stream_factory), canonical))
 
     def dispose(self) -> None:
         self._handle.dispose()
+
+
+def _streams(stream_factory) -> tuple:
+    """(directory or None for memory, yield seed or -1, inline threshold) of the harness's streams."""
+    directory = getattr(stream_factory, "directory", None)
+    seed = getattr(stream_factory, "yield_seed", None)
+    return directory, -1 if seed is None else seed, getattr(stream_factory, "threshold", 0) if directory else 0
+
+
+def has_native_savepoints() -> bool:
+    """Whether this process's release takes native savepoints (1.15 on)."""
+    jvm()
+    return bool(Java.jpype.JClass("cowcheck.bridge.BackendHandle").hasNativeSavepoints())
 
 
 class FlinkSnapshotFuture:
@@ -189,7 +215,7 @@ class _MapState(_State):
         return _int_or_none(self._handle.mapGet(self._name, self._namespace, user_key))
 
     def put(self, user_key, value) -> None:
-        self._handle.mapPut(self._name, self._namespace, user_key, value)
+        self._handle.mapPut(self._name, self._namespace, user_key, None if value is None else Java.Integer(value))
 
     def remove(self, user_key) -> None:
         self._handle.mapRemove(self._name, self._namespace, user_key)
@@ -201,7 +227,7 @@ class _MapState(_State):
         flat = self._handle.mapEntries(self._name, self._namespace)
         if flat is None:
             return None
-        values = [int(v) for v in flat]
+        values = [_int_or_none(v) for v in flat]
         return list(zip(values[::2], values[1::2]))
 
 

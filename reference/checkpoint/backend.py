@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional
 
 from cowcheck.reference.checkpoint.flink_format import FlinkCheckpointData, FlinkPendingCheckpoint, KeyGroupsStateHandle
+from cowcheck.reference.checkpoint.flink_format.savepoint import CanonicalSavepoint, KeyGroupsSavepointStateHandle
+from cowcheck.reference.checkpoint.flink_format.savepoint_restore import FlinkSavepointData
 from cowcheck.reference.checkpoint.handle import CheckpointHandle
 from cowcheck.reference.checkpoint.restore import CheckpointData, assign_key_groups, joined_range
 from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint, RegisteredState
@@ -31,13 +33,17 @@ def open_checkpoints(handles: list, max_parallelism: Optional[int] = None) -> li
                 raise ValueError(f"the handles were written with max_parallelism {data.max_parallelism}, "
                                  f"not {max_parallelism}")
         return datas
-    if kinds <= {KeyGroupsStateHandle}:
-        datas = [FlinkCheckpointData(h.read_bytes(), h.source_name, h, max_parallelism) for h in handles]
+    if kinds <= {KeyGroupsStateHandle} or kinds <= {KeyGroupsSavepointStateHandle}:
+        # Flink's builder picks the restore operation by the first handle's type (a savepoint's:
+        # HeapSavepointRestoreOperation); here the handles must all be of one kind.
+        data_class = FlinkSavepointData if kinds <= {KeyGroupsSavepointStateHandle} else FlinkCheckpointData
+        datas = [data_class(h.read_bytes(), h.source_name, h, max_parallelism) for h in handles]
         if datas[0].max_parallelism is None:
             raise ValueError("restoring a checkpoint in Flink's format needs the job's max_parallelism (Flink's "
                              "handles do not record it)")
         return datas
-    raise TypeError(f"restore takes CheckpointHandle or KeyGroupsStateHandle objects of one kind, got "
+    raise TypeError(f"restore takes CheckpointHandle, KeyGroupsStateHandle or KeyGroupsSavepointStateHandle objects "
+                    f"of one kind, got "
                     f"{', '.join(sorted(k.__name__ for k in kinds))}")
 
 
@@ -51,11 +57,13 @@ class HeapKeyedStateBackend:
     :mod:`cowcheck.reference.checkpoint.flink_format`); a restore reads either, by its handles.
 
     ``pending_class`` builds the pending checkpoints of the project's format (a seam for
-    seeded bugs); ``flink_pending_class`` those of Flink's.
+    seeded bugs); ``flink_pending_class`` those of Flink's; ``savepoint_class`` canonical savepoints
+    (:meth:`canonical_savepoint`).
     """
 
     pending_class = PendingCheckpoint
     flink_pending_class = FlinkPendingCheckpoint
+    savepoint_class = CanonicalSavepoint
 
     def __init__(self, key_group_range: Optional[KeyGroupRange] = None,
                  max_parallelism: int = DEFAULT_MAX_PARALLELISM, *, key_serializer=None,
@@ -123,6 +131,13 @@ class HeapKeyedStateBackend:
             raise ValueError(f"checkpoint_id must be an int in [0, 2**63), got {checkpoint_id!r}")
         pending_class = self.pending_class if self.checkpoint_format == "cowcheck" else self.flink_pending_class
         return pending_class(self, checkpoint_id, stream_factory or self.stream_factory)
+
+    def canonical_savepoint(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None):
+        """The synchronous part of a canonical savepoint (Flink's backend-independent format, whatever
+        ``checkpoint_format`` is: flink_format/savepoint.py); advance or complete the result."""
+        if not isinstance(checkpoint_id, int) or not 0 <= checkpoint_id < 1 << 63:
+            raise ValueError(f"checkpoint_id must be an int in [0, 2**63), got {checkpoint_id!r}")
+        return self.savepoint_class(self, checkpoint_id, stream_factory or self.stream_factory)
 
     @classmethod
     def restore(cls, handles: Iterable, key_group_range: Optional[KeyGroupRange] = None, *,

@@ -252,6 +252,16 @@ class KeyedStateBackend(HeapKeyedStateBackend):
         """The synchronous part of checkpoint ``checkpoint_id``; run or start the result."""
         return self.future_class(self.checkpoint(checkpoint_id, stream_factory))
 
+    def savepoint(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None,
+                  canonical: bool = True) -> SnapshotFuture:
+        """The synchronous part of a savepoint; run or start the result. ``canonical``: Flink's
+        backend-independent format (a ``KeyGroupsSavepointStateHandle``, restored by the savepoint
+        reader); else a native savepoint, which a heap backend writes as its checkpoints (Flink's
+        ``HeapSnapshotStrategy`` under savepoint options: the same bytes and handle)."""
+        if not canonical:
+            return self.snapshot(checkpoint_id, stream_factory)
+        return self.future_class(self.canonical_savepoint(checkpoint_id, stream_factory))
+
 
 class HashMapStateBackend:
     """Builds keyed backends (Flink ``HashMapStateBackend.createKeyedStateBackend``), all

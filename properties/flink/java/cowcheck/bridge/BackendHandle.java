@@ -37,14 +37,18 @@ import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
+import org.apache.flink.runtime.state.CheckpointableKeyedStateBackend;
+import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.CheckpointedStateScope;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
+import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.LocalRecoveryConfig;
 import org.apache.flink.runtime.state.SnapshotResult;
+import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.UncompressedStreamCompressionDecorator;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
@@ -320,7 +324,7 @@ public final class BackendHandle {
     }
 
     @SuppressWarnings("unchecked")
-    public void mapPut(String name, int namespace, int userKey, int value) throws Exception {
+    public void mapPut(String name, int namespace, int userKey, Integer value) throws Exception {
         ((MapState<Integer, Integer>) writing(name, namespace)).put(userKey, value);
     }
 
@@ -339,23 +343,19 @@ public final class BackendHandle {
         return ((MapState<Integer, Integer>) at(name, namespace)).contains(userKey);
     }
 
-    /** The map's entries as user key, value pairs (null when Flink returns null). */
+    /** The map's entries as user key, value pairs, a value null where the map holds null (null when Flink returns null). */
     @SuppressWarnings("unchecked")
-    public int[] mapEntries(String name, int namespace) throws Exception {
+    public Object[] mapEntries(String name, int namespace) throws Exception {
         Iterable<Map.Entry<Integer, Integer>> got = ((MapState<Integer, Integer>) at(name, namespace)).entries();
         if (got == null) {
             return null;
         }
-        List<Integer> flat = new ArrayList<>();
+        List<Object> flat = new ArrayList<>();
         for (Map.Entry<Integer, Integer> e : got) {
             flat.add(e.getKey());
             flat.add(e.getValue());
         }
-        int[] out = new int[flat.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = flat.get(i);
-        }
-        return out;
+        return flat.toArray();
     }
 
     @SuppressWarnings("unchecked")
@@ -388,12 +388,90 @@ public final class BackendHandle {
      * threshold 0); the streams yield at random, seeded by {@code yieldSeed}, unless it is negative.
      */
     public Pending snapshot(long checkpointId, String directory, long yieldSeed) throws Exception {
-        Random random = yieldSeed < 0 ? null : new Random(yieldSeed);
-        CheckpointStreamFactory streams = directory == null
-                ? new MemoryStreams(random)
-                : new FileStreams(new Path(directory), random);
-        return new Pending(backend.snapshot(checkpointId, 0L, streams,
+        return snapshot(checkpointId, directory, yieldSeed, 0);
+    }
+
+    /** {@link #snapshot(long, String, long)} with file streams keeping at most {@code threshold} bytes inline. */
+    public Pending snapshot(long checkpointId, String directory, long yieldSeed, int threshold) throws Exception {
+        return new Pending(backend.snapshot(checkpointId, 0L, streams(directory, yieldSeed, threshold),
                 CheckpointOptions.forCheckpointWithDefaultLocation()));
+    }
+
+    private static CheckpointStreamFactory streams(String directory, long yieldSeed, int threshold)
+            throws IOException {
+        Random random = yieldSeed < 0 ? null : new Random(yieldSeed);
+        return directory == null ? new MemoryStreams(random) : new FileStreams(new Path(directory), random, threshold);
+    }
+
+    /**
+     * The synchronous part of a savepoint, taken as Flink's StreamOperatorStateHandler takes it: a
+     * canonical one through {@code prepareCanonicalSavepoint} (1.15 on; {@code prepareSavepoint}
+     * before, where every savepoint is canonical), i.e. a SavepointSnapshotStrategy over the
+     * backend's savepoint() resources run by a SnapshotStrategyRunner; a native one (1.15 on)
+     * through the backend's own snapshot with savepoint options.
+     */
+    @SuppressWarnings("unchecked")
+    public Pending savepoint(long checkpointId, String directory, long yieldSeed, int threshold, boolean canonical)
+            throws Exception {
+        CheckpointStreamFactory streams = streams(directory, yieldSeed, threshold);
+        CheckpointOptions options = savepointOptions(canonical);
+        if (!canonical) {
+            return new Pending(backend.snapshot(checkpointId, 0L, streams, options));
+        }
+        Class<?> handler = Class.forName("org.apache.flink.streaming.api.operators.StreamOperatorStateHandler");
+        Method prepare;
+        try {
+            prepare = handler.getMethod("prepareCanonicalSavepoint", CheckpointableKeyedStateBackend.class,
+                    CloseableRegistry.class);
+        } catch (NoSuchMethodException older) {
+            prepare = handler.getMethod("prepareSavepoint", CheckpointableKeyedStateBackend.class,
+                    CloseableRegistry.class);
+        }
+        SnapshotStrategyRunner<KeyedStateHandle, ?> runner =
+                (SnapshotStrategyRunner<KeyedStateHandle, ?>) prepare.invoke(null, backend, new CloseableRegistry());
+        return new Pending(runner.snapshot(checkpointId, 0L, streams, options));
+    }
+
+    /** Whether this release takes native savepoints (SavepointFormatType, from 1.15). */
+    public static boolean hasNativeSavepoints() {
+        try {
+            Class.forName("org.apache.flink.core.execution.SavepointFormatType");
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+    }
+
+    /** Savepoint options: SavepointType.savepoint(CANONICAL or NATIVE) from 1.15, CheckpointType.SAVEPOINT before. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static CheckpointOptions savepointOptions(boolean canonical) throws Exception {
+        Object type;
+        if (hasNativeSavepoints()) {
+            Class<Enum> format = (Class<Enum>) Class.forName("org.apache.flink.core.execution.SavepointFormatType");
+            type = Class.forName("org.apache.flink.runtime.checkpoint.SavepointType").getMethod("savepoint", format)
+                    .invoke(null, Enum.valueOf(format, canonical ? "CANONICAL" : "NATIVE"));
+        } else if (canonical) {
+            type = Class.forName("org.apache.flink.runtime.checkpoint.CheckpointType").getField("SAVEPOINT").get(null);
+        } else {
+            throw new UnsupportedOperationException("native savepoints exist from Flink 1.15 on");
+        }
+        for (Constructor<?> c : CheckpointOptions.class.getConstructors()) {
+            if (c.getParameterCount() == 2 && c.getParameterTypes()[1] == CheckpointStorageLocationReference.class) {
+                return (CheckpointOptions) c.newInstance(type, CheckpointStorageLocationReference.getDefault());
+            }
+        }
+        throw new IllegalStateException("no CheckpointOptions(type, location) constructor");
+    }
+
+    /** Where a completed snapshot's bytes are: "inline" (a ByteStreamStateHandle) or "file". */
+    public static String storage(KeyedStateHandle handle) {
+        Object data = ((KeyGroupsStateHandle) handle).getDelegateStateHandle();
+        return data instanceof ByteStreamStateHandle ? "inline" : "file";
+    }
+
+    /** A completed snapshot's size in bytes (its stream's). */
+    public static long size(KeyedStateHandle handle) {
+        return ((KeyGroupsStateHandle) handle).getDelegateStateHandle().getStateSize();
     }
 
     /** A checkpoint's asynchronous part (Flink's RunnableFuture of the snapshot). */
@@ -481,21 +559,28 @@ public final class BackendHandle {
         }
     }
 
+    /**
+     * File streams: a stream of at most {@code threshold} bytes comes back inline (a
+     * ByteStreamStateHandle), a larger one in a file (FsCheckpointStateOutputStream's rule).
+     */
     static final class FileStreams extends FsCheckpointStreamFactory {
         private static final int BUFFER = 4096;
         private final Path directory;
         private final Random random;
+        private final int threshold;
 
-        FileStreams(Path directory, Random random) throws IOException {
-            super(FileSystem.getLocalFileSystem(), directory, directory, 0, BUFFER);
+        FileStreams(Path directory, Random random, int threshold) throws IOException {
+            super(FileSystem.getLocalFileSystem(), directory, directory, threshold, Math.max(BUFFER, threshold));
             this.directory = directory;
             this.random = random;
+            this.threshold = threshold;
         }
 
         @Override
         public FsCheckpointStateOutputStream createCheckpointStateOutputStream(CheckpointedStateScope scope)
                 throws IOException {
-            return new FsCheckpointStateOutputStream(directory, FileSystem.getLocalFileSystem(), BUFFER, 0) {
+            return new FsCheckpointStateOutputStream(directory, FileSystem.getLocalFileSystem(),
+                    Math.max(BUFFER, threshold), threshold) {
                 @Override
                 public void write(int b) throws IOException {
                     pause(random);
@@ -515,7 +600,8 @@ public final class BackendHandle {
 
     /**
      * A handle as text another release's helper can {@link #rebuild}: the key-group range, the
-     * offsets, then the bytes (base64, a ByteStreamStateHandle) or the file and its size.
+     * offsets, then the bytes (base64, a ByteStreamStateHandle) or the file and its size, then
+     * "savepoint" for a canonical savepoint's KeyGroupsSavepointStateHandle.
      */
     public static String describe(KeyedStateHandle handle) {
         KeyGroupsStateHandle groups = (KeyGroupsStateHandle) handle;
@@ -535,6 +621,9 @@ public final class BackendHandle {
         } else {
             throw new IllegalArgumentException("cannot describe a " + data.getClass().getName());
         }
+        if (handle instanceof KeyGroupsSavepointStateHandle) {
+            out.append("\nsavepoint");
+        }
         return out.toString();
     }
 
@@ -553,7 +642,10 @@ public final class BackendHandle {
         StreamStateHandle stream = data[0].equals("bytes")
                 ? new ByteStreamStateHandle("cowcheck-" + start + "-" + end, Base64.getDecoder().decode(data[1]))
                 : new FileStateHandle(new Path(data[2]), Long.parseLong(data[1]));
-        return new KeyGroupsStateHandle(new KeyGroupRangeOffsets(start, end, at), stream);
+        KeyGroupRangeOffsets groups = new KeyGroupRangeOffsets(start, end, at);
+        return lines.length > 3 && lines[3].equals("savepoint")
+                ? new KeyGroupsSavepointStateHandle(groups, stream)
+                : new KeyGroupsStateHandle(groups, stream);
     }
 
     // ------------------------------------------------------------------ corruptions
