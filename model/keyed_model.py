@@ -195,7 +195,8 @@ class KeyedModel:
     # them: removing the last user key removes the entry, an iteration that removes the last
     # (expired) one leaves an empty map there.
 
-    def map_get(self, name, key, namespace, user_key):
+    def _map_part(self, name, key, namespace, user_key) -> Optional[list]:
+        """A user key's ``[user value, ms]`` as a read finds it (None: absent or expired)."""
         spec = self.specs[name]
         content = self.data.get((name, key, namespace))
         part = None if content is None else content.get(user_key)
@@ -206,10 +207,15 @@ class KeyedModel:
             return None
         if self._refreshed(name, key, namespace):
             part[1] = self.now
-        return part[0]
+        return part
+
+    def map_get(self, name, key, namespace, user_key):
+        part = self._map_part(name, key, namespace, user_key)
+        return None if part is None else part[0]
 
     def map_contains(self, name, key, namespace, user_key) -> bool:
-        return self.map_get(name, key, namespace, user_key) is not None
+        """Whether the user key is there (its value may be null: ``put(k, null)`` holds a null)."""
+        return self._map_part(name, key, namespace, user_key) is not None
 
     def map_put(self, name, key, namespace, user_key, user_value) -> None:
         content = self.data.get((name, key, namespace)) or {}

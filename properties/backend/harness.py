@@ -54,7 +54,9 @@ from typing import Optional
 import attrs
 
 from cowcheck.model.keyed_model import KeyedModel
-from cowcheck.backend.ops import (BACKEND_OPS, CHECKPOINTS, KEYED, NAMESPACES, STATES, descriptor_of, key_pool)
+from cowcheck.backend.ops import (BACKEND_OPS, CHECKPOINTS, KEYED, NAMESPACES, STATES, THREADED, descriptor_of,
+                                  key_pool)
+from cowcheck.backend.savepoints import SAVEPOINT_SCENARIOS, SnapshotFormSteps
 from cowcheck.core.failures import CRASH, DIVERGENCE, CheckFailure
 from cowcheck.core.harness import HarnessBase
 from cowcheck.core.keys import FAMILIES, fresh
@@ -88,6 +90,7 @@ BACKEND_SCENARIOS: dict[str, str] = {
     "restore-sub-range": "a checkpoint restored into a smaller key-group range",
     "restore-rescaled": "a checkpoint split into two ranges, checkpointed and merged back",
     "recover-and-continue": "state restored from a checkpoint and changed further",
+    **SAVEPOINT_SCENARIOS,
 }
 
 _WRITES = frozenset({"update", "list_add", "list_update", "map_put", "map_remove", "reduce_add", "clear"})
@@ -96,13 +99,16 @@ _YIELDS = (0.0, 0.0, 0.0, 0.0, 0.00001, 0.0001, 0.0005)  # seconds; 0: give the 
 
 @attrs.frozen
 class BackendMachineConfig:
-    """What the machine generates: how many keys per program, and where a checkpoint's
+    """What the machine generates: how many keys per program, where a checkpoint's
     asynchronous part may run (``thread``: on the task thread or on a thread of its own;
-    ``inline``: always on the task thread, so no step ever races it)."""
+    ``inline``: always on the task thread, so no step ever races it), and whether savepoints
+    may be native (``native_savepoints``: Flink has them from 1.15; its implementation
+    turns them off before)."""
 
     keys: int = 6
     async_part: str = attrs.field(default="thread", validator=attrs.validators.in_(("thread", "inline")))
     white_box: Optional[bool] = None
+    native_savepoints: bool = True
 
 
 class YieldingStreamFactory:
@@ -152,15 +158,17 @@ def _map_answer(got) -> Optional[dict]:
     return dict(got) if got else None
 
 
-class BackendHarness(HarnessBase):
+class BackendHarness(SnapshotFormSteps, HarnessBase):
     """See the module docstring. ``impl``: the state backend (``factory()``)."""
 
     operations = BACKEND_OPS
     crash_code = "K6"
 
     def __init__(self, impl, keys: int = 6, async_part: str = "thread", white_box: Optional[bool] = None,
-                 observe: bool = False) -> None:
+                 observe: bool = False, native_savepoints: bool = True) -> None:
         super().__init__()
+        self.native_savepoints = native_savepoints
+        self.savepoint_ids: set = set()  # cids of savepoints (their restores are K7)
         self.impl = impl
         # What the backend answered, step by step (parity: the same program on two backends), if asked.
         self.observed: Optional[list] = [] if observe else None
@@ -206,7 +214,7 @@ class BackendHarness(HarnessBase):
                 if args[0] in started:
                     return False
                 started.add(args[0])
-                if op == "checkpoint_async":
+                if op in THREADED:
                     threaded.add(args[0])
             elif op in ("join", "restore", "rescale", "recover"):
                 if args[0] not in (threaded if op == "join" else started):
@@ -384,7 +392,9 @@ class BackendHarness(HarnessBase):
 
     # ------------------------------------------------------------ checkpoints
 
-    def _streams(self, target: str) -> CheckpointStreamFactory:
+    def _streams(self, target: str, threshold: int = 0) -> CheckpointStreamFactory:
+        """Memory streams, or file streams keeping at most ``threshold`` bytes inline (0: every
+        snapshot in a file)."""
         if target == "memory":
             self.coverage["checkpoint-memory"] += 1
             return CheckpointStreamFactory()
@@ -392,27 +402,32 @@ class BackendHarness(HarnessBase):
         if self._directory is None:
             self._directory = tempfile.mkdtemp(prefix="cowcheck-backend-")
             self._cleanup = weakref.finalize(self, _finish, self.futures, self._directory)
-        return CheckpointStreamFactory(self._directory, threshold=0)
+        return CheckpointStreamFactory(self._directory, threshold=threshold)
 
-    def _take(self, step, cid, streams):
-        """The synchronous part: the implementation's snapshot and the model's frozen copy."""
-        future = self._call(step, self.kb.snapshot, cid, streams)
+    def _take(self, step, cid, streams, form: Optional[str] = None):
+        """The synchronous part: the implementation's snapshot (a savepoint of ``form``, if given)
+        and the model's frozen copy."""
+        if form is None:
+            future = self._call(step, self.kb.snapshot, cid, streams)
+        else:
+            future = self._call(step, self.kb.savepoint, cid, streams, form == "canonical")
+            self.savepoint_ids.add(cid)
         frozen = self.frozen[cid] = self.model.freeze()
         if any(spec.expired(ms, frozen.time) for (name, _, _), ms in frozen.touched.items()
                for spec in (SPECS[name],)):
             self.coverage["checkpoint-drops-expired"] += 1
         return future
 
-    def _op_checkpoint(self, step, cid, target):
-        future = self._take(step, cid, self._streams(target))
+    def _op_checkpoint(self, step, cid, target, form: Optional[str] = None):
+        future = self._take(step, cid, self._streams(target), form)
         self.handles[cid] = self._call(step, future.run)
-        self._check_restore(step, cid, [self.handles[cid]], self._whole(), f"checkpoint c{cid}")
+        self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
 
-    def _op_checkpoint_async(self, step, cid, target, seed):
-        future = self._take(step, cid, YieldingStreamFactory(self._streams(target), seed))
+    def _op_checkpoint_async(self, step, cid, target, seed, form: Optional[str] = None):
+        future = self._take(step, cid, YieldingStreamFactory(self._streams(target), seed), form)
         if self.async_part == "inline":
             self.handles[cid] = self._call(step, future.run)
-            self._check_restore(step, cid, [self.handles[cid]], self._whole(), f"checkpoint c{cid}")
+            self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
             return
         self._call(step, future.start)
         self.futures[cid] = future
@@ -426,13 +441,13 @@ class BackendHarness(HarnessBase):
         if future is None:
             return
         self.handles[cid] = self._call(step, _wait, future)
-        self._check_restore(step, cid, [self.handles[cid]], self._whole(), f"checkpoint c{cid}")
+        self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
 
     def _op_join(self, step, cid):
         self._complete(step, cid)
 
     def _code(self, cid) -> str:
-        return "K5" if cid in self.threaded else "K3"
+        return "K7" if cid in self.savepoint_ids else "K5" if cid in self.threaded else "K3"
 
     def _restore(self, step, handles: list, key_group_range: KeyGroupRange, code: str, what: str):
         try:
@@ -451,6 +466,7 @@ class BackendHarness(HarnessBase):
         code = code or self._code(cid)
         if len(key_group_range) == self.max_parallelism:
             self.coverage["restore-same-range"] += 1
+        self._count_handles(step, cid, handles)
         restored = self._restore(step, handles, key_group_range, code, what)
         self._expect_restored(step, cid, restored, key_group_range, code, what)
         self._dispose(step, restored)
@@ -503,7 +519,7 @@ class BackendHarness(HarnessBase):
             return
         if len(target) < self.max_parallelism:
             self.coverage["restore-sub-range"] += 1
-        self._check_restore(step, cid, [self.handles[cid]], target, f"checkpoint c{cid}")
+        self._check_restore(step, cid, [self.handles[cid]], target, self._what(cid))
 
     def _op_rescale(self, step, cid, split):
         if not self._completed(step, cid) or split >= self.max_parallelism - 1:
@@ -511,7 +527,7 @@ class BackendHarness(HarnessBase):
         parts = [KeyGroupRange(0, split), KeyGroupRange(split + 1, self.max_parallelism - 1)]
         handles = []
         for i, part in enumerate(parts):
-            restored = self._restore(step, [self.handles[cid]], part, "K4", f"checkpoint c{cid}")
+            restored = self._restore(step, [self.handles[cid]], part, "K4", self._what(cid))
             self._expect_restored(step, cid, restored, part, "K4", f"part {i + 1} of c{cid}")
             future = self._call(step, restored.snapshot, cid, CheckpointStreamFactory())
             handles.append(self._call(step, future.run))
@@ -524,8 +540,8 @@ class BackendHarness(HarnessBase):
             self._complete(step, running)
         if cid not in self.handles:
             return
-        self._check_restore(step, cid, [self.handles[cid]], self._whole(), f"checkpoint c{cid}")
-        recovered = self._restore(step, [self.handles[cid]], self._whole(), self._code(cid), f"checkpoint c{cid}")
+        self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
+        recovered = self._restore(step, [self.handles[cid]], self._whole(), self._code(cid), self._what(cid))
         self._dispose(step, self.kb)
         self.kb = recovered
         self.states = self._register(step, recovered)

@@ -40,7 +40,7 @@ from cowcheck.reference.keyed import (ON_CREATE_AND_WRITE, ON_READ_AND_WRITE, Li
 from cowcheck.reference.serializers import IntSerializer
 
 __all__ = ["BACKEND_OPS", "BackendOperation", "STATES", "STATE_NAMES", "KEY_TYPES", "MAX_PARALLELISMS", "TTL",
-           "NAMESPACES", "TARGETS", "KEYED", "CHECKPOINTS", "sum_int32", "key_pool", "states_of_kind",
+           "NAMESPACES", "TARGETS", "KEYED", "CHECKPOINTS", "THREADED", "FORMS", "RELATIONS", "SNAPSHOTS", "NULLABLE_MAPS", "sum_int32", "key_pool", "states_of_kind",
            "DOMAINS", "Domain", "descriptor_of"]
 
 
@@ -60,6 +60,16 @@ KEY_TYPES = ("int", "long", "string")
 MAX_PARALLELISMS = (4, 8, 128)
 NAMESPACES = 3
 TARGETS = ("memory", "file")
+# Savepoints: Flink's canonical (backend-independent) format, or native (the backend's own, from 1.15).
+FORMS = ("canonical", "native")
+# A file snapshot's size against its streams' inline threshold: one byte under it, at it, one over;
+# and which snapshot it is.
+RELATIONS = ("below", "at", "above")
+SNAPSHOTS = ("checkpoint", *FORMS)
+# The map states that take a null value: Flink's MapSerializer writes a null flag, but a TTL map
+# wraps the null in a TtlValue that no IntSerializer writes (every snapshot of it fails, in every
+# release: docs/contract.md K7), so null goes into the map without time-to-live only.
+NULLABLE_MAPS = ("map",)
 USER_KEYS = 4
 MAX_VALUES = 1000
 
@@ -137,6 +147,10 @@ DOMAINS = {d.name: d for d in (
     *(Domain(f"state:{kind}", one_of(*states_of_kind(kind)), lambda v, kind=kind: [kind] if v != kind else [])
       for kind in ("value", "list", "map", "reducing")),
     Domain("state", one_of(*STATE_NAMES)),
+    Domain("state:nullable_map", one_of(*NULLABLE_MAPS)),
+    Domain("form", one_of(*FORMS), lambda v: ["canonical"] if v != "canonical" else []),
+    Domain("relation", one_of(*RELATIONS), lambda v: ["below"] if v != "below" else []),
+    Domain("snapshot", one_of(*SNAPSHOTS), lambda v: ["checkpoint"] if v != "checkpoint" else []),
 )}
 
 
@@ -171,6 +185,21 @@ def _at(call: str) -> str:
     return "at({1!r}, {2!r}, {0!r})." + call
 
 
+# Savepoints, file thresholds and null map values (docs/contract.md K7, K10): properties/backend/savepoints.py.
+SNAPSHOT_FORM_OPS = [
+    _op("map_put_null", "state=state:nullable_map key namespace user_key", _at("put({3!r}, None)")),
+    _op("savepoint", "cid form to=target",
+        "h{0} = kb.savepoint({0}, streams({2!r}), {1!r}).run()  # both parts on the task thread"),
+    _op("savepoint_async", "cid form to=target seed",
+        "f{0} = kb.savepoint({0}, streams({2!r}, yields={3!r}), {1!r}); f{0}.start()  # the asynchronous part "
+        "on a thread of its own"),
+    _op("forms", "to=target",
+        "check_forms(streams({0!r}))  # a checkpoint and each savepoint of this state, each restored"),
+    _op("checkpoint_threshold", "cid relation of=snapshot",
+        "h{0} = snapshot_against_threshold({0}, {1!r}, {2!r})  # its size measured in memory, then to files "
+        "whose inline threshold is that size plus one, the size, or minus one"),
+]
+
 BACKEND_OPS = OperationTable("backend", [
     _op("open", "key_type max_parallelism",
         "kb = open_backend({0!r}, {1!r})  # key groups 0..{1}-1, the twelve states registered"),
@@ -199,8 +228,11 @@ BACKEND_OPS = OperationTable("backend", [
     _op("rescale", "cid split",
         "check_rescale(h{0}, split={1})  # restore into two ranges, checkpoint each, merge them back"),
     _op("recover", "cid", "kb = recover(h{0})  # go on from the restored state"),
+    *SNAPSHOT_FORM_OPS,
 ])
 
 # Steps on one (state, key, namespace): the harness sets the current key and namespace first.
 KEYED = frozenset(op.name for op in BACKEND_OPS if op.args[:3] == ("state", "key", "namespace"))
-CHECKPOINTS = frozenset({"checkpoint", "checkpoint_async"})
+CHECKPOINTS = frozenset({"checkpoint", "checkpoint_async", "savepoint", "savepoint_async", "checkpoint_threshold"})
+# The snapshots whose asynchronous part runs on a thread of its own until ``join``.
+THREADED = frozenset({"checkpoint_async", "savepoint_async"})

@@ -140,9 +140,13 @@ def _async(spec: str, version: str, corruption: str) -> Implementation:
 
 def _backend(spec: str, version: str, corruption: str) -> Implementation:
     described = f" with the seeded corruption {corruption}" if corruption else ""
+    # Native savepoints (SavepointFormatType) exist from 1.15: before, every savepoint is canonical.
+    native = parse_version(version) >= FLINK_NATIVE_SAVEPOINTS_SINCE
+    left_out = "" if native else f"; {version} has no native savepoints: the machine leaves them out"
     return Implementation(spec, functools.partial(FlinkStateBackend, corruption=corruption), False,
                           f"Apache Flink {version} HeapKeyedStateBackend through JPype (its builder, "
-                          f"descriptors, snapshot strategy){described}", warm_up=warm_up)
+                          f"descriptors, snapshot strategy){described}{left_out}", warm_up=warm_up,
+                          config_defaults={} if native else {"native_savepoints": False})
 
 
 def _table(spec: str, version: str, corruption: str) -> Implementation:
@@ -150,6 +154,7 @@ def _table(spec: str, version: str, corruption: str) -> Implementation:
                           f"Apache Flink {version} CopyOnWriteStateTable through JPype (key groups 0-127)")
 
 
+FLINK_NATIVE_SAVEPOINTS_SINCE = (1, 15, 0)
 # The machines Flink's own classes implement through the bridge, and since which release.
 _IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend}
 _SINCE = {"async": (FLINK_ASYNC_SINCE, f"Flink's AsyncExecutionController exists from "

@@ -41,11 +41,13 @@ about either order). The handle is Flink's ``KeyGroupsSavepointStateHandle``
 >>> b = HeapKeyedStateBackend(KeyGroupRange(0, 7), 8, capacity=4, checkpoint_format="flink")
 >>> b.register_state("clicks", IntSerializer(), ListSerializer(IntSerializer())).put(42, 0, [1, 2])
 >>> handle = CanonicalSavepoint(b, 1, b.stream_factory).complete()
->>> [offset for _, offset in handle.offsets if offset]
-[438]
->>> handle.inline[438:].hex()
-'0000000000098600000000000000000000000b0000000100000000022c000000010000ffff'[:0] or handle.inline[-4:].hex()
-'0002ffff'
+>>> [(group, offset) for group, offset in handle.offsets if offset]    # key 42 is in key group 5
+[(5, 446)]
+>>> data = handle.inline[446:]
+>>> data[:2].hex(), data[2:6].hex(), data[6:15].hex()   # state 0; a key of 9 bytes: group | 0x80, 42, namespace 0
+('0000', '00000009', '850000002a00000000')
+>>> data[15:19].hex(), data[19:28].hex(), data[28:].hex()   # the list's 9 bytes: 1 ',' 2; the end mark
+('00000009', '000000012c00000002', 'ffff')
 """
 
 from __future__ import annotations
