@@ -31,7 +31,7 @@ snapshots drops it; Flink's transformer keeps an empty map, :meth:`Frozen.kept`)
 from __future__ import annotations
 
 import copy
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import attrs
 
@@ -41,13 +41,15 @@ __all__ = ["StateSpec", "KeyedModel", "Frozen"]
 @attrs.frozen
 class StateSpec:
     """A state the model keeps: its name, kind (value, list, map, reducing), time-to-live in
-    milliseconds (None: none), whether reads refresh it, and a reducing state's function."""
+    milliseconds (None: none), whether reads refresh it, a reducing state's function, and the
+    type of its values (``int``, ``pojo``, ``kryo``: the model only keeps them)."""
 
     name: str
     kind: str
     ttl: Optional[int] = None
     update_on_read: bool = False
     reduce: Optional[Callable] = None
+    value_type: str = "int"
 
     def expired(self, ms: int, now: int) -> bool:
         return self.ttl is not None and ms + self.ttl <= now
@@ -92,6 +94,33 @@ class Frozen:
         """Keys a restore may list: those whose entry the checkpoint kept (:meth:`kept`)."""
         return {key for (state, key, ns) in self.touched
                 if state == name and ns == namespace and owned(key) and self.kept((state, key, ns))}
+
+    def upgraded(self, specs: Iterable[StateSpec], convert: Callable[[str, Any], Any], now: int) -> "KeyedModel":
+        """The model of a restore of this checkpoint into the states ``specs`` (the same names; a
+        state's time-to-live may be switched on or off) taken at ``now``, each user value passed
+        through ``convert(name, value)`` (a class upgrade). What the checkpoint left out (expired
+        when it was taken) is gone; a state that gains time-to-live has every part last accessed
+        ``now``; one that loses it keeps what it held."""
+        model = KeyedModel(specs, now)
+        for at, content in self.data.items():
+            name = at[0]
+            old, new = self.specs[name], model.specs[name]
+            if at not in self.touched or not self.kept(at):  # left out by the checkpoint (or by the one recovered)
+                continue
+            gains = old.ttl is None and new.ttl is not None
+
+            def part(value, ms):
+                return [convert(name, value), now if gains else ms]
+
+            if old.kind in ("value", "reducing"):
+                content = part(*content)
+            elif old.kind == "list":
+                content = [part(e, ms) for e, ms in content if not old.expired(ms, self.time)]
+            else:
+                content = {k: part(v, ms) for k, (v, ms) in content.items() if not old.expired(ms, self.time)}
+            model.data[at] = content
+            model.touched[at] = now if gains else self.touched[at]
+        return model
 
     def kept(self, at: tuple) -> bool:
         """Whether the checkpoint may have written the entry ``at``: one not expired when it was

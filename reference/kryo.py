@@ -45,7 +45,7 @@ from typing import BinaryIO, Optional
 from cowcheck.reference.pojo import Record
 from cowcheck.reference.serializers import SerializationError, _read_exact, register_serializer_family
 
-__all__ = ["KryoSerializer", "ByteStreamInput", "java_read", "REGISTRATION_ID", "FIELD_KINDS", "KRYO_CLASSES",
+__all__ = ["KryoSerializer", "java_read", "REGISTRATION_ID", "FIELD_KINDS", "KRYO_CLASSES",
            "register_kryo_class"]
 
 # Flink's KryoSerializer registers the type it serializes after its default registrations.
@@ -53,11 +53,7 @@ REGISTRATION_ID = 85
 FIELD_KINDS = ("bytes", "int")
 
 
-class ByteStreamInput(io.BytesIO):
-    """The bytes a restore reads (Flink's ``ByteStateHandleInputStream`` over a handle's bytes,
-    ``DataInputDeserializer`` over a byte array), with Java's ``read(b, off, len)``: ``java_read``."""
-
-    def java_read(self, n: int) -> Optional[bytes]:
+def java_read(self, n: int) -> Optional[bytes]:
         """At most ``n`` bytes; ``b""`` for ``n == 0`` (``InputStream``: "if len is zero, then no
         bytes are read and 0 is returned"); None (Java's -1) at the end for ``n > 0``."""
         if n == 0:
@@ -67,7 +63,9 @@ class ByteStreamInput(io.BytesIO):
 
 
 def java_read(inp: BinaryIO, n: int) -> Optional[bytes]:
-    """``inp.read(b, 0, n)`` as Java sees it (a plain file-like: a zero-length read gives 0)."""
+    """``inp.read(b, 0, n)`` as Java sees it: None for -1. A stream with a ``java_read`` of its own
+    answers (cowcheck.reference.checkpoint.streams.ByteStreamInput); a plain file-like gives b"" for
+    a zero-length read."""
     read = getattr(inp, "java_read", None)
     if read is not None:
         return read(n)

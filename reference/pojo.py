@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import BinaryIO, Optional
 
-from cowcheck.reference.serializers import SerializationError, _read_exact, register_serializer_family
+from cowcheck.reference.serializers import SerializationError, _read_exact, duplicate, register_serializer_family
 
 __all__ = ["Record", "PojoSerializer", "pojo_compatibility", "migrate_record", "AS_IS", "AFTER_MIGRATION",
            "INCOMPATIBLE"]
@@ -65,7 +65,7 @@ class PojoSerializer:
     name order, as Flink's ``PojoTypeInfo`` orders them). ``defaults``: what the fields of a new
     object of the class hold (its no-arg constructor: 0 for a primitive number, else null unless
     told), which a field the bytes do not have keeps (a migration); a snapshot does not record
-    them. ``duplicate()`` is itself: a POJO serializer of stateless field serializers holds no state."""
+    them. ``duplicate()`` is itself unless a field's serializer holds state (Flink's rule)."""
 
     def __init__(self, class_name: str, fields: list, defaults: Optional[dict] = None) -> None:
         self.defaults = dict(defaults or {})
@@ -124,7 +124,10 @@ class PojoSerializer:
                                          else serializer.copy(value.fields[name]) for name, serializer in self.fields})
 
     def duplicate(self) -> "PojoSerializer":
-        return self
+        fields = [(name, duplicate(serializer)) for name, serializer in self.fields]
+        if all(new is old for (_, new), (_, old) in zip(fields, self.fields)):
+            return self
+        return PojoSerializer(self.class_name, fields, self.defaults)
 
     def __repr__(self) -> str:
         return f"PojoSerializer({self.serializer_id})"

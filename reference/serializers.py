@@ -34,6 +34,7 @@ __all__ = [
     "register_serializer",
     "register_serializer_family",
     "LongArraySerializer",
+    "duplicate",
 ]
 
 _INT = struct.Struct(">i")
@@ -177,6 +178,10 @@ class ListSerializer:
         c = self.element_serializer.copy
         return [c(x) for x in value]
 
+    def duplicate(self) -> "ListSerializer":
+        element = duplicate(self.element_serializer)
+        return self if element is self.element_serializer else ListSerializer(element)
+
 
 class BytesSerializer:
     """Flink BytePrimitiveArraySerializer: int32 length, then the raw bytes.
@@ -279,6 +284,12 @@ class MapSerializer:
             raise SerializationError("MapSerializer: cannot copy None")
         ck, cv = self.key_serializer.copy, self.value_serializer.copy
         return {ck(k): (None if v is None else cv(v)) for k, v in value.items()}
+
+    def duplicate(self) -> "MapSerializer":
+        key, value = duplicate(self.key_serializer), duplicate(self.value_serializer)
+        if key is self.key_serializer and value is self.value_serializer:
+            return self
+        return MapSerializer(key, value)
 
 
 # ------------------------------------------------------------------ registry
@@ -399,6 +410,18 @@ class TtlSerializer:
 
     def copy(self, value: TtlValue) -> TtlValue:
         return TtlValue(self.user_value_serializer.copy(value.user_value), value.timestamp)
+
+    def duplicate(self) -> "TtlSerializer":
+        user = duplicate(self.user_value_serializer)
+        return self if user is self.user_value_serializer else TtlSerializer(user)
+
+
+def duplicate(serializer):
+    """``serializer.duplicate()`` (Flink ``TypeSerializer.duplicate``): a serializer to use on another
+    thread, itself when it holds no state (a composite: when none of its parts does). Serializers
+    without the method hold none."""
+    method = getattr(serializer, "duplicate", None)
+    return method() if method is not None else serializer
 
 
 _REGISTRY: dict[str, tuple[int, Callable[..., Any]]] = {}

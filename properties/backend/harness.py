@@ -57,6 +57,8 @@ from cowcheck.model.keyed_model import KeyedModel
 from cowcheck.backend.ops import (BACKEND_OPS, CHECKPOINTS, KEYED, NAMESPACES, STATES, THREADED, descriptor_of,
                                   key_pool)
 from cowcheck.backend.savepoints import SAVEPOINT_SCENARIOS, SnapshotFormSteps
+from cowcheck.backend.upgrades import UPGRADE_SCENARIOS, UpgradeSteps
+from cowcheck.backend.values import typed
 from cowcheck.core.failures import CRASH, DIVERGENCE, CheckFailure
 from cowcheck.core.harness import HarnessBase
 from cowcheck.core.keys import FAMILIES, fresh
@@ -91,6 +93,7 @@ BACKEND_SCENARIOS: dict[str, str] = {
     "restore-rescaled": "a checkpoint split into two ranges, checkpointed and merged back",
     "recover-and-continue": "state restored from a checkpoint and changed further",
     **SAVEPOINT_SCENARIOS,
+    **UPGRADE_SCENARIOS,
 }
 
 _WRITES = frozenset({"update", "list_add", "list_update", "map_put", "map_remove", "reduce_add", "clear"})
@@ -103,12 +106,14 @@ class BackendMachineConfig:
     asynchronous part may run (``thread``: on the task thread or on a thread of its own;
     ``inline``: always on the task thread, so no step ever races it), and whether savepoints
     may be native (``native_savepoints``: Flink has them from 1.15; its implementation
-    turns them off before)."""
+    turns them off before), and whether time-to-live switched on or off across a restore is
+    migrated (``ttl_migration``, Flink from 2.0) or refused as incompatible."""
 
     keys: int = 6
     async_part: str = attrs.field(default="thread", validator=attrs.validators.in_(("thread", "inline")))
     white_box: Optional[bool] = None
     native_savepoints: bool = True
+    ttl_migration: bool = True
 
 
 class YieldingStreamFactory:
@@ -158,16 +163,21 @@ def _map_answer(got) -> Optional[dict]:
     return dict(got) if got else None
 
 
-class BackendHarness(SnapshotFormSteps, HarnessBase):
+class BackendHarness(SnapshotFormSteps, UpgradeSteps, HarnessBase):
     """See the module docstring. ``impl``: the state backend (``factory()``)."""
 
     operations = BACKEND_OPS
     crash_code = "K6"
 
     def __init__(self, impl, keys: int = 6, async_part: str = "thread", white_box: Optional[bool] = None,
-                 observe: bool = False, native_savepoints: bool = True) -> None:
+                 observe: bool = False, native_savepoints: bool = True, ttl_migration: bool = True) -> None:
         super().__init__()
         self.native_savepoints = native_savepoints
+        self.ttl_migration = ttl_migration
+        self.specs: dict = dict(SPECS)  # the states as the job registers them now (upgrades change them)
+        self.schema = 1  # the POJO's class version the job runs with (values.py)
+        self.generation = 0  # how many upgrades the job went through
+        self.generations: dict = {}  # cid -> the generation its snapshot was taken in
         self.savepoint_ids: set = set()  # cids of savepoints (their restores are K7)
         self.impl = impl
         # What the backend answered, step by step (parity: the same program on two backends), if asked.
@@ -272,9 +282,9 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
             self._fail(CRASH, "program", f"{self._render(step)}: the backend is already open")
         self.key_type, self.max_parallelism = key_type, max_parallelism
         self.pool = key_pool(key_type, self.keys)
-        self.model = KeyedModel(STATES)
+        self.model = KeyedModel(self.specs.values())
         self.kb = self._call(step, self.impl.create_keyed_state_backend, self._key_serializer(), max_parallelism,
-                             self._whole())
+                             self._whole(), **self._classes())
         self.states = self._register(step, self.kb)
         self.current_key = None
 
@@ -286,14 +296,31 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
 
     def _register(self, step, kb) -> dict:
         namespaces = IntSerializer()
-        return {spec.name: self._call(step, kb.get_or_create_keyed_state, namespaces, descriptor_of(spec))
-                for spec in STATES}
+        return {spec.name: self._call(step, kb.get_or_create_keyed_state, namespaces,
+                                      descriptor_of(spec, self.schema))
+                for spec in self.specs.values()}
+
+    def _classes(self) -> dict:
+        """The job's classes, for a backend that restores them: ``class_version`` (the POJO's
+        version, values.py), passed only once it is not the first."""
+        return {"class_version": self.schema} if self.schema != 1 else {}
+
+    def _typed(self, name, value, count: bool = False):
+        """The object a drawn value stands for in state ``name`` (values.py), new at each call
+        (``count``: count the scenarios it reaches)."""
+        if value is None:
+            return None
+        value_type = self.specs[name].value_type
+        got = typed(value_type, self.schema, value)
+        if count and value_type == "kryo" and b"" in (got.fields["data"], got.fields["tag"]):
+            self.coverage["kryo-empty-array"] += 1
+        return got
 
     # ------------------------------------------------------------ state-level steps
 
     def _at(self, step, name, key, namespace):
         """The state ``name`` with the current key set to ``key`` and its namespace to ``namespace``."""
-        spec = SPECS[name]
+        spec = self.specs[name]
         if not FAMILIES[self.key_type].holds(key):
             self._fail(CRASH, "program", f"{self._render(step)}: {key!r} is not a {self.key_type} key")
         if self.current_key is None or self.current_key != key or type(self.current_key) is not type(key):
@@ -304,6 +331,8 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
         self.coverage[f"{spec.kind}-state"] += 1
         self.coverage["ttl-off" if spec.ttl is None else
                       "ttl-on-read-and-write" if spec.update_on_read else "ttl-on-create-and-write"] += 1
+        if spec.value_type != "int":
+            self.coverage[f"{spec.value_type}-state"] += 1
         return state
 
     def _read(self, step, name, key, namespace, read, answer, args=()):
@@ -313,7 +342,7 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
         got = self._call(step, lambda: answer(getattr(state, read)(*args)))
         self._observe(got)
         want = getattr(self.model, step.op)(name, key, namespace, *args)
-        if stored and want is None and SPECS[name].ttl is not None:
+        if stored and want is None and self.specs[name].ttl is not None:
             self.coverage["ttl-expired-read"] += 1
         self._expect(step, "K1", want, got)
 
@@ -322,8 +351,8 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
 
     def _op_update(self, step, name, key, namespace, value):
         state = self._at(step, name, key, namespace)
-        self._call(step, state.update, value)
-        self.model.update(name, key, namespace, value)
+        self._call(step, state.update, self._typed(name, value, count=True))
+        self.model.update(name, key, namespace, self._typed(name, value))
         if value is None:
             self.coverage["null-update"] += 1
 
@@ -331,16 +360,16 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
         self._read(step, name, key, namespace, "get", _list_answer)
 
     def _op_list_add(self, step, name, key, namespace, value):
-        self._call(step, self._at(step, name, key, namespace).add, value)
-        self.model.list_add(name, key, namespace, value)
+        self._call(step, self._at(step, name, key, namespace).add, self._typed(name, value, count=True))
+        self.model.list_add(name, key, namespace, self._typed(name, value))
 
     def _op_list_update(self, step, name, key, namespace, values):
-        self._call(step, self._at(step, name, key, namespace).update, list(values))
-        self.model.list_update(name, key, namespace, list(values))
+        self._call(step, self._at(step, name, key, namespace).update, [self._typed(name, v, True) for v in values])
+        self.model.list_update(name, key, namespace, [self._typed(name, v) for v in values])
 
     def _op_map_put(self, step, name, key, namespace, user_key, value):
-        self._call(step, self._at(step, name, key, namespace).put, user_key, value)
-        self.model.map_put(name, key, namespace, user_key, value)
+        self._call(step, self._at(step, name, key, namespace).put, user_key, self._typed(name, value, count=True))
+        self.model.map_put(name, key, namespace, user_key, self._typed(name, value))
 
     def _op_map_remove(self, step, name, key, namespace, user_key):
         self._call(step, self._at(step, name, key, namespace).remove, user_key)
@@ -413,8 +442,9 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
             future = self._call(step, self.kb.savepoint, cid, streams, form == "canonical")
             self.savepoint_ids.add(cid)
         frozen = self.frozen[cid] = self.model.freeze()
+        self.generations[cid] = self.generation
         if any(spec.expired(ms, frozen.time) for (name, _, _), ms in frozen.touched.items()
-               for spec in (SPECS[name],)):
+               for spec in (self.specs[name],)):
             self.coverage["checkpoint-drops-expired"] += 1
         return future
 
@@ -441,7 +471,8 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
         if future is None:
             return
         self.handles[cid] = self._call(step, _wait, future)
-        self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
+        if self._current(cid):
+            self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
 
     def _op_join(self, step, cid):
         self._complete(step, cid)
@@ -452,7 +483,7 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
     def _restore(self, step, handles: list, key_group_range: KeyGroupRange, code: str, what: str):
         try:
             return self._call(step, self.impl.create_keyed_state_backend, self._key_serializer(),
-                              self.max_parallelism, key_group_range, handles)
+                              self.max_parallelism, key_group_range, handles, **self._classes())
         except CheckFailure as exc:
             if exc.failure.kind != CRASH:
                 raise
@@ -479,7 +510,7 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
             return key_group(key, mp) in key_group_range
 
         states = self._register(step, restored)
-        for spec in STATES:
+        for spec in self.specs.values():
             for namespace in range(NAMESPACES):
                 got = self._call(step, lambda: list(restored.get_keys(spec.name, namespace)))
                 self._observe(sorted(map(repr, got)))
@@ -492,7 +523,7 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
             if not owned(key):
                 continue
             self._call(step, restored.set_current_key, fresh(key))
-            for spec in STATES:
+            for spec in self.specs.values():
                 state, (method, answer) = states[spec.name], read[spec.kind]
                 for namespace in range(NAMESPACES):
                     self._call(step, state.set_current_namespace, namespace)
@@ -508,8 +539,14 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
             self._call(step, dispose)
 
     def _completed(self, step, cid) -> bool:
+        """Whether ``cid`` completed (waiting for it) and was taken with the job's present classes
+        and descriptors (a snapshot from before an ``upgrade`` is restored only by the upgrade: its
+        restore into the new ones is an upgrade of its own, upgrades.py)."""
         self._complete(step, cid)
-        return cid in self.handles
+        return cid in self.handles and self._current(cid)
+
+    def _current(self, cid) -> bool:
+        return self.generations.get(cid, self.generation) == self.generation
 
     def _op_restore(self, step, cid, start, end):
         if not self._completed(step, cid):
@@ -538,7 +575,7 @@ class BackendHarness(SnapshotFormSteps, HarnessBase):
     def _op_recover(self, step, cid):
         for running in list(self.futures):
             self._complete(step, running)
-        if cid not in self.handles:
+        if cid not in self.handles or not self._current(cid):
             return
         self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
         recovered = self._restore(step, [self.handles[cid]], self._whole(), self._code(cid), self._what(cid))

@@ -25,7 +25,9 @@ from hypothesis.stateful import Bundle, consumes, initialize, rule
 
 from cowcheck.backend.harness import BackendHarness, BackendMachineConfig
 from cowcheck.backend.ops import (BACKEND_OPS, FORMS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES, NULLABLE_MAPS,
-                                  RELATIONS, SNAPSHOTS, STATES, TARGETS, USER_KEYS, key_pool, states_of_kind)
+                                  RELATIONS, SNAPSHOTS, STATES, TARGETS, TTL_CHANGES, USER_KEYS, key_pool,
+                                  states_of_kind)
+from cowcheck.backend.values import SCHEMAS
 from cowcheck.core.machine import HarnessMachine, RunRecord, identify
 
 __all__ = ["make_backend_machine", "replay_setup", "STRATEGIES"]
@@ -49,6 +51,9 @@ STRATEGIES = {
     "form": st.sampled_from(FORMS),
     "relation": st.sampled_from(RELATIONS),
     "snapshot": st.sampled_from(SNAPSHOTS),
+    "state:pojo_value": st.just("value_pojo"),
+    "schema": st.sampled_from(SCHEMAS),
+    "ttl_change": st.sampled_from(TTL_CHANGES),
 }
 # What a config without native savepoints (Flink before 1.15) draws instead.
 _CANONICAL_ONLY = {"form": st.just("canonical"), "snapshot": st.sampled_from(("checkpoint", "canonical"))}
@@ -95,7 +100,8 @@ def make_backend_machine(factory: Callable, config: BackendMachineConfig = Backe
         def __init__(self) -> None:
             super().__init__()
             self.attach(BackendHarness(self.construct(factory), keys=config.keys, async_part=config.async_part,
-                                       native_savepoints=config.native_savepoints))
+                                       native_savepoints=config.native_savepoints,
+                                       ttl_migration=config.ttl_migration))
             self.next_cid = 0
             self.pool: list = []
             self.max_parallelism = 0
@@ -137,4 +143,4 @@ def make_backend_machine(factory: Callable, config: BackendMachineConfig = Backe
 def replay_setup(factory: Callable, config: BackendMachineConfig):
     """How the backend harness replays a program: a fresh state backend per run."""
     return factory, {"keys": config.keys, "async_part": config.async_part,
-                     "native_savepoints": config.native_savepoints}
+                     "native_savepoints": config.native_savepoints, "ttl_migration": config.ttl_migration}

@@ -37,10 +37,11 @@ from cowcheck.core.program import Operation, OperationTable
 from cowcheck.reference.hashing import to_int32
 from cowcheck.reference.keyed import (ON_CREATE_AND_WRITE, ON_READ_AND_WRITE, ListStateDescriptor, MapStateDescriptor,
                              ReducingStateDescriptor, StateTtlConfig, ValueStateDescriptor)
+from cowcheck.backend.values import SCHEMAS, serializer_of
 from cowcheck.reference.serializers import IntSerializer
 
 __all__ = ["BACKEND_OPS", "BackendOperation", "STATES", "STATE_NAMES", "KEY_TYPES", "MAX_PARALLELISMS", "TTL",
-           "NAMESPACES", "TARGETS", "KEYED", "CHECKPOINTS", "THREADED", "FORMS", "RELATIONS", "SNAPSHOTS", "NULLABLE_MAPS", "sum_int32", "key_pool", "states_of_kind",
+           "NAMESPACES", "TARGETS", "KEYED", "CHECKPOINTS", "THREADED", "FORMS", "RELATIONS", "SNAPSHOTS", "TTL_CHANGES", "NULLABLE_MAPS", "sum_int32", "key_pool", "states_of_kind",
            "DOMAINS", "Domain", "descriptor_of"]
 
 
@@ -54,6 +55,10 @@ STATES = tuple(
     StateSpec(name + suffix, kind, ttl, on_read, sum_int32 if kind == "reducing" else None)
     for name, kind in (("value", "value"), ("list", "list"), ("map", "map"), ("reducing", "reducing"))
     for suffix, ttl, on_read in (("", None, False), ("_ttl", TTL, False), ("_ttl_read", TTL, True))
+) + tuple(
+    # States of a POJO and of a Kryo type (values.py), without time-to-live: the map's user values.
+    StateSpec(f"{kind}_{value_type}", kind, value_type=value_type)
+    for value_type in ("pojo", "kryo") for kind in ("value", "list", "map")
 )
 STATE_NAMES = tuple(s.name for s in STATES)
 KEY_TYPES = ("int", "long", "string")
@@ -62,6 +67,8 @@ NAMESPACES = 3
 TARGETS = ("memory", "file")
 # Savepoints: Flink's canonical (backend-independent) format, or native (the backend's own, from 1.15).
 FORMS = ("canonical", "native")
+# Whether an upgrade switches time-to-live on for the int states without and off for those with.
+TTL_CHANGES = ("same", "flipped")
 # A file snapshot's size against its streams' inline threshold: one byte under it, at it, one over;
 # and which snapshot it is.
 RELATIONS = ("below", "at", "above")
@@ -74,17 +81,19 @@ USER_KEYS = 4
 MAX_VALUES = 1000
 
 
-def descriptor_of(spec: StateSpec):
-    """The descriptor an operator registers ``spec`` with: int values (int user keys and values
-    for a map), the sum for a reducing state, its time-to-live if it has one."""
+def descriptor_of(spec: StateSpec, schema: int = 1):
+    """The descriptor an operator registers ``spec`` with: values of its type (values.py; int user
+    keys for a map; ``schema``: the POJO's class version), the sum for a reducing state, its
+    time-to-live if it has one."""
+    values = serializer_of(spec.value_type, schema)
     if spec.kind == "value":
-        descriptor = ValueStateDescriptor(spec.name, IntSerializer())
+        descriptor = ValueStateDescriptor(spec.name, values)
     elif spec.kind == "list":
-        descriptor = ListStateDescriptor(spec.name, IntSerializer())
+        descriptor = ListStateDescriptor(spec.name, values)
     elif spec.kind == "map":
-        descriptor = MapStateDescriptor(spec.name, IntSerializer(), IntSerializer())
+        descriptor = MapStateDescriptor(spec.name, IntSerializer(), values)
     else:
-        descriptor = ReducingStateDescriptor(spec.name, spec.reduce, IntSerializer())
+        descriptor = ReducingStateDescriptor(spec.name, spec.reduce, values)
     if spec.ttl is not None:
         descriptor.enable_time_to_live(StateTtlConfig(spec.ttl, ON_READ_AND_WRITE if spec.update_on_read
                                                       else ON_CREATE_AND_WRITE))
@@ -151,6 +160,9 @@ DOMAINS = {d.name: d for d in (
     Domain("form", one_of(*FORMS), lambda v: ["canonical"] if v != "canonical" else []),
     Domain("relation", one_of(*RELATIONS), lambda v: ["below"] if v != "below" else []),
     Domain("snapshot", one_of(*SNAPSHOTS), lambda v: ["checkpoint"] if v != "checkpoint" else []),
+    Domain("state:pojo_value", one_of("value_pojo")),
+    Domain("schema", one_of(*SCHEMAS), lambda v: [1] if v != 1 else []),
+    Domain("ttl_change", one_of(*TTL_CHANGES), lambda v: ["same"] if v != "same" else []),
 )}
 
 
@@ -200,6 +212,18 @@ SNAPSHOT_FORM_OPS = [
         "whose inline threshold is that size plus one, the size, or minus one"),
 ]
 
+# Typed values and upgrades (docs/contract.md K8-K10): properties/backend/upgrades.py.
+UPGRADE_OPS = [
+    _op("pojo_mutate", "state=state:pojo_value key namespace index=user_key value",
+        "v = at({1!r}, {2!r}, {0!r}).value(); v.history[{3!r} % len(v.history)] = {4!r}; "
+        "at({1!r}, {2!r}, {0!r}).update(v)  # the handed-out object changed in place, written back"),
+    _op("upgrade", "of=snapshot schema ttl=ttl_change",
+        "kb = upgrade(streams('memory'), {0!r}, account_version={1!r}, ttl={2!r})  # restore it into the job's "
+        "new classes and descriptors"),
+    _op("tail_checkpoint", "key value of=snapshot",
+        "check_tail({0!r}, {1!r}, {2!r})  # a Kryo value whose bytes end the stream with an empty array"),
+]
+
 BACKEND_OPS = OperationTable("backend", [
     _op("open", "key_type max_parallelism",
         "kb = open_backend({0!r}, {1!r})  # key groups 0..{1}-1, the twelve states registered"),
@@ -229,6 +253,7 @@ BACKEND_OPS = OperationTable("backend", [
         "check_rescale(h{0}, split={1})  # restore into two ranges, checkpoint each, merge them back"),
     _op("recover", "cid", "kb = recover(h{0})  # go on from the restored state"),
     *SNAPSHOT_FORM_OPS,
+    *UPGRADE_OPS,
 ])
 
 # Steps on one (state, key, namespace): the harness sets the current key and namespace first.

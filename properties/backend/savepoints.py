@@ -94,12 +94,14 @@ class SnapshotFormSteps:
             storage = self._call(step, lambda handle=handle: handle.storage)
             self.coverage[f"restore-{storage}-handle"] += 1
 
-    def _snapshot_now(self, step, cid, streams, form: Optional[str]):
-        """Both parts of a snapshot (a savepoint of ``form`` if given) on the task thread; its handle."""
+    def _snapshot_now(self, step, cid, streams, form: Optional[str], kb=None):
+        """Both parts of a snapshot of ``kb`` (default: the program's backend; a savepoint of ``form``
+        if given) on the task thread; its handle."""
+        kb = self.kb if kb is None else kb
         if form is None:
-            future = self._call(step, self.kb.snapshot, cid, streams)
+            future = self._call(step, kb.snapshot, cid, streams)
         else:
-            future = self._call(step, self.kb.savepoint, cid, streams, form == "canonical")
+            future = self._call(step, kb.savepoint, cid, streams, form == "canonical")
         return self._call(step, future.run)
 
     def _op_forms(self, step, target):

@@ -18,8 +18,9 @@ import random
 from typing import Iterator
 
 from cowcheck.backend.ops import (BACKEND_OPS, CHECKPOINTS, FORMS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES,
-                                  NULLABLE_MAPS, RELATIONS, SNAPSHOTS, STATES, TARGETS, THREADED, USER_KEYS, key_pool,
-                                  states_of_kind)
+                                  NULLABLE_MAPS, RELATIONS, SNAPSHOTS, STATES, TARGETS, THREADED, TTL_CHANGES,
+                                  USER_KEYS, key_pool, states_of_kind)
+from cowcheck.backend.values import SCHEMAS
 from cowcheck.core.program import Step
 
 __all__ = ["walk_program", "walk", "WEIGHTS"]
@@ -30,7 +31,7 @@ WEIGHTS = {"update": 6, "value": 4, "list_add": 5, "list_update": 2, "list_get":
            "map_get": 3, "map_contains": 2, "map_entries": 3, "reduce_add": 5, "reduce_get": 3, "clear": 2,
            "keys": 2, "advance": 4, "checkpoint": 1.5, "checkpoint_async": 2, "join": 2, "restore": 1,
            "rescale": 0.7, "recover": 0.4, "map_put_null": 1.5, "savepoint": 1.2, "savepoint_async": 1.2,
-           "forms": 0.3, "checkpoint_threshold": 0.8}
+           "forms": 0.3, "checkpoint_threshold": 2.5, "pojo_mutate": 1.5, "upgrade": 3, "tail_checkpoint": 0.4}
 _MILLIS = (1, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
 _KINDS = ("value", "list", "map", "reducing")
 
@@ -51,6 +52,7 @@ class _Walk:
         self.names = {f"state:{kind}": tuple(n for n in states_of_kind(kind) if n in used) for kind in _KINDS}
         self.names["state"] = tuple(used)
         self.names["state:nullable_map"] = tuple(n for n in NULLABLE_MAPS if n in used)
+        self.names["state:pojo_value"] = ("value_pojo",) if "value_pojo" in used else ()
         self.next_cid = 0
         self.running: list[int] = []
         self.started: list[int] = []
@@ -87,6 +89,10 @@ class _Walk:
             return r.choice(RELATIONS)
         if domain == "snapshot":
             return r.choice(self.snapshots)
+        if domain == "schema":
+            return r.choice(SCHEMAS)
+        if domain == "ttl_change":
+            return r.choice(TTL_CHANGES)
         raise ValueError(f"no draw for domain {domain!r}")
 
     def step(self, name: str) -> Step | None:

@@ -10,7 +10,7 @@ from cowcheck.reference.checkpoint.flink_format.savepoint_restore import FlinkSa
 from cowcheck.reference.checkpoint.handle import CheckpointHandle
 from cowcheck.reference.checkpoint.restore import CheckpointData, assign_key_groups, joined_range
 from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint, RegisteredState
-from cowcheck.reference.checkpoint.streams import CheckpointStreamFactory
+from cowcheck.reference.checkpoint.streams import ByteStreamInput, CheckpointStreamFactory
 from cowcheck.reference.layout import DEFAULT_CAPACITY
 from cowcheck.reference.serializers import IntSerializer
 from cowcheck.reference.state_table import DEFAULT_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
@@ -21,13 +21,14 @@ __all__ = ["HeapKeyedStateBackend", "RegisteredState", "CHECKPOINT_FORMATS", "op
 CHECKPOINT_FORMATS = ("cowcheck", "flink")
 
 
-def open_checkpoints(handles: list, max_parallelism: Optional[int] = None) -> list:
+def open_checkpoints(handles: list, max_parallelism: Optional[int] = None,
+                     stream_input: type = ByteStreamInput) -> list:
     """Each handle's checked bytes: CheckpointData for the project's format, FlinkCheckpointData for
     Flink's (``max_parallelism``: the job's, which Flink's format does not record). The handles must be
     of one format; the project's records max_parallelism, which must then agree."""
     kinds = {type(h) for h in handles}
     if kinds <= {CheckpointHandle}:
-        datas = [CheckpointData(h.read_bytes(), h.source_name, h) for h in handles]
+        datas = [CheckpointData(h.read_bytes(), h.source_name, h, stream_input) for h in handles]
         for data in datas:
             if max_parallelism is not None and data.max_parallelism != max_parallelism:
                 raise ValueError(f"the handles were written with max_parallelism {data.max_parallelism}, "
@@ -37,7 +38,7 @@ def open_checkpoints(handles: list, max_parallelism: Optional[int] = None) -> li
         # Flink's builder picks the restore operation by the first handle's type (a savepoint's:
         # HeapSavepointRestoreOperation); here the handles must all be of one kind.
         data_class = FlinkSavepointData if kinds <= {KeyGroupsSavepointStateHandle} else FlinkCheckpointData
-        datas = [data_class(h.read_bytes(), h.source_name, h, max_parallelism) for h in handles]
+        datas = [data_class(h.read_bytes(), h.source_name, h, max_parallelism, stream_input) for h in handles]
         if datas[0].max_parallelism is None:
             raise ValueError("restoring a checkpoint in Flink's format needs the job's max_parallelism (Flink's "
                              "handles do not record it)")
@@ -58,12 +59,13 @@ class HeapKeyedStateBackend:
 
     ``pending_class`` builds the pending checkpoints of the project's format (a seam for
     seeded bugs); ``flink_pending_class`` those of Flink's; ``savepoint_class`` canonical savepoints
-    (:meth:`canonical_savepoint`).
+    (:meth:`canonical_savepoint`); ``stream_input`` what restores read the handles' bytes through.
     """
 
     pending_class = PendingCheckpoint
     flink_pending_class = FlinkPendingCheckpoint
     savepoint_class = CanonicalSavepoint
+    stream_input = ByteStreamInput
 
     def __init__(self, key_group_range: Optional[KeyGroupRange] = None,
                  max_parallelism: int = DEFAULT_MAX_PARALLELISM, *, key_serializer=None,
@@ -153,7 +155,7 @@ class HeapKeyedStateBackend:
         handles = list(handles)
         if not handles:
             raise ValueError("restore needs at least one handle")
-        datas = open_checkpoints(handles, max_parallelism)
+        datas = open_checkpoints(handles, max_parallelism, cls.stream_input)
         first = datas[0]
         for data in datas[1:]:
             data.check_compatible(first)

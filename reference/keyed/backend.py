@@ -26,8 +26,11 @@ real Flink restores); a restore reads either, by the handles it is given.
 Maintenance notes:
 
 1. A state already in the backend under a descriptor's name (a restored one)
-   must have the serializers the descriptor gives; a mismatch is an error
-   (Flink: ``StateMigrationException``), never a silent reinterpretation.
+   is held to the serializer the descriptor gives (:mod:`cowcheck.reference.keyed.migration`):
+   compatible as is, it stays; compatible after migration (a POJO's fields
+   added or removed, time-to-live switched), every value is converted when the
+   descriptor is registered; anything else is an error (Flink:
+   ``StateMigrationException``), never a silent reinterpretation.
 2. A restored state gets its snapshot transformer when its descriptor is
    registered again, as in Flink: until then checkpoints write it as it is.
 
@@ -61,6 +64,7 @@ from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint
 from cowcheck.reference.checkpoint.streams import CheckpointStreamFactory
 from cowcheck.reference.errors import IllegalStateError
 from cowcheck.reference.keyed.descriptors import LIST, MAP, REDUCING, VALUE, StateDescriptor
+from cowcheck.reference.keyed.migration import AFTER_MIGRATION, INCOMPATIBLE, compatibility, migrate
 from cowcheck.reference.keyed.states import (HeapListState, HeapMapState, HeapReducingState, HeapValueState, TtlListState,
                                     TtlMapState, TtlReduceFunction, TtlReducingState, TtlValueState)
 from cowcheck.reference.keyed.ttl import ManualClock, snapshot_transformer
@@ -204,15 +208,27 @@ class KeyedStateBackend(HeapKeyedStateBackend):
             registered = self.registered_state(descriptor.name)
             have = (registered.namespace_serializer.serializer_id, registered.state_serializer.serializer_id)
             want = (namespace_serializer.serializer_id, state_serializer.serializer_id)
-            if have != want:
+            outcome = compatibility(registered.state_serializer, state_serializer)
+            if have[0] != want[0] or outcome == INCOMPATIBLE:
                 raise StateMigrationError(descriptor.name, " / ".join(have), " / ".join(want))
-            self._states[descriptor.name] = attrs.evolve(registered, transformer=transformer, kind=descriptor.kind)
+            if outcome == AFTER_MIGRATION:
+                self._migrate(registered, state_serializer)
+            self._states[descriptor.name] = attrs.evolve(registered, transformer=transformer, kind=descriptor.kind,
+                                                         state_serializer=state_serializer)
         else:
             self.register_state(descriptor.name, namespace_serializer, state_serializer, transformer=transformer,
                                 kind=descriptor.kind)
         state = self._build_state(descriptor, self.state(descriptor.name))
         self._created[descriptor.name] = (descriptor.kind, state)
         return state
+
+    def _migrate(self, registered, state_serializer) -> None:
+        """Every value of a restored state converted to what ``state_serializer`` holds (maintenance
+        note 1), and its table copying with it."""
+        old, now, table = registered.state_serializer, self.clock.current_timestamp(), registered.table
+        for key, namespace, value in list(table):
+            table.put(key, namespace, migrate(value, old, state_serializer, now))
+        table.set_meta_info(state_serializer.copy)
 
     def snapshot_transformer(self, descriptor: StateDescriptor):
         """What checkpoints apply to the state's entries as they write them: a state with TTL
@@ -276,10 +292,13 @@ class HashMapStateBackend:
         self.checkpoint_format = checkpoint_format
 
     def create_keyed_state_backend(self, key_serializer, max_parallelism: int, key_group_range: KeyGroupRange,
-                                   state_handles: Iterable = ()) -> KeyedStateBackend:
+                                   state_handles: Iterable = (), class_version: int = 1) -> KeyedStateBackend:
         """A backend owning ``key_group_range``: empty, or holding what ``state_handles`` hold of
         those key groups (their key serializer must be ``key_serializer``'s): CheckpointHandle
-        objects (the project's format) or KeyGroupsStateHandle ones (Flink's)."""
+        objects (the project's format) or KeyGroupsStateHandle ones (Flink's).
+        ``class_version``: which version of its classes the job runs with (Flink: the user code
+        class loader a restore resolves a snapshot's classes with); the reference names classes
+        and reads their fields from the snapshot, so it needs none."""
         handles = list(state_handles)
         if not handles:
             return self.backend_class(key_group_range, max_parallelism, key_serializer=key_serializer,

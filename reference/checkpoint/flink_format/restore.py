@@ -24,13 +24,13 @@ the end of the stream.
 
 from __future__ import annotations
 
-import io
 from typing import Optional
 
 from cowcheck.reference.checkpoint.flink_format.datastream import I16, I32
 from cowcheck.reference.checkpoint.flink_format.handle import KeyGroupsStateHandle
 from cowcheck.reference.checkpoint.flink_format.proxy import SerializationProxy
 from cowcheck.reference.checkpoint.restore import read_state_entries
+from cowcheck.reference.checkpoint.streams import ByteStreamInput
 from cowcheck.reference.cow_state_map import CopyOnWriteStateMap
 from cowcheck.reference.errors import CheckpointFormatError
 from cowcheck.reference.state_table import UPPER_BOUND_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
@@ -50,7 +50,8 @@ class FlinkCheckpointData:
     checked against their key groups)."""
 
     def __init__(self, data: bytes, name: str, handle: Optional[KeyGroupsStateHandle] = None,
-                 max_parallelism: Optional[int] = None) -> None:
+                 max_parallelism: Optional[int] = None, stream_input: type = ByteStreamInput) -> None:
+        self.stream_input = stream_input  # what key groups are read through (a seam for seeded bugs)
         self.data = data
         self.name = name
         self.handle = handle
@@ -145,7 +146,7 @@ class FlinkCheckpointData:
         per state in state-id order. ``end``: where it must end (None: anywhere up to the end of the
         stream)."""
         limit = len(self.data) if end is None else end
-        inp = io.BytesIO(self.data[start:limit])
+        inp = self.stream_input(self.data[start:limit], at_stream_end=limit == len(self.data))
         written = I32.unpack(inp.read(4))[0]
         if written != group:
             self._fail(start, f"expected key group {group}, found {written} (Flink: \"Unexpected key-group in "

@@ -33,6 +33,7 @@ from typing import Optional
 
 from cowcheck.reference.checkpoint.flink_format.datastream import I16, I32, U16
 from cowcheck.reference.checkpoint.flink_format.proxy import SerializationProxy
+from cowcheck.reference.checkpoint.streams import ByteStreamInput
 from cowcheck.reference.checkpoint.flink_format.savepoint import (END_OF_KEY_GROUP_MARK, LIST_DELIMITER,
                                                                   META_DATA_FOLLOWS, KeyGroupsSavepointStateHandle,
                                                                   fixed_length, key_group_prefix_bytes)
@@ -47,11 +48,9 @@ __all__ = ["FlinkSavepointData"]
 _DECODE_ERRORS = (SerializationError, struct.error, UnicodeDecodeError, ValueError, EOFError)
 
 
-class _Bytes(io.BytesIO):
-    """A byte array being decoded: ``done`` when every byte was read."""
-
-    def done(self) -> bool:
-        return self.tell() == len(self.getbuffer())
+def _done(stream) -> bool:
+    """Whether every byte of a byte array being decoded was read."""
+    return stream.tell() == len(stream.getbuffer())
 
 
 class FlinkSavepointData:
@@ -61,8 +60,9 @@ class FlinkSavepointData:
     job's (it decides the key-group prefix's size, so it is needed)."""
 
     def __init__(self, data: bytes, name: str, handle: KeyGroupsSavepointStateHandle,
-                 max_parallelism: Optional[int] = None) -> None:
+                 max_parallelism: Optional[int] = None, stream_input: type = ByteStreamInput) -> None:
         self.data, self.name, self.handle = data, name, handle
+        self.stream_input = stream_input  # what keys and values are read through (a seam for seeded bugs)
         n = len(data)
         if handle.size != n:
             self._fail(min(n, handle.size), f"the handle records {handle.size} bytes, found {n}")
@@ -168,7 +168,7 @@ class FlinkSavepointData:
         for at, state_id, key_bytes, value_bytes in self._read_pairs(group, start, end):
             state = states[state_id]
             where = f"state {state.name!r}, key group {group}"
-            kin, vin = _Bytes(key_bytes), _Bytes(value_bytes)
+            kin, vin = self.stream_input(key_bytes), self.stream_input(value_bytes)
             try:
                 written_group = int.from_bytes(kin.read(prefix), "big")
                 key = self._read_ambiguous(self.key_serializer, kin, state.namespace_serializer)
@@ -185,8 +185,8 @@ class FlinkSavepointData:
                     value = state.state_serializer.deserialize(vin)
             except _DECODE_ERRORS as exc:
                 self._fail(at, f"{where}: {exc}")
-            if not kin.done() or not vin.done():
-                self._fail(at, f"{where}: {'key' if not kin.done() else 'value'} bytes left over after decoding")
+            if not _done(kin) or not _done(vin):
+                self._fail(at, f"{where}: {'key' if not _done(kin) else 'value'} bytes left over after decoding")
             if written_group != group:
                 self._fail(at, f"{where}: the key's bytes name key group {written_group}")
             if self.max_parallelism is not None and key_group(key, self.max_parallelism) != group:
@@ -209,7 +209,7 @@ class FlinkSavepointData:
         return entries
 
     @staticmethod
-    def _read_ambiguous(serializer, inp: _Bytes, other):
+    def _read_ambiguous(serializer, inp, other):
         """``CompositeKeySerializationUtils.readKey``/``readNamespace``: the value, then its length's
         bytes when both serializers are of variable length (skipped)."""
         before = inp.tell()
@@ -225,12 +225,12 @@ class FlinkSavepointData:
         return value
 
     @staticmethod
-    def _read_list(element_serializer, inp: _Bytes) -> list:
+    def _read_list(element_serializer, inp) -> list:
         """``ListDelimitedSerializer.deserializeList``: elements separated by one delimiter byte."""
         values = []
-        while not inp.done():
+        while not _done(inp):
             values.append(element_serializer.deserialize(inp))
-            if not inp.done() and inp.read(1) != LIST_DELIMITER:
+            if not _done(inp) and inp.read(1) != LIST_DELIMITER:
                 raise SerializationError("a list's elements are not separated by ','")
         return values
 
