@@ -129,6 +129,13 @@ class UpgradeSteps:
             self._expect_restored(step, key, restored, self._whole(), "K8", what)
         finally:
             del self.frozen[key]
+        # The program goes on with a backend restored again: the check's reads renewed what states
+        # with TTL on read and write hold, as recover does.
+        self._dispose(step, restored)
+        restored, states, error = self._restore_into_new_classes(step, handle)
+        if error is not None:
+            self._fail(DIVERGENCE, "K8", f"{self._render(step)}: {what}, restored a second time, raised {error}",
+                       "a restored backend", error)
         self._dispose(step, self.kb)
         self.kb, self.states, self.model, self.current_key = restored, states, model, None
         self.generation += 1

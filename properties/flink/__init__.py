@@ -141,12 +141,17 @@ def _async(spec: str, version: str, corruption: str) -> Implementation:
 def _backend(spec: str, version: str, corruption: str) -> Implementation:
     described = f" with the seeded corruption {corruption}" if corruption else ""
     # Native savepoints (SavepointFormatType) exist from 1.15: before, every savepoint is canonical.
-    native = parse_version(version) >= FLINK_NATIVE_SAVEPOINTS_SINCE
-    left_out = "" if native else f"; {version} has no native savepoints: the machine leaves them out"
+    # TTL switched across a restore is migrated from 2.0 (TtlAwareSerializer): before, it is incompatible.
+    release = parse_version(version)
+    lacks = {"native_savepoints": "no native savepoints: the machine leaves them out",
+             "ttl_migration": "no TTL state migration: TTL switched across a restore must be refused"}
+    defaults = {name: False for name, since in (("native_savepoints", FLINK_NATIVE_SAVEPOINTS_SINCE),
+                                                ("ttl_migration", FLINK_TTL_MIGRATION_SINCE)) if release < since}
+    left_out = "".join(f"; {version} has {lacks[name]}" for name in defaults)
     return Implementation(spec, functools.partial(FlinkStateBackend, corruption=corruption), False,
                           f"Apache Flink {version} HeapKeyedStateBackend through JPype (its builder, "
                           f"descriptors, snapshot strategy){described}{left_out}", warm_up=warm_up,
-                          config_defaults={} if native else {"native_savepoints": False})
+                          config_defaults=defaults)
 
 
 def _table(spec: str, version: str, corruption: str) -> Implementation:
@@ -155,6 +160,7 @@ def _table(spec: str, version: str, corruption: str) -> Implementation:
 
 
 FLINK_NATIVE_SAVEPOINTS_SINCE = (1, 15, 0)
+FLINK_TTL_MIGRATION_SINCE = (2, 0, 0)
 # The machines Flink's own classes implement through the bridge, and since which release.
 _IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend}
 _SINCE = {"async": (FLINK_ASYNC_SINCE, f"Flink's AsyncExecutionController exists from "

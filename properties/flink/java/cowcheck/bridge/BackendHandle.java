@@ -108,11 +108,19 @@ public final class BackendHandle {
     private final KeyGroupRange range;
     private final Map<String, InternalKvState<Object, Integer, ?>> states = new HashMap<>();
     private final Corruption corruption;
+    private final int classVersion;
     private Object currentKey;
 
     @SuppressWarnings("unchecked")
     public BackendHandle(String keyType, int maxParallelism, int start, int end, Clock clock,
                          KeyedStateHandle[] handles, String corruption) throws Exception {
+        this(keyType, maxParallelism, start, end, clock, handles, corruption, 1);
+    }
+
+    /** A backend of a job whose user classes are of class version {@code classVersion} ({@link Types}). */
+    public BackendHandle(String keyType, int maxParallelism, int start, int end, Clock clock,
+                         KeyedStateHandle[] handles, String corruption, int classVersion) throws Exception {
+        this.classVersion = classVersion;
         this.range = KeyGroupRange.of(start, end);
         this.corruption = Corruption.forName(corruption);
         List<KeyedStateHandle> restore = new ArrayList<>();
@@ -123,7 +131,7 @@ public final class BackendHandle {
             }
         }
         this.backend = (AbstractKeyedStateBackend<Object>) build(keySerializer(keyType), maxParallelism, range,
-                clock, restore);
+                clock, restore, Types.loader(classVersion));
     }
 
     @SuppressWarnings("unchecked")
@@ -142,7 +150,8 @@ public final class BackendHandle {
 
     /** HeapKeyedStateBackendBuilder(...).build(), its constructor's arguments chosen by their types. */
     private static Object build(TypeSerializer<Object> keySerializer, int maxParallelism, KeyGroupRange range,
-                                TtlTimeProvider clock, Collection<KeyedStateHandle> restore) throws Exception {
+                                TtlTimeProvider clock, Collection<KeyedStateHandle> restore, ClassLoader classes)
+            throws Exception {
         Constructor<?> constructor = HeapKeyedStateBackendBuilder.class.getConstructors()[0];
         Class<?>[] types = constructor.getParameterTypes();
         Object[] args = new Object[types.length];
@@ -156,7 +165,7 @@ public final class BackendHandle {
                     args[i] = keySerializer;
                     break;
                 case "ClassLoader":
-                    args[i] = BackendHandle.class.getClassLoader();
+                    args[i] = classes; // the user code class loader: a restore resolves snapshots' classes in it
                     break;
                 case "int":
                     args[i] = maxParallelism;
@@ -198,7 +207,20 @@ public final class BackendHandle {
             }
         }
         Object builder = constructor.newInstance(args);
-        return builder.getClass().getMethod("build").invoke(builder);
+        try {
+            return builder.getClass().getMethod("build").invoke(builder);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            // What build() threw (a BackendBuildingException), not its reflective wrapper, naming its root cause.
+            Throwable cause = e.getCause();
+            Throwable root = cause;
+            while (root.getCause() != null && root.getCause() != root) {
+                root = root.getCause();
+            }
+            if (root == cause) {
+                throw cause instanceof Exception ? (Exception) cause : e;
+            }
+            throw new IllegalStateException(cause + " (root cause: " + root + ")", cause);
+        }
     }
 
     /** Local recovery off: a constant from 2.0, a constructor of one or two arguments before. */
@@ -236,18 +258,25 @@ public final class BackendHandle {
 
     // ------------------------------------------------------------------ states
 
-    @SuppressWarnings({"unchecked", "rawtypes"})
     public void register(String name, String kind, long ttlMillis, boolean updateOnRead) throws Exception {
+        register(name, kind, ttlMillis, updateOnRead, "int");
+    }
+
+    /** A state of {@code kind} whose values are of {@code valueType} (int, pojo, kryo: {@link Types}). */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public void register(String name, String kind, long ttlMillis, boolean updateOnRead, String valueType)
+            throws Exception {
+        TypeSerializer<Object> values = Types.serializer(valueType, classVersion);
         StateDescriptor descriptor;
         switch (kind) {
             case "value":
-                descriptor = new ValueStateDescriptor<>(name, IntSerializer.INSTANCE);
+                descriptor = new ValueStateDescriptor<>(name, values);
                 break;
             case "list":
-                descriptor = new ListStateDescriptor<>(name, IntSerializer.INSTANCE);
+                descriptor = new ListStateDescriptor<>(name, values);
                 break;
             case "map":
-                descriptor = new MapStateDescriptor<>(name, IntSerializer.INSTANCE, IntSerializer.INSTANCE);
+                descriptor = new MapStateDescriptor<>(name, IntSerializer.INSTANCE, values);
                 break;
             case "reducing":
                 descriptor = new ReducingStateDescriptor<>(name, new Sum(), IntSerializer.INSTANCE);
@@ -288,70 +317,62 @@ public final class BackendHandle {
     }
 
     @SuppressWarnings("unchecked")
-    public void valueUpdate(String name, int namespace, Integer value) throws Exception {
-        ((ValueState<Integer>) writing(name, namespace)).update(value);
+    public void valueUpdate(String name, int namespace, Object value) throws Exception {
+        ((ValueState<Object>) writing(name, namespace)).update(value);
     }
 
     @SuppressWarnings("unchecked")
-    public int[] listGet(String name, int namespace) throws Exception {
-        Iterable<Integer> got = ((ListState<Integer>) at(name, namespace)).get();
+    public Object[] listGet(String name, int namespace) throws Exception {
+        Iterable<Object> got = ((ListState<Object>) at(name, namespace)).get();
         if (got == null) {
             return null;
         }
-        List<Integer> values = new ArrayList<>();
-        for (Integer v : got) {
+        List<Object> values = new ArrayList<>();
+        for (Object v : got) {
             values.add(v);
         }
-        int[] out = new int[values.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = values.get(i);
-        }
-        return out;
+        return values.toArray();
     }
 
     @SuppressWarnings("unchecked")
-    public void listAdd(String name, int namespace, int value) throws Exception {
-        ((ListState<Integer>) writing(name, namespace)).add(value);
+    public void listAdd(String name, int namespace, Object value) throws Exception {
+        ((ListState<Object>) writing(name, namespace)).add(value);
     }
 
     @SuppressWarnings("unchecked")
-    public void listUpdate(String name, int namespace, int[] values) throws Exception {
-        List<Integer> list = new ArrayList<>();
-        for (int v : values) {
-            list.add(v);
-        }
-        ((ListState<Integer>) writing(name, namespace)).update(list);
+    public void listUpdate(String name, int namespace, Object[] values) throws Exception {
+        ((ListState<Object>) writing(name, namespace)).update(new ArrayList<>(java.util.Arrays.asList(values)));
     }
 
     @SuppressWarnings("unchecked")
-    public void mapPut(String name, int namespace, int userKey, Integer value) throws Exception {
-        ((MapState<Integer, Integer>) writing(name, namespace)).put(userKey, value);
+    public void mapPut(String name, int namespace, int userKey, Object value) throws Exception {
+        ((MapState<Integer, Object>) writing(name, namespace)).put(userKey, value);
     }
 
     @SuppressWarnings("unchecked")
     public void mapRemove(String name, int namespace, int userKey) throws Exception {
-        ((MapState<Integer, Integer>) writing(name, namespace)).remove(userKey);
+        ((MapState<Integer, Object>) writing(name, namespace)).remove(userKey);
     }
 
     @SuppressWarnings("unchecked")
     public Object mapGet(String name, int namespace, int userKey) throws Exception {
-        return ((MapState<Integer, Integer>) at(name, namespace)).get(userKey);
+        return ((MapState<Integer, Object>) at(name, namespace)).get(userKey);
     }
 
     @SuppressWarnings("unchecked")
     public boolean mapContains(String name, int namespace, int userKey) throws Exception {
-        return ((MapState<Integer, Integer>) at(name, namespace)).contains(userKey);
+        return ((MapState<Integer, Object>) at(name, namespace)).contains(userKey);
     }
 
     /** The map's entries as user key, value pairs, a value null where the map holds null (null when Flink returns null). */
     @SuppressWarnings("unchecked")
     public Object[] mapEntries(String name, int namespace) throws Exception {
-        Iterable<Map.Entry<Integer, Integer>> got = ((MapState<Integer, Integer>) at(name, namespace)).entries();
+        Iterable<Map.Entry<Integer, Object>> got = ((MapState<Integer, Object>) at(name, namespace)).entries();
         if (got == null) {
             return null;
         }
         List<Object> flat = new ArrayList<>();
-        for (Map.Entry<Integer, Integer> e : got) {
+        for (Map.Entry<Integer, Object> e : got) {
             flat.add(e.getKey());
             flat.add(e.getValue());
         }
