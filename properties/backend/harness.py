@@ -107,7 +107,7 @@ class BackendMachineConfig:
     ``inline``: always on the task thread, so no step ever races it), and whether savepoints
     may be native (``native_savepoints``: Flink has them from 1.15; its implementation
     turns them off before), and whether time-to-live switched on or off across a restore is
-    migrated (``ttl_migration``, Flink from 2.0) or refused as incompatible."""
+    migrated (``ttl_migration``, Flink from 2.2) or refused as incompatible."""
 
     keys: int = 6
     async_part: str = attrs.field(default="thread", validator=attrs.validators.in_(("thread", "inline")))
@@ -179,6 +179,7 @@ class BackendHarness(SnapshotFormSteps, UpgradeSteps, HarnessBase):
         self.generation = 0  # how many upgrades the job went through
         self.generations: dict = {}  # cid -> the generation its snapshot was taken in
         self.savepoint_ids: set = set()  # cids of savepoints (their restores are K7)
+        self.forms: dict = {}  # cid -> checkpoint, canonical or native
         self.impl = impl
         # What the backend answered, step by step (parity: the same program on two backends), if asked.
         self.observed: Optional[list] = [] if observe else None
@@ -441,6 +442,7 @@ class BackendHarness(SnapshotFormSteps, UpgradeSteps, HarnessBase):
         else:
             future = self._call(step, self.kb.savepoint, cid, streams, form == "canonical")
             self.savepoint_ids.add(cid)
+        self.forms[cid] = form or "checkpoint"
         frozen = self.frozen[cid] = self.model.freeze()
         self.generations[cid] = self.generation
         if any(spec.expired(ms, frozen.time) for (name, _, _), ms in frozen.touched.items()

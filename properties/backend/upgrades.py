@@ -12,7 +12,7 @@
   that gain TTL last accessed now, values that lose it kept); an
   incompatible one must be refused, by the restore or by the registration of
   the state (K9: ``StateMigrationException``, as Flink documents); the
-  program then goes on with the backend it had. Before Flink 2.0 switching
+  program then goes on with the backend it had. Before Flink 2.2 switching
   TTL is incompatible (the implementation's ``ttl_migration``);
 - ``tail_checkpoint``: a backend of one key group holding one Kryo value
   whose last field is an empty array, snapshotted to memory streams and
@@ -57,7 +57,7 @@ UPGRADE_SCENARIOS: dict[str, str] = {
     "schema-incompatible-refused": "a restore into the POJO class with a field's type changed: refused",
     "ttl-switched-on": "a restore with time-to-live switched on for states without it",
     "ttl-switched-off": "a restore with time-to-live switched off for states with it",
-    "ttl-switch-refused": "a restore with time-to-live switched, refused (Flink before 2.0)",
+    "ttl-switch-refused": "a restore with time-to-live switched, refused (Flink before 2.2)",
     "tail-zero-length-read": "a snapshot whose stream ends with a Kryo value's empty array, restored",
 }
 
@@ -171,7 +171,7 @@ class UpgradeSteps:
             self._call(step, state.set_current_namespace, 0)
             reads.append(self._call(step, state.value))
         self._dispose(step, restored)
-        why = "a field whose type changed" if pojo == INCOMPATIBLE else "time-to-live switched (before Flink 2.0)"
+        why = "a field whose type changed" if pojo == INCOMPATIBLE else "time-to-live switched (before Flink 2.2)"
         self._fail(DIVERGENCE, "K9", f"{self._render(step)}: {what}: {why} is incompatible, which Flink refuses "
                                      f"(StateMigrationException); the backend restored it (the POJO state reads "
                                      f"{reads!r:.200})", "a refused restore", f"restored: {reads!r:.200}")

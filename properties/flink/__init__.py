@@ -141,7 +141,7 @@ def _async(spec: str, version: str, corruption: str) -> Implementation:
 def _backend(spec: str, version: str, corruption: str) -> Implementation:
     described = f" with the seeded corruption {corruption}" if corruption else ""
     # Native savepoints (SavepointFormatType) exist from 1.15: before, every savepoint is canonical.
-    # TTL switched across a restore is migrated from 2.0 (TtlAwareSerializer): before, it is incompatible.
+    # TTL switched across a restore is migrated from 2.2 (TtlAwareSerializer in the heap backend): before, incompatible.
     release = parse_version(version)
     lacks = {"native_savepoints": "no native savepoints: the machine leaves them out",
              "ttl_migration": "no TTL state migration: TTL switched across a restore must be refused"}
@@ -160,7 +160,7 @@ def _table(spec: str, version: str, corruption: str) -> Implementation:
 
 
 FLINK_NATIVE_SAVEPOINTS_SINCE = (1, 15, 0)
-FLINK_TTL_MIGRATION_SINCE = (2, 0, 0)
+FLINK_TTL_MIGRATION_SINCE = (2, 2, 0)  # measured: 2.1.0 refuses, 2.2.0 migrates (FLINK-37294)
 # The machines Flink's own classes implement through the bridge, and since which release.
 _IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend}
 _SINCE = {"async": (FLINK_ASYNC_SINCE, f"Flink's AsyncExecutionController exists from "

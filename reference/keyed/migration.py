@@ -10,11 +10,11 @@ every value already) against the one the descriptor gives
 - **compatible after migration**: a POJO with fields added or removed (the
   values were read into objects of the new class: an added field holds the
   class's default, a removed one is gone), or time-to-live switched on or off
-  (from 2.0: values wrapped with the time of the migration as their last
+  (from 2.2: values wrapped with the time of the migration as their last
   access, or unwrapped; ``HeapKeyedStateBackend.migrateTtlAwareStateValues``);
 - **incompatible**: another class, a field whose serializer changed, any
   other change: ``StateMigrationException``, and nothing is read
-  (before 2.0 switching TTL is incompatible too).
+  (before 2.2 switching TTL is incompatible too).
 
 :func:`compatibility` decides, structurally (lists, maps and TTL values of
 these); :func:`migrate` converts one value.
