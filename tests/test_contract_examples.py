@@ -34,7 +34,8 @@ from cowcheck.reference import CopyOnWriteStateMap
 from cowcheck.reference.async_execution import AsyncExecutionController, RecordContext
 from cowcheck.reference.checkpoint import HeapKeyedStateBackend
 from cowcheck.reference.entry import StateMapEntry
-from cowcheck.reference.keyed import HashMapStateBackend
+from cowcheck.reference.keyed import HashMapStateBackend, KeyedStateBackend
+from cowcheck.reference.keyed.migration import AS_IS, INCOMPATIBLE
 from cowcheck.reference.hashing import composite_hash
 from cowcheck.reference.snapshot import CopyOnWriteStateMapSnapshot
 from cowcheck.reference.state_table import CopyOnWriteStateTable
@@ -268,6 +269,20 @@ class KeyedMergeTakesLastHandle(HashMapStateBackend):
                                                   list(state_handles)[-1:])
 
 
+class AcceptsAnyUpgrade(HashMapStateBackend):
+    """A state backend whose restored states take any serializer a descriptor brings: an incompatible
+    one is treated as compatible as is (nothing converted, nothing refused)."""
+
+    def __init__(self):
+        super().__init__(capacity=4, backend_class=_AcceptsAnySerializer)
+
+
+class _AcceptsAnySerializer(KeyedStateBackend):
+    def state_compatibility(self, old, new):
+        outcome = super().state_compatibility(old, new)
+        return AS_IS if outcome == INCOMPATIBLE else outcome
+
+
 # ------------------------------------------------- the examples
 
 
@@ -358,6 +373,15 @@ EXAMPLES: dict[str, Example] = {
                    S("list_add", ("list", 0, 0, 2)), S("join", (0,)))),
     "K6": Example("backend", "mutant:backend-null-update-stores-null", CRASH,
                   (OPEN, S("update", ("value", 0, 0, None)), S("checkpoint", (0, "memory")))),
+    # savepoints, upgrades and streams
+    "K7": Example("backend", "mutant:backend-savepoint-skips-last-state", DIVERGENCE,
+                  (OPEN, S("update", ("value", 0, 0, 1)), S("savepoint", (0, "canonical", "memory")))),
+    "K8": Example("backend", "mutant:backend-migration-reads-with-old-serializer", DIVERGENCE,
+                  (OPEN, S("update", ("value_pojo", 0, 0, 7)), S("upgrade", ("checkpoint", 2, "same")))),
+    "K9": Example("backend", AcceptsAnyUpgrade, DIVERGENCE,
+                  (OPEN, S("update", ("value_pojo", 0, 0, 7)), S("upgrade", ("checkpoint", 4, "same")))),
+    "K10": Example("backend", "mutant:backend-stream-eof-on-empty-read", DIVERGENCE,
+                   (OPEN, S("tail_checkpoint", (0, 0, "canonical")))),
     # the async execution controller
     "A1": Example("async", "mutant:async-unblock-newest-first", DIVERGENCE,
                   (S("arrive", (0, [["add", "b", 5]])), S("arrive", (0, [["sum", "a", "b", "b"]])),

@@ -14,6 +14,7 @@ Importing this package registers the machine (and its mutants) with
 from __future__ import annotations
 
 from cowcheck.backend import mutants  # noqa: F401  (registers the backend's seeded bugs)
+from cowcheck.backend import savepoint_mutants  # noqa: F401  (and those of savepoints, upgrades and streams)
 from cowcheck.backend.harness import BACKEND_SCENARIOS, BackendHarness, BackendMachineConfig
 from cowcheck.backend.machine import make_backend_machine, replay_setup
 from cowcheck.backend.ops import BACKEND_OPS
@@ -42,7 +43,7 @@ def setup_lines(impl_spec: str, config: BackendMachineConfig) -> list:
     """What the printed steps stand for (the harness's helpers, properties/backend/harness.py)."""
     where = "on the task thread" if config.async_part == "inline" else "on the task thread or a thread of its own"
     return [f"# implementation: {impl_spec}; asynchronous parts {where} (docs/contract.md §20)",
-            "# open_backend: create_keyed_state_backend over all key groups, the twelve states registered;",
+            "# open_backend: create_keyed_state_backend over all key groups, every state of ops.STATES registered;",
             "# at(key, namespace, state): set_current_key(key), the state's set_current_namespace(namespace);",
             "# check_restore / check_rescale: restore, compare with the model's copy frozen at the checkpoint"]
 

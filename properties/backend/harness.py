@@ -4,7 +4,7 @@ The implementation is a *state backend* (``factory()``): an object with a
 ``clock`` (``advance(millis)``, starting at 0) that builds keyed backends
 (``create_keyed_state_backend(key_serializer, max_parallelism,
 key_group_range, state_handles=())``, the API of
-:mod:`cowcheck.reference.keyed`). The harness opens one, registers the twelve states
+:mod:`cowcheck.reference.keyed`). The harness opens one, registers the states
 of :data:`~cowcheck.backend.ops.STATES` through their descriptors, and
 applies each step to it and to :class:`~cowcheck.model.keyed_model.KeyedModel`.
 

@@ -1,10 +1,11 @@
 """The backend machine's operations and states, declared once (:data:`BACKEND_OPS`, :data:`STATES`).
 
 A program opens a keyed backend (its key type and max parallelism), then
-works on twelve states registered through descriptors as an operator
-registers them: a value, a list, a map and a reducing (sum) state, each
-without time-to-live, with TTL updated on create and write, and with TTL
-updated on read and write (:data:`STATES`). State-level steps name the
+works on the states registered through descriptors as an operator
+registers them (:data:`STATES`): a value, a list, a map and a reducing (sum)
+state of ints, each without time-to-live, with TTL updated on create and
+write, and with TTL updated on read and write; and a value, a list and a map
+state of a POJO and of a Kryo type (values.py). State-level steps name the
 state, the key (the backend's current key is set to it first) and the
 namespace. Around them: key iteration, the TTL clock, checkpoints to memory
 or to files whose asynchronous part runs on the task thread
@@ -226,7 +227,7 @@ UPGRADE_OPS = [
 
 BACKEND_OPS = OperationTable("backend", [
     _op("open", "key_type max_parallelism",
-        "kb = open_backend({0!r}, {1!r})  # key groups 0..{1}-1, the twelve states registered"),
+        "kb = open_backend({0!r}, {1!r})  # key groups 0..{1}-1, every state of ops.STATES registered"),
     _op("update", "state=state:value key namespace value=nullable_value", _at("update({3!r})")),
     _op("value", "state=state:value key namespace", _at("value()")),
     _op("list_add", "state=state:list key namespace value", _at("add({3!r})")),

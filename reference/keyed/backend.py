@@ -159,7 +159,8 @@ class KeyedStateBackend(HeapKeyedStateBackend):
 
     Seams for seeded bugs: ``heap_states`` and ``ttl_states`` (kind -> state class),
     ``ttl_reduce_function``, ``future_class`` (the asynchronous part), ``pending_class``
-    (the checkpoint writer) and :meth:`snapshot_transformer`.
+    (the checkpoint writer), ``savepoint_class``, ``stream_input``, :meth:`snapshot_transformer`,
+    :meth:`state_compatibility` and :meth:`_migrate`.
     """
 
     heap_states = _HEAP_STATES
@@ -208,7 +209,7 @@ class KeyedStateBackend(HeapKeyedStateBackend):
             registered = self.registered_state(descriptor.name)
             have = (registered.namespace_serializer.serializer_id, registered.state_serializer.serializer_id)
             want = (namespace_serializer.serializer_id, state_serializer.serializer_id)
-            outcome = compatibility(registered.state_serializer, state_serializer)
+            outcome = self.state_compatibility(registered.state_serializer, state_serializer)
             if have[0] != want[0] or outcome == INCOMPATIBLE:
                 raise StateMigrationError(descriptor.name, " / ".join(have), " / ".join(want))
             if outcome == AFTER_MIGRATION:
@@ -221,6 +222,10 @@ class KeyedStateBackend(HeapKeyedStateBackend):
         state = self._build_state(descriptor, self.state(descriptor.name))
         self._created[descriptor.name] = (descriptor.kind, state)
         return state
+
+    def state_compatibility(self, old, new) -> str:
+        """Whether a state written with ``old`` may be read on with ``new`` (migration.compatibility)."""
+        return compatibility(old, new)
 
     def _migrate(self, registered, state_serializer) -> None:
         """Every value of a restored state converted to what ``state_serializer`` holds (maintenance

@@ -132,6 +132,11 @@ def register_custom_snapshot(custom: CustomSnapshot) -> None:
     _CUSTOM_BY_CLASS[custom.serializer_class] = custom
 
 
+def _custom_of(serializer):
+    """The custom snapshot of ``serializer``'s class or of the class it derives from, or None."""
+    return next((_CUSTOM_BY_CLASS[c] for c in type(serializer).__mro__ if c in _CUSTOM_BY_CLASS), None)
+
+
 def _kind_of(serializer) -> SnapshotKind:
     kind = _BY_CLASS.get(type(serializer))
     if kind is None:
@@ -141,13 +146,13 @@ def _kind_of(serializer) -> SnapshotKind:
 
 def snapshot_class(serializer) -> str:
     """The Java class of ``serializer``'s snapshot."""
-    custom = _CUSTOM_BY_CLASS.get(type(serializer))
+    custom = _custom_of(serializer)
     return custom.java_class if custom is not None else _kind_of(serializer).java_class
 
 
 def write_snapshot(serializer, out: bytearray) -> None:
     """``serializer``'s versioned snapshot (no proxy version in front: as nested snapshots are written)."""
-    custom = _CUSTOM_BY_CLASS.get(type(serializer))
+    custom = _custom_of(serializer)
     if custom is not None:
         out += java_utf(custom.java_class)
         custom.write(serializer, out)
