@@ -1,10 +1,12 @@
 """The backend machine ("backend"): keyed states at the state level, TTL, checkpoints and restores.
 
 - ``ops``: the states (value, list, map, reducing; without TTL, with TTL on
-  create and write, on read and write) and the operations, declared once;
-- ``harness``: drives a state backend against :mod:`cowcheck.model.keyed_model`, checks K1–K6;
+  create and write, on read and write; of a POJO and a Kryo type: ``values``) and the operations,
+  declared once;
+- ``harness``: drives a state backend against :mod:`cowcheck.model.keyed_model`, checks K1–K10
+  (savepoints, file thresholds: ``savepoints``; typed values, upgrades: ``upgrades``);
 - ``machine``: the Hypothesis machine, its rules generated from the table;
-- ``walks``: seeded swarm walks; ``mutants``: seeded bugs of the reference backend.
+- ``walks``: seeded swarm walks; ``mutants``, ``savepoint_mutants``: seeded bugs of the reference backend.
 
 Importing this package registers the machine (and its mutants) with
 :mod:`cowcheck.core.machine`; ``--impl flink[@VERSION]`` runs Flink's own

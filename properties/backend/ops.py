@@ -22,7 +22,7 @@ arguments are checked against it.
 >>> BACKEND_OPS.render(Step("update", ("value_ttl", 3, 0, None)))
 "at(3, 0, 'value_ttl').update(None)"
 >>> [s.name for s in STATES if s.kind == "map"]
-['map', 'map_ttl', 'map_ttl_read']
+['map', 'map_ttl', 'map_ttl_read', 'map_pojo', 'map_kryo']
 """
 
 from __future__ import annotations

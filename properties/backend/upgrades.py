@@ -98,6 +98,8 @@ class UpgradeSteps:
         form = None if of == "checkpoint" else of
         if form is not None:
             self._form(step, form)
+        for running in list(self.futures):  # the job stops, as for recover: its snapshots complete first
+            self._complete(step, running)
         flipped = ttl == "flipped"
         pojo = upgrade_outcome(self.schema, schema)
         switch = AS_IS if not flipped else AFTER_MIGRATION if self.ttl_migration else INCOMPATIBLE

@@ -9,7 +9,7 @@ read, checkpointed and read again, at times that straddle its expiry), and
 ends by joining the asynchronous parts still running, as every example does.
 
 >>> list(walk_program(3, 4))[:2]
-[Step(op='open', args=('int', 128)), Step(op='update', args=('value', 2027808452, 0, None))]
+[Step(op='open', args=('int', 128)), Step(op='advance', args=(5,))]
 """
 
 from __future__ import annotations

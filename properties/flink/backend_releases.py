@@ -40,9 +40,6 @@ __all__ = ["write", "read", "pairs_of", "main", "REFERENCE", "describe_handle", 
 
 # The pseudo-release: the reference's keyed backend in Flink's checkpoint format.
 REFERENCE = "reference"
-# Steps the writers leave out: a map value null makes every release's canonical savepoint fail
-# (docs/findings/canonical-savepoint-null-map-value.md), which would end the program there.
-_LEFT_OUT = frozenset({"map_put_null"})
 
 
 def _order(version: str) -> tuple:
@@ -129,6 +126,7 @@ def write(version: str, programs: int, steps: int, out: Path) -> dict:
     from cowcheck.core.failures import CheckFailure
     from cowcheck.core.impls import resolve
     from cowcheck.core.limits import limited
+    from cowcheck.flink.backend import LEFT_OUT_OF_COMPARISONS
     from cowcheck.flink.jvm import Java
     from cowcheck.reference.checkpoint import CheckpointStreamFactory
 
@@ -162,7 +160,7 @@ def write(version: str, programs: int, steps: int, out: Path) -> dict:
             seen: set = set()
             try:
                 for step in walk_program(seed, steps, native_savepoints=settings.get("native_savepoints", True)):
-                    if step.op in _LEFT_OUT:
+                    if step.op in LEFT_OUT_OF_COMPARISONS:
                         continue
                     harness.apply(step)
                     for cid in sorted(set(harness.handles) - seen):
