@@ -46,7 +46,7 @@ class _SkipsLastState(CanonicalSavepoint):
 
 
 @_backend_mutant("backend-savepoint-skips-last-state", "the canonical savepoint writer leaves out the entries of "
-                 "the last state of each key group (its highest state id there)", "K7 / K8")
+                 "the last state of each key group (its highest state id there)", "K7 / K8 / K10")
 class SavepointSkipsLastState(KeyedStateBackend):
     savepoint_class = _SkipsLastState
 
@@ -136,20 +136,36 @@ class KryoDuplicateSharesState(KeyedStateBackend):
 
 class _StartsPaused:
     """An asynchronous part whose ``start`` returns once its thread stopped at its first Kryo value
-    (or finished): the task thread's next steps then run while it is stopped there."""
+    (or finished): the task thread's next steps then run while it is stopped there. Joining it
+    (``get``) lets it go on at once; while it is stopped it says it is done, so that a join does
+    not wait for the stop to time out."""
 
     def __init__(self, future) -> None:
         self.future = future
+        self.kryos = [k for state in future.pending.states for k in _kryos(state.state_serializer)]
 
     def start(self) -> None:
-        kryos = [k for state in self.future.pending.states for k in _kryos(state.state_serializer)]
-        for kryo in kryos:
+        for kryo in self.kryos:
             kryo._stopped_once = False  # each snapshot's asynchronous part stops at its first Kryo value
         self.future.start()
         for _ in range(2000):
-            if self.future.done or any(k._paused.is_set() for k in kryos):
+            if self.future.done or self._stopped():
                 return
             time.sleep(0.001)
+
+    def _stopped(self) -> bool:
+        return any(k._paused.is_set() for k in self.kryos)
+
+    @property
+    def done(self) -> bool:
+        return self._stopped() or self.future.done
+
+    def get(self, timeout=None):
+        for kryo in self.kryos:
+            if kryo._paused.is_set():
+                kryo._paused.clear()
+                kryo._resume.set()
+        return self.future.get(timeout)
 
     def __getattr__(self, name):
         return getattr(self.future, name)

@@ -24,6 +24,7 @@ def register(sub) -> None:
                        description="Run the state machines against every mutant (or --only NAME) and print "
                                    "a kill table. Exit 0: all killed, 1: a mutant survived, 2: bad usage, 3: internal error.")
     p.add_argument("--only", action="append", metavar="NAME", help="run only this mutant (repeatable)")
+    p.add_argument("--machine", metavar="NAME", help="run only the mutants of this machine (map, backend...)")
     p.add_argument("--black-box", action="store_true", help="no introspection: the model properties alone")
     p.add_argument("--seed", type=seed_arg, default=0, help="seed for every mutant (default: 0)")
     p.add_argument("--examples", type=count_arg(bounds.MAX_EXAMPLES), default=2000, help="example budget per mutant (default 2000)")
@@ -54,6 +55,11 @@ def mutants(args, stdout: TextIO, stderr: TextIO) -> int:
     if unknown:
         raise UsageError(f"unknown mutant {unknown[0]!r}; known: {', '.join(everything)}")
     chosen = [everything[n] for n in args.only] if args.only else list(everything.values())
+    if args.machine is not None:
+        machines = sorted({m.machine for m in everything.values()})
+        if args.machine not in machines:
+            raise UsageError(f"--machine {args.machine!r}: the mutants are of the machines {', '.join(machines)}")
+        chosen = [m for m in chosen if m.machine == args.machine]
     stabilise_generation()
     profile = settings.get_profile(args.profile)
     rows = []
