@@ -31,7 +31,7 @@ snapshots drops it; Flink's transformer keeps an empty map, :meth:`Frozen.kept`)
 from __future__ import annotations
 
 import copy
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import attrs
 
@@ -41,13 +41,15 @@ __all__ = ["StateSpec", "KeyedModel", "Frozen"]
 @attrs.frozen
 class StateSpec:
     """A state the model keeps: its name, kind (value, list, map, reducing), time-to-live in
-    milliseconds (None: none), whether reads refresh it, and a reducing state's function."""
+    milliseconds (None: none), whether reads refresh it, a reducing state's function, and the
+    type of its values (``int``, ``pojo``, ``kryo``: the model only keeps them)."""
 
     name: str
     kind: str
     ttl: Optional[int] = None
     update_on_read: bool = False
     reduce: Optional[Callable] = None
+    value_type: str = "int"
 
     def expired(self, ms: int, now: int) -> bool:
         return self.ttl is not None and ms + self.ttl <= now
@@ -92,6 +94,33 @@ class Frozen:
         """Keys a restore may list: those whose entry the checkpoint kept (:meth:`kept`)."""
         return {key for (state, key, ns) in self.touched
                 if state == name and ns == namespace and owned(key) and self.kept((state, key, ns))}
+
+    def upgraded(self, specs: Iterable[StateSpec], convert: Callable[[str, Any], Any], now: int) -> "KeyedModel":
+        """The model of a restore of this checkpoint into the states ``specs`` (the same names; a
+        state's time-to-live may be switched on or off) taken at ``now``, each user value passed
+        through ``convert(name, value)`` (a class upgrade). What the checkpoint left out (expired
+        when it was taken) is gone; a state that gains time-to-live has every part last accessed
+        ``now``; one that loses it keeps what it held."""
+        model = KeyedModel(specs, now)
+        for at, content in self.data.items():
+            name = at[0]
+            old, new = self.specs[name], model.specs[name]
+            if at not in self.touched or not self.kept(at):  # left out by the checkpoint (or by the one recovered)
+                continue
+            gains = old.ttl is None and new.ttl is not None
+
+            def part(value, ms):
+                return [convert(name, value), now if gains else ms]
+
+            if old.kind in ("value", "reducing"):
+                content = part(*content)
+            elif old.kind == "list":
+                content = [part(e, ms) for e, ms in content if not old.expired(ms, self.time)]
+            else:
+                content = {k: part(v, ms) for k, (v, ms) in content.items() if not old.expired(ms, self.time)}
+            model.data[at] = content
+            model.touched[at] = now if gains else self.touched[at]
+        return model
 
     def kept(self, at: tuple) -> bool:
         """Whether the checkpoint may have written the entry ``at``: one not expired when it was
@@ -195,7 +224,8 @@ class KeyedModel:
     # them: removing the last user key removes the entry, an iteration that removes the last
     # (expired) one leaves an empty map there.
 
-    def map_get(self, name, key, namespace, user_key):
+    def _map_part(self, name, key, namespace, user_key) -> Optional[list]:
+        """A user key's ``[user value, ms]`` as a read finds it (None: absent or expired)."""
         spec = self.specs[name]
         content = self.data.get((name, key, namespace))
         part = None if content is None else content.get(user_key)
@@ -206,10 +236,15 @@ class KeyedModel:
             return None
         if self._refreshed(name, key, namespace):
             part[1] = self.now
-        return part[0]
+        return part
+
+    def map_get(self, name, key, namespace, user_key):
+        part = self._map_part(name, key, namespace, user_key)
+        return None if part is None else part[0]
 
     def map_contains(self, name, key, namespace, user_key) -> bool:
-        return self.map_get(name, key, namespace, user_key) is not None
+        """Whether the user key is there (its value may be null: ``put(k, null)`` holds a null)."""
+        return self._map_part(name, key, namespace, user_key) is not None
 
     def map_put(self, name, key, namespace, user_key, user_value) -> None:
         content = self.data.get((name, key, namespace)) or {}

@@ -32,6 +32,9 @@ __all__ = [
     "UnknownSerializerError",
     "serializer_from_id",
     "register_serializer",
+    "register_serializer_family",
+    "LongArraySerializer",
+    "duplicate",
 ]
 
 _INT = struct.Struct(">i")
@@ -175,6 +178,10 @@ class ListSerializer:
         c = self.element_serializer.copy
         return [c(x) for x in value]
 
+    def duplicate(self) -> "ListSerializer":
+        element = duplicate(self.element_serializer)
+        return self if element is self.element_serializer else ListSerializer(element)
+
 
 class BytesSerializer:
     """Flink BytePrimitiveArraySerializer: int32 length, then the raw bytes.
@@ -197,6 +204,31 @@ class BytesSerializer:
     def copy(self, value):
         # bytes are immutable; a bytearray may be mutated in place by its holder.
         return bytearray(value) if isinstance(value, bytearray) else value
+
+
+class LongArraySerializer:
+    """Flink LongPrimitiveArraySerializer (``long[]``): int32 length, then each long. A value is a
+    list of ints; ``copy`` makes a new list (a ``long[]`` is mutable)."""
+
+    serializer_id = "longs"
+
+    def serialize(self, value: list, out: BinaryIO) -> None:
+        if value is None:
+            raise SerializationError("LongArraySerializer: cannot serialize None")
+        try:
+            out.write(_INT.pack(len(value)) + b"".join(_LONG.pack(v) for v in value))
+        except struct.error as exc:
+            raise SerializationError(f"LongArraySerializer: {value!r:.60} is not a list of int64") from exc
+
+    def deserialize(self, inp: BinaryIO) -> list:
+        size = _INT.unpack(_read_exact(inp, 4))[0]
+        if size < 0:
+            raise SerializationError(f"LongArraySerializer: negative length {size}")
+        data = _read_exact(inp, 8 * size)
+        return [_LONG.unpack_from(data, 8 * i)[0] for i in range(size)]
+
+    def copy(self, value: list) -> list:
+        return list(value)
 
 
 class MapSerializer:
@@ -252,6 +284,12 @@ class MapSerializer:
             raise SerializationError("MapSerializer: cannot copy None")
         ck, cv = self.key_serializer.copy, self.value_serializer.copy
         return {ck(k): (None if v is None else cv(v)) for k, v in value.items()}
+
+    def duplicate(self) -> "MapSerializer":
+        key, value = duplicate(self.key_serializer), duplicate(self.value_serializer)
+        if key is self.key_serializer and value is self.value_serializer:
+            return self
+        return MapSerializer(key, value)
 
 
 # ------------------------------------------------------------------ registry
@@ -373,8 +411,31 @@ class TtlSerializer:
     def copy(self, value: TtlValue) -> TtlValue:
         return TtlValue(self.user_value_serializer.copy(value.user_value), value.timestamp)
 
+    def duplicate(self) -> "TtlSerializer":
+        user = duplicate(self.user_value_serializer)
+        return self if user is self.user_value_serializer else TtlSerializer(user)
+
+
+def duplicate(serializer):
+    """``serializer.duplicate()`` (Flink ``TypeSerializer.duplicate``): a serializer to use on another
+    thread, itself when it holds no state (a composite: when none of its parts does). Serializers
+    without the method hold none."""
+    method = getattr(serializer, "duplicate", None)
+    return method() if method is not None else serializer
+
 
 _REGISTRY: dict[str, tuple[int, Callable[..., Any]]] = {}
+# Families whose ids carry their own parameters before the arguments: "pojo:CLASS:FIELD:...<serializers>".
+_PREFIXED: dict[str, Callable[..., Any]] = {}
+
+
+def register_serializer_family(prefix: str, factory: Callable[..., Any]) -> None:
+    """Make ids ``PREFIX:PARAMETERS<argument ids>`` known to :func:`serializer_from_id`:
+    ``factory(PARAMETERS, *argument_serializers)`` builds one (a POJO serializer's class and field
+    names, say), and its ``serializer_id`` must spell the same id."""
+    if not prefix or any(c in prefix for c in "<>,: "):
+        raise ValueError(f"register_serializer_family: bad prefix {prefix!r}")
+    _PREFIXED[prefix] = factory
 
 
 def register_serializer(name: str, factory: Callable[..., Any], arity: int = 0) -> None:
@@ -398,6 +459,7 @@ register_serializer("tuple2", Tuple2Serializer, arity=2)
 register_serializer("timewindow", TimeWindowSerializer)
 register_serializer("void", VoidNamespaceSerializer)
 register_serializer("ttl", TtlSerializer, arity=1)
+register_serializer("longs", LongArraySerializer)
 
 
 def serializer_from_id(serializer_id: str):
@@ -425,10 +487,11 @@ def _parse_id(text: str, pos: int, depth: int):
     while pos < len(text) and text[pos] not in "<>,":
         pos += 1
     name = text[start:pos]
-    if name not in _REGISTRY:
-        known = ", ".join(sorted(_REGISTRY))
+    family, _, parameters = name.partition(":")
+    if name not in _REGISTRY and not (parameters and family in _PREFIXED):
+        known = ", ".join(sorted(_REGISTRY) + [f"{p}:..." for p in sorted(_PREFIXED)])
         raise UnknownSerializerError(text, f"no serializer named {name!r} (known: {known})")
-    arity, factory = _REGISTRY[name]
+    arity, factory = _REGISTRY[name] if name in _REGISTRY else (None, _PREFIXED[family])
     args = []
     if pos < len(text) and text[pos] == "<":
         pos += 1
@@ -442,6 +505,11 @@ def _parse_id(text: str, pos: int, depth: int):
                 pos += 1
                 break
             raise UnknownSerializerError(text, f"expected ',' or '>' at position {pos}")
+    if arity is None:  # a family: the factory checks its parameters against its arguments
+        try:
+            return factory(parameters, *args), pos
+        except (TypeError, ValueError) as exc:
+            raise UnknownSerializerError(text, str(exc)) from None
     if len(args) != arity:
         raise UnknownSerializerError(text, f"{name!r} takes {arity} serializer argument(s), got {len(args)}")
     return factory(*args), pos

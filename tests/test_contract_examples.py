@@ -34,7 +34,8 @@ from cowcheck.reference import CopyOnWriteStateMap
 from cowcheck.reference.async_execution import AsyncExecutionController, RecordContext
 from cowcheck.reference.checkpoint import HeapKeyedStateBackend
 from cowcheck.reference.entry import StateMapEntry
-from cowcheck.reference.keyed import HashMapStateBackend
+from cowcheck.reference.keyed import HashMapStateBackend, KeyedStateBackend
+from cowcheck.reference.keyed.migration import AS_IS, INCOMPATIBLE
 from cowcheck.reference.operator import (DefaultOperatorStateBackend, HeapBroadcastState, OperatorStateBackends,
                                          PartitionableListState)
 from cowcheck.reference.hashing import composite_hash
@@ -320,6 +321,20 @@ def IncompatibleSerializerAccepted():
     return OperatorStateBackends(backend_class=_IgnoresSerializers)
 
 
+class AcceptsAnyUpgrade(HashMapStateBackend):
+    """A state backend whose restored states take any serializer a descriptor brings: an incompatible
+    one is treated as compatible as is (nothing converted, nothing refused)."""
+
+    def __init__(self):
+        super().__init__(capacity=4, backend_class=_AcceptsAnySerializer)
+
+
+class _AcceptsAnySerializer(KeyedStateBackend):
+    def state_compatibility(self, old, new):
+        outcome = super().state_compatibility(old, new)
+        return AS_IS if outcome == INCOMPATIBLE else outcome
+
+
 # ------------------------------------------------- the examples
 
 
@@ -426,6 +441,15 @@ EXAMPLES: dict[str, Example] = {
     "O6": Example("operator", IncompatibleSerializerAccepted, DIVERGENCE,
                   (S("open", (1,)), S("checkpoint", (0, False, "memory")), S("recover", (0, 1, "split_int")))),
     "O7": Example("operator", BroadcastContainsRaises, CRASH, (S("open", (1,)), S("contains", (0, "bcast_int_long", 3)))),
+    # savepoints, upgrades and streams
+    "K7": Example("backend", "mutant:backend-savepoint-skips-last-state", DIVERGENCE,
+                  (OPEN, S("update", ("value", 0, 0, 1)), S("savepoint", (0, "canonical", "memory")))),
+    "K8": Example("backend", "mutant:backend-migration-reads-with-old-serializer", DIVERGENCE,
+                  (OPEN, S("update", ("value_pojo", 0, 0, 7)), S("upgrade", ("checkpoint", 2, "same")))),
+    "K9": Example("backend", AcceptsAnyUpgrade, DIVERGENCE,
+                  (OPEN, S("update", ("value_pojo", 0, 0, 7)), S("upgrade", ("checkpoint", 4, "same")))),
+    "K10": Example("backend", "mutant:backend-stream-eof-on-empty-read", DIVERGENCE,
+                   (OPEN, S("tail_checkpoint", (0, 0, "canonical")))),
     # the async execution controller
     "A1": Example("async", "mutant:async-unblock-newest-first", DIVERGENCE,
                   (S("arrive", (0, [["add", "b", 5]])), S("arrive", (0, [["sum", "a", "b", "b"]])),

@@ -38,7 +38,7 @@ FOLDERS = (("cowcheck.reference", "reference"), ("cowcheck.model", "model"), ("c
            ("cowcheck", "properties"))
 # Dotted names under cowcheck that are not Python modules: the entry-point group of commands and the
 # Java package of the Flink bridge's helper.
-NOT_MODULES = ("cowcheck.commands", "cowcheck.bridge")
+NOT_MODULES = ("cowcheck.commands", "cowcheck.bridge", "cowcheck.types")  # an entry-point group, Java packages
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*```")
 

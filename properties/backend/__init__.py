@@ -1,10 +1,12 @@
 """The backend machine ("backend"): keyed states at the state level, TTL, checkpoints and restores.
 
 - ``ops``: the states (value, list, map, reducing; without TTL, with TTL on
-  create and write, on read and write) and the operations, declared once;
-- ``harness``: drives a state backend against :mod:`cowcheck.model.keyed_model`, checks K1–K6;
+  create and write, on read and write; of a POJO and a Kryo type: ``values``) and the operations,
+  declared once;
+- ``harness``: drives a state backend against :mod:`cowcheck.model.keyed_model`, checks K1–K10
+  (savepoints, file thresholds: ``savepoints``; typed values, upgrades: ``upgrades``);
 - ``machine``: the Hypothesis machine, its rules generated from the table;
-- ``walks``: seeded swarm walks; ``mutants``: seeded bugs of the reference backend.
+- ``walks``: seeded swarm walks; ``mutants``, ``savepoint_mutants``: seeded bugs of the reference backend.
 
 Importing this package registers the machine (and its mutants) with
 :mod:`cowcheck.core.machine`; ``--impl flink[@VERSION]`` runs Flink's own
@@ -14,6 +16,7 @@ Importing this package registers the machine (and its mutants) with
 from __future__ import annotations
 
 from cowcheck.backend import mutants  # noqa: F401  (registers the backend's seeded bugs)
+from cowcheck.backend import savepoint_mutants  # noqa: F401  (and those of savepoints, upgrades and streams)
 from cowcheck.backend.harness import BACKEND_SCENARIOS, BackendHarness, BackendMachineConfig
 from cowcheck.backend.machine import make_backend_machine, replay_setup
 from cowcheck.backend.ops import BACKEND_OPS
@@ -42,7 +45,7 @@ def setup_lines(impl_spec: str, config: BackendMachineConfig) -> list:
     """What the printed steps stand for (the harness's helpers, properties/backend/harness.py)."""
     where = "on the task thread" if config.async_part == "inline" else "on the task thread or a thread of its own"
     return [f"# implementation: {impl_spec}; asynchronous parts {where} (docs/contract.md §20)",
-            "# open_backend: create_keyed_state_backend over all key groups, the twelve states registered;",
+            "# open_backend: create_keyed_state_backend over all key groups, every state of ops.STATES registered;",
             "# at(key, namespace, state): set_current_key(key), the state's set_current_namespace(namespace);",
             "# check_restore / check_rescale: restore, compare with the model's copy frozen at the checkpoint"]
 

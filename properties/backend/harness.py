@@ -4,7 +4,7 @@ The implementation is a *state backend* (``factory()``): an object with a
 ``clock`` (``advance(millis)``, starting at 0) that builds keyed backends
 (``create_keyed_state_backend(key_serializer, max_parallelism,
 key_group_range, state_handles=())``, the API of
-:mod:`cowcheck.reference.keyed`). The harness opens one, registers the twelve states
+:mod:`cowcheck.reference.keyed`). The harness opens one, registers the states
 of :data:`~cowcheck.backend.ops.STATES` through their descriptors, and
 applies each step to it and to :class:`~cowcheck.model.keyed_model.KeyedModel`.
 
@@ -25,7 +25,12 @@ Codes (``Failure.code``):
 - K5 K3 for a checkpoint whose asynchronous part ran on a thread of its own
   while the task thread went on with the next steps (the race copy-on-write
   exists for);
-- K6 the backend raised where the model expects an answer (crash code).
+- K6 the backend raised where the model expects an answer (crash code);
+- K7 a savepoint (canonical or native) restored differs from the frozen copy (savepoints.py);
+- K8 an upgrade Flink accepts (a POJO's fields added or removed, TTL switched) does not restore the
+  model's state migrated; K9 an incompatible one is not refused (upgrades.py);
+- K10 a file snapshot is not where its size and threshold put it, or a stream's last (zero-length)
+  read breaks a restore.
 
 Checkpoint files go to a private temporary directory. While an asynchronous
 part runs, each step of the task thread starts with a random yield (a
@@ -54,7 +59,11 @@ from typing import Optional
 import attrs
 
 from cowcheck.model.keyed_model import KeyedModel
-from cowcheck.backend.ops import (BACKEND_OPS, CHECKPOINTS, KEYED, NAMESPACES, STATES, descriptor_of, key_pool)
+from cowcheck.backend.ops import (BACKEND_OPS, CHECKPOINTS, KEYED, NAMESPACES, STATES, THREADED, descriptor_of,
+                                  key_pool)
+from cowcheck.backend.savepoints import SAVEPOINT_SCENARIOS, SnapshotFormSteps
+from cowcheck.backend.upgrades import UPGRADE_SCENARIOS, UpgradeSteps
+from cowcheck.backend.values import typed
 from cowcheck.core.failures import CRASH, DIVERGENCE, CheckFailure
 from cowcheck.core.harness import HarnessBase
 from cowcheck.core.keys import FAMILIES, fresh
@@ -90,6 +99,8 @@ BACKEND_SCENARIOS: dict[str, str] = {
     "restore-sub-range": "a checkpoint restored into a smaller key-group range",
     "restore-rescaled": "a checkpoint split into two ranges, checkpointed and merged back",
     "recover-and-continue": "state restored from a checkpoint and changed further",
+    **SAVEPOINT_SCENARIOS,
+    **UPGRADE_SCENARIOS,
 }
 
 _WRITES = frozenset({"update", "list_add", "list_update", "map_put", "map_remove", "reduce_add", "clear"})
@@ -97,13 +108,18 @@ _WRITES = frozenset({"update", "list_add", "list_update", "map_put", "map_remove
 
 @attrs.frozen
 class BackendMachineConfig:
-    """What the machine generates: how many keys per program, and where a checkpoint's
+    """What the machine generates: how many keys per program, where a checkpoint's
     asynchronous part may run (``thread``: on the task thread or on a thread of its own;
-    ``inline``: always on the task thread, so no step ever races it)."""
+    ``inline``: always on the task thread, so no step ever races it), and whether savepoints
+    may be native (``native_savepoints``: Flink has them from 1.15; its implementation
+    turns them off before), and whether time-to-live switched on or off across a restore is
+    migrated (``ttl_migration``, Flink from 2.2) or refused as incompatible."""
 
     keys: int = 6
     async_part: str = attrs.field(default="thread", validator=attrs.validators.in_(("thread", "inline")))
     white_box: Optional[bool] = None
+    native_savepoints: bool = True
+    ttl_migration: bool = True
 
 
 def _list_answer(got) -> Optional[list]:
@@ -115,15 +131,23 @@ def _map_answer(got) -> Optional[dict]:
     return dict(got) if got else None
 
 
-class BackendHarness(HarnessBase):
+class BackendHarness(SnapshotFormSteps, UpgradeSteps, HarnessBase):
     """See the module docstring. ``impl``: the state backend (``factory()``)."""
 
     operations = BACKEND_OPS
     crash_code = "K6"
 
     def __init__(self, impl, keys: int = 6, async_part: str = "thread", white_box: Optional[bool] = None,
-                 observe: bool = False) -> None:
+                 observe: bool = False, native_savepoints: bool = True, ttl_migration: bool = True) -> None:
         super().__init__()
+        self.native_savepoints = native_savepoints
+        self.ttl_migration = ttl_migration
+        self.specs: dict = dict(SPECS)  # the states as the job registers them now (upgrades change them)
+        self.schema = 1  # the POJO's class version the job runs with (values.py)
+        self.generation = 0  # how many upgrades the job went through
+        self.generations: dict = {}  # cid -> the generation its snapshot was taken in
+        self.savepoint_ids: set = set()  # cids of savepoints (their restores are K7)
+        self.forms: dict = {}  # cid -> checkpoint, canonical or native
         self.impl = impl
         # What the backend answered, step by step (parity: the same program on two backends), if asked.
         self.observed: Optional[list] = [] if observe else None
@@ -170,7 +194,7 @@ class BackendHarness(HarnessBase):
                 if args[0] in started:
                     return False
                 started.add(args[0])
-                if op == "checkpoint_async":
+                if op in THREADED:
                     threaded.add(args[0])
             elif op in ("join", "restore", "rescale", "recover"):
                 if args[0] not in (threaded if op == "join" else started):
@@ -228,9 +252,9 @@ class BackendHarness(HarnessBase):
             self._fail(CRASH, "program", f"{self._render(step)}: the backend is already open")
         self.key_type, self.max_parallelism = key_type, max_parallelism
         self.pool = key_pool(key_type, self.keys)
-        self.model = KeyedModel(STATES)
+        self.model = KeyedModel(self.specs.values())
         self.kb = self._call(step, self.impl.create_keyed_state_backend, self._key_serializer(), max_parallelism,
-                             self._whole())
+                             self._whole(), **self._classes())
         self.states = self._register(step, self.kb)
         self.current_key = None
 
@@ -242,14 +266,31 @@ class BackendHarness(HarnessBase):
 
     def _register(self, step, kb) -> dict:
         namespaces = IntSerializer()
-        return {spec.name: self._call(step, kb.get_or_create_keyed_state, namespaces, descriptor_of(spec))
-                for spec in STATES}
+        return {spec.name: self._call(step, kb.get_or_create_keyed_state, namespaces,
+                                      descriptor_of(spec, self.schema))
+                for spec in self.specs.values()}
+
+    def _classes(self) -> dict:
+        """The job's classes, for a backend that restores them: ``class_version`` (the POJO's
+        version, values.py), passed only once it is not the first."""
+        return {"class_version": self.schema} if self.schema != 1 else {}
+
+    def _typed(self, name, value, count: bool = False):
+        """The object a drawn value stands for in state ``name`` (values.py), new at each call
+        (``count``: count the scenarios it reaches)."""
+        if value is None:
+            return None
+        value_type = self.specs[name].value_type
+        got = typed(value_type, self.schema, value)
+        if count and value_type == "kryo" and b"" in (got.fields["data"], got.fields["tag"]):
+            self.coverage["kryo-empty-array"] += 1
+        return got
 
     # ------------------------------------------------------------ state-level steps
 
     def _at(self, step, name, key, namespace):
         """The state ``name`` with the current key set to ``key`` and its namespace to ``namespace``."""
-        spec = SPECS[name]
+        spec = self.specs[name]
         if not FAMILIES[self.key_type].holds(key):
             self._fail(CRASH, "program", f"{self._render(step)}: {key!r} is not a {self.key_type} key")
         if self.current_key is None or self.current_key != key or type(self.current_key) is not type(key):
@@ -260,6 +301,8 @@ class BackendHarness(HarnessBase):
         self.coverage[f"{spec.kind}-state"] += 1
         self.coverage["ttl-off" if spec.ttl is None else
                       "ttl-on-read-and-write" if spec.update_on_read else "ttl-on-create-and-write"] += 1
+        if spec.value_type != "int":
+            self.coverage[f"{spec.value_type}-state"] += 1
         return state
 
     def _read(self, step, name, key, namespace, read, answer, args=()):
@@ -269,7 +312,7 @@ class BackendHarness(HarnessBase):
         got = self._call(step, lambda: answer(getattr(state, read)(*args)))
         self._observe(got)
         want = getattr(self.model, step.op)(name, key, namespace, *args)
-        if stored and want is None and SPECS[name].ttl is not None:
+        if stored and want is None and self.specs[name].ttl is not None:
             self.coverage["ttl-expired-read"] += 1
         self._expect(step, "K1", want, got)
 
@@ -278,8 +321,8 @@ class BackendHarness(HarnessBase):
 
     def _op_update(self, step, name, key, namespace, value):
         state = self._at(step, name, key, namespace)
-        self._call(step, state.update, value)
-        self.model.update(name, key, namespace, value)
+        self._call(step, state.update, self._typed(name, value, count=True))
+        self.model.update(name, key, namespace, self._typed(name, value))
         if value is None:
             self.coverage["null-update"] += 1
 
@@ -287,16 +330,16 @@ class BackendHarness(HarnessBase):
         self._read(step, name, key, namespace, "get", _list_answer)
 
     def _op_list_add(self, step, name, key, namespace, value):
-        self._call(step, self._at(step, name, key, namespace).add, value)
-        self.model.list_add(name, key, namespace, value)
+        self._call(step, self._at(step, name, key, namespace).add, self._typed(name, value, count=True))
+        self.model.list_add(name, key, namespace, self._typed(name, value))
 
     def _op_list_update(self, step, name, key, namespace, values):
-        self._call(step, self._at(step, name, key, namespace).update, list(values))
-        self.model.list_update(name, key, namespace, list(values))
+        self._call(step, self._at(step, name, key, namespace).update, [self._typed(name, v, True) for v in values])
+        self.model.list_update(name, key, namespace, [self._typed(name, v) for v in values])
 
     def _op_map_put(self, step, name, key, namespace, user_key, value):
-        self._call(step, self._at(step, name, key, namespace).put, user_key, value)
-        self.model.map_put(name, key, namespace, user_key, value)
+        self._call(step, self._at(step, name, key, namespace).put, user_key, self._typed(name, value, count=True))
+        self.model.map_put(name, key, namespace, user_key, self._typed(name, value))
 
     def _op_map_remove(self, step, name, key, namespace, user_key):
         self._call(step, self._at(step, name, key, namespace).remove, user_key)
@@ -348,7 +391,9 @@ class BackendHarness(HarnessBase):
 
     # ------------------------------------------------------------ checkpoints
 
-    def _streams(self, target: str) -> CheckpointStreamFactory:
+    def _streams(self, target: str, threshold: int = 0) -> CheckpointStreamFactory:
+        """Memory streams, or file streams keeping at most ``threshold`` bytes inline (0: every
+        snapshot in a file)."""
         if target == "memory":
             self.coverage["checkpoint-memory"] += 1
             return CheckpointStreamFactory()
@@ -356,7 +401,7 @@ class BackendHarness(HarnessBase):
         if self._directory is None:
             self._directory = tempfile.mkdtemp(prefix="cowcheck-backend-")
             self._cleanup = weakref.finalize(self, _finish, self.futures, self._directory)
-        return CheckpointStreamFactory(self._directory, threshold=0)
+        return CheckpointStreamFactory(self._directory, threshold=threshold)
 
     def _snapshot(self, step, kb, cid, streams):
         """``kb.snapshot``, compressed if the program said so (the keyword only then: an implementation
@@ -374,25 +419,32 @@ class BackendHarness(HarnessBase):
                 self._complete(step, running)
         self.compressed = on
 
-    def _take(self, step, cid, streams):
-        """The synchronous part: the implementation's snapshot and the model's frozen copy."""
-        future = self._snapshot(step, self.kb, cid, streams)
+    def _take(self, step, cid, streams, form: Optional[str] = None):
+        """The synchronous part: the implementation's snapshot (a savepoint of ``form``, if given: never
+        compressed here) and the model's frozen copy."""
+        if form is None:
+            future = self._snapshot(step, self.kb, cid, streams)
+        else:
+            future = self._call(step, self.kb.savepoint, cid, streams, form == "canonical")
+            self.savepoint_ids.add(cid)
+        self.forms[cid] = form or "checkpoint"
         frozen = self.frozen[cid] = self.model.freeze()
+        self.generations[cid] = self.generation
         if any(spec.expired(ms, frozen.time) for (name, _, _), ms in frozen.touched.items()
-               for spec in (SPECS[name],)):
+               for spec in (self.specs[name],)):
             self.coverage["checkpoint-drops-expired"] += 1
         return future
 
-    def _op_checkpoint(self, step, cid, target):
-        future = self._take(step, cid, self._streams(target))
+    def _op_checkpoint(self, step, cid, target, form: Optional[str] = None):
+        future = self._take(step, cid, self._streams(target), form)
         self.handles[cid] = self._call(step, future.run)
-        self._check_restore(step, cid, [self.handles[cid]], self._whole(), f"checkpoint c{cid}")
+        self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
 
-    def _op_checkpoint_async(self, step, cid, target, seed):
-        future = self._take(step, cid, YieldingStreamFactory(self._streams(target), seed))
+    def _op_checkpoint_async(self, step, cid, target, seed, form: Optional[str] = None):
+        future = self._take(step, cid, YieldingStreamFactory(self._streams(target), seed), form)
         if self.async_part == "inline":
             self.handles[cid] = self._call(step, future.run)
-            self._check_restore(step, cid, [self.handles[cid]], self._whole(), f"checkpoint c{cid}")
+            self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
             return
         self._call(step, future.start)
         self.futures[cid] = future
@@ -406,18 +458,19 @@ class BackendHarness(HarnessBase):
         if future is None:
             return
         self.handles[cid] = self._call(step, _wait, future)
-        self._check_restore(step, cid, [self.handles[cid]], self._whole(), f"checkpoint c{cid}")
+        if self._current(cid):
+            self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
 
     def _op_join(self, step, cid):
         self._complete(step, cid)
 
     def _code(self, cid) -> str:
-        return "K5" if cid in self.threaded else "K3"
+        return "K7" if cid in self.savepoint_ids else "K5" if cid in self.threaded else "K3"
 
     def _restore(self, step, handles: list, key_group_range: KeyGroupRange, code: str, what: str):
         try:
             return self._call(step, self.impl.create_keyed_state_backend, self._key_serializer(),
-                              self.max_parallelism, key_group_range, handles)
+                              self.max_parallelism, key_group_range, handles, **self._classes())
         except CheckFailure as exc:
             if exc.failure.kind != CRASH:
                 raise
@@ -431,6 +484,7 @@ class BackendHarness(HarnessBase):
         code = code or self._code(cid)
         if len(key_group_range) == self.max_parallelism:
             self.coverage["restore-same-range"] += 1
+        self._count_handles(step, cid, handles)
         restored = self._restore(step, handles, key_group_range, code, what)
         self._expect_restored(step, cid, restored, key_group_range, code, what)
         self._dispose(step, restored)
@@ -443,28 +497,36 @@ class BackendHarness(HarnessBase):
             return key_group(key, mp) in key_group_range
 
         states = self._register(step, restored)
-        for spec in STATES:
+        wanted: dict = {}  # (state, namespace) -> the keys whose state is read back
+        for spec in self.specs.values():
             for namespace in range(NAMESPACES):
                 got = self._call(step, lambda: list(restored.get_keys(spec.name, namespace)))
                 self._observe(sorted(map(repr, got)))
                 must = set(frozen.entries(spec.name, namespace, now, owned))
-                self._check_keys(step, code, got, must, frozen.may_keys(spec.name, namespace, owned),
-                                 f"{where}, state {spec.name!r}, namespace {namespace}")
+                may = frozen.may_keys(spec.name, namespace, owned)
+                self._check_keys(step, code, got, must, may, f"{where}, state {spec.name!r}, namespace {namespace}")
+                wanted[(spec.name, namespace)] = may
+        # Every key that may hold state is read in every state and namespace where it may (key
+        # iteration, checked above, lists nothing else), and one owned key that holds none in any,
+        # in every state and namespace: it must read as empty.
+        owned_keys = [key for key in self.pool if owned(key)]
+        spare = next((key for key in owned_keys if not any(key in keys for keys in wanted.values())), None)
         read = {"value": ("value", lambda v: v), "reducing": ("get", lambda v: v), "list": ("get", _list_answer),
                 "map": ("entries", _map_answer)}
-        for key in self.pool:
-            if not owned(key):
+        for key in owned_keys:
+            reads = [(spec, namespace) for spec in self.specs.values() for namespace in range(NAMESPACES)
+                     if key == spare or key in wanted[(spec.name, namespace)]]
+            if not reads:
                 continue
             self._call(step, restored.set_current_key, fresh(key))
-            for spec in STATES:
+            for spec, namespace in reads:
                 state, (method, answer) = states[spec.name], read[spec.kind]
-                for namespace in range(NAMESPACES):
-                    self._call(step, state.set_current_namespace, namespace)
-                    got = self._call(step, lambda: answer(getattr(state, method)()))
-                    self._observe(got)
-                    want = frozen.visible(spec.name, key, namespace, now)
-                    self._expect(step, code, want, got, f"{where}, state {spec.name!r}, key {key!r}, namespace "
-                                                        f"{namespace}")
+                self._call(step, state.set_current_namespace, namespace)
+                got = self._call(step, lambda: answer(getattr(state, method)()))
+                self._observe(got)
+                want = frozen.visible(spec.name, key, namespace, now)
+                self._expect(step, code, want, got, f"{where}, state {spec.name!r}, key {key!r}, namespace "
+                                                    f"{namespace}")
 
     def _dispose(self, step, kb) -> None:
         dispose = getattr(kb, "dispose", None)
@@ -472,8 +534,14 @@ class BackendHarness(HarnessBase):
             self._call(step, dispose)
 
     def _completed(self, step, cid) -> bool:
+        """Whether ``cid`` completed (waiting for it) and was taken with the job's present classes
+        and descriptors (a snapshot from before an ``upgrade`` is restored only by the upgrade: its
+        restore into the new ones is an upgrade of its own, upgrades.py)."""
         self._complete(step, cid)
-        return cid in self.handles
+        return cid in self.handles and self._current(cid)
+
+    def _current(self, cid) -> bool:
+        return self.generations.get(cid, self.generation) == self.generation
 
     def _op_restore(self, step, cid, start, end):
         if not self._completed(step, cid):
@@ -483,7 +551,7 @@ class BackendHarness(HarnessBase):
             return
         if len(target) < self.max_parallelism:
             self.coverage["restore-sub-range"] += 1
-        self._check_restore(step, cid, [self.handles[cid]], target, f"checkpoint c{cid}")
+        self._check_restore(step, cid, [self.handles[cid]], target, self._what(cid))
 
     def _op_rescale(self, step, cid, split):
         if not self._completed(step, cid) or split >= self.max_parallelism - 1:
@@ -491,7 +559,7 @@ class BackendHarness(HarnessBase):
         parts = [KeyGroupRange(0, split), KeyGroupRange(split + 1, self.max_parallelism - 1)]
         handles = []
         for i, part in enumerate(parts):
-            restored = self._restore(step, [self.handles[cid]], part, "K4", f"checkpoint c{cid}")
+            restored = self._restore(step, [self.handles[cid]], part, "K4", self._what(cid))
             self._expect_restored(step, cid, restored, part, "K4", f"part {i + 1} of c{cid}")
             future = self._snapshot(step, restored, cid, CheckpointStreamFactory())
             handles.append(self._call(step, future.run))
@@ -502,10 +570,10 @@ class BackendHarness(HarnessBase):
     def _op_recover(self, step, cid):
         for running in list(self.futures):
             self._complete(step, running)
-        if cid not in self.handles:
+        if cid not in self.handles or not self._current(cid):
             return
-        self._check_restore(step, cid, [self.handles[cid]], self._whole(), f"checkpoint c{cid}")
-        recovered = self._restore(step, [self.handles[cid]], self._whole(), self._code(cid), f"checkpoint c{cid}")
+        self._check_restore(step, cid, [self.handles[cid]], self._whole(), self._what(cid))
+        recovered = self._restore(step, [self.handles[cid]], self._whole(), self._code(cid), self._what(cid))
         self._dispose(step, self.kb)
         self.kb = recovered
         self.states = self._register(step, recovered)

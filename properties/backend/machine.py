@@ -24,8 +24,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, consumes, initialize, rule
 
 from cowcheck.backend.harness import BackendHarness, BackendMachineConfig
-from cowcheck.backend.ops import (BACKEND_OPS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES, STATES, TARGETS, USER_KEYS,
-                                    key_pool, states_of_kind)
+from cowcheck.backend.ops import (BACKEND_OPS, FORMS, KEY_TYPES, MAX_PARALLELISMS, NAMESPACES, NULLABLE_MAPS,
+                                  RELATIONS, SNAPSHOTS, STATES, TARGETS, TTL_CHANGES, USER_KEYS, key_pool,
+                                  states_of_kind)
+from cowcheck.backend.values import SCHEMAS
 from cowcheck.core.machine import HarnessMachine, RunRecord, identify
 
 __all__ = ["make_backend_machine", "replay_setup", "STRATEGIES"]
@@ -46,17 +48,28 @@ STRATEGIES = {
     "group": _INDEX,
     "split": _INDEX,
     "compressed": st.booleans(),
+    "state:nullable_map": st.sampled_from(NULLABLE_MAPS),
+    "form": st.sampled_from(FORMS),
+    "relation": st.sampled_from(RELATIONS),
+    "snapshot": st.sampled_from(SNAPSHOTS),
+    "state:pojo_value": st.just("value_pojo"),
+    "schema": st.sampled_from(SCHEMAS),
+    "ttl_change": st.sampled_from(TTL_CHANGES),
 }
+# What a config without native savepoints (Flink before 1.15) draws instead.
+_CANONICAL_ONLY = {"form": st.just("canonical"), "snapshot": st.sampled_from(("checkpoint", "canonical"))}
 # Checkpoint ids: the bundle a rule takes one from (None: it makes a new one) and the bundles it adds it to.
 _RUNNING, _STARTED = Bundle("running"), Bundle("started")
 _CIDS = {"checkpoint": (None, (_STARTED,)), "checkpoint_async": (None, (_RUNNING, _STARTED)),
+         "savepoint": (None, (_STARTED,)), "savepoint_async": (None, (_RUNNING, _STARTED)),
+         "checkpoint_threshold": (None, (_STARTED,)),
          "join": (consumes(_RUNNING), ()), "restore": (_STARTED, ()), "rescale": (_STARTED, ()),
          "recover": (_STARTED, ())}
 
 
-def _make_rule(op):
-    """A rule applying ``op`` with arguments drawn from its domains."""
-    drawn = {arg: STRATEGIES[domain] for arg, domain in zip(op.args, op.domains) if domain != "cid"}
+def _make_rule(op, strategies: dict):
+    """A rule applying ``op`` with arguments drawn from its domains (``strategies``)."""
+    drawn = {arg: strategies[domain] for arg, domain in zip(op.args, op.domains) if domain != "cid"}
     source, targets = _CIDS.get(op.name, (None, ()))
     if source is not None:
         drawn["cid"] = source
@@ -87,7 +100,9 @@ def make_backend_machine(factory: Callable, config: BackendMachineConfig = Backe
 
         def __init__(self) -> None:
             super().__init__()
-            self.attach(BackendHarness(self.construct(factory), keys=config.keys, async_part=config.async_part))
+            self.attach(BackendHarness(self.construct(factory), keys=config.keys, async_part=config.async_part,
+                                       native_savepoints=config.native_savepoints,
+                                       ttl_migration=config.ttl_migration))
             self.next_cid = 0
             self.pool: list = []
             self.max_parallelism = 0
@@ -116,9 +131,10 @@ def make_backend_machine(factory: Callable, config: BackendMachineConfig = Backe
             finally:
                 self.harness.close()
 
+    strategies = STRATEGIES if config.native_savepoints else {**STRATEGIES, **_CANONICAL_ONLY}
     for op in BACKEND_OPS:
         if op.name != "open":
-            setattr(BackendMachine, op.name, _make_rule(op))
+            setattr(BackendMachine, op.name, _make_rule(op, strategies))
     name = getattr(factory, "__name__", None) or type(factory).__name__
     BackendMachine.__name__ = BackendMachine.__qualname__ = f"BackendMachine[{name}]"
     BackendMachine.record = record
@@ -127,4 +143,5 @@ def make_backend_machine(factory: Callable, config: BackendMachineConfig = Backe
 
 def replay_setup(factory: Callable, config: BackendMachineConfig):
     """How the backend harness replays a program: a fresh state backend per run."""
-    return factory, {"keys": config.keys, "async_part": config.async_part}
+    return factory, {"keys": config.keys, "async_part": config.async_part,
+                     "native_savepoints": config.native_savepoints, "ttl_migration": config.ttl_migration}

@@ -46,7 +46,7 @@ class _NullStoringValueState(HeapValueState):
 
 
 @_backend_mutant("backend-null-update-stores-null", "ValueState.update(null) stores null instead of removing "
-                 "the entry, so the key is still iterated (and a checkpoint cannot write it)", "K2 / K3 / K4 / K5 / K6",
+                 "the entry, so the key is still iterated (and a checkpoint cannot write it)", "K2 / K3 / K4 / K5 / K6 / K7",
                  source="ValueState.update javadoc")
 class NullUpdateStoresNull(KeyedStateBackend):
     heap_states = {**KeyedStateBackend.heap_states, VALUE: _NullStoringValueState}
@@ -60,13 +60,13 @@ def _late(ttl_class: type) -> type:
 
 
 @_backend_mutant("backend-ttl-expires-late", "a TTL state treats a value as expired only after timestamp + ttl, "
-                 "not at it, so a read at the exact expiry still returns it", "K1 / K3 / K4 / K5")
+                 "not at it, so a read at the exact expiry still returns it", "K1 / K3 / K4 / K5 / K7")
 class TtlExpiresLate(KeyedStateBackend):
     ttl_states = {kind: _late(cls) for kind, cls in KeyedStateBackend.ttl_states.items()}
 
 
 @_backend_mutant("backend-ttl-read-does-not-refresh", "OnReadAndWrite states are built as OnCreateAndWrite: "
-                 "reads never renew the timestamp, so read state expires early", "K1 / K3 / K4 / K5")
+                 "reads never renew the timestamp, so read state expires early", "K1 / K3 / K4 / K5 / K7")
 class TtlReadDoesNotRefresh(KeyedStateBackend):
     def _build_state(self, descriptor, table):
         if descriptor.ttl_config is not None:
@@ -93,7 +93,7 @@ class _KeepsExpiredAccumulator(TtlReduceFunction):
 
 
 @_backend_mutant("backend-reduce-keeps-expired", "a TTL reducing state adds to its accumulator even after it "
-                 "has expired, instead of starting again from the value added", "K1 / K3 / K4 / K5")
+                 "has expired, instead of starting again from the value added", "K1 / K3 / K4 / K5 / K7")
 class ReduceKeepsExpired(KeyedStateBackend):
     ttl_reduce_function = _KeepsExpiredAccumulator
 
@@ -106,7 +106,7 @@ class _EmptyListKeeper(HeapListState):
 
 
 @_backend_mutant("backend-list-update-empty-keeps-entry", "ListState.update([]) stores an empty list instead of "
-                 "removing the entry, so the key is still iterated", "K2 / K3 / K4 / K5")
+                 "removing the entry, so the key is still iterated", "K2 / K3 / K4 / K5 / K7")
 class ListUpdateEmptyKeepsEntry(KeyedStateBackend):
     heap_states = {**KeyedStateBackend.heap_states, LIST: _EmptyListKeeper}
 
@@ -121,14 +121,14 @@ class _EmptyMapKeeper(HeapMapState):
 
 
 @_backend_mutant("backend-map-remove-keeps-empty-map", "MapState.remove of the last user key leaves an empty map "
-                 "in the table, so the key is still iterated", "K2 / K3 / K4 / K5")
+                 "in the table, so the key is still iterated", "K2 / K3 / K4 / K5 / K7")
 class MapRemoveKeepsEmptyMap(KeyedStateBackend):
     heap_states = {**KeyedStateBackend.heap_states, MAP: _EmptyMapKeeper}
 
 
 @_backend_mutant("backend-checkpoint-ignores-ttl-cleanup", "checkpoints write TTL states without their snapshot "
                  "transformer: entries that had expired when the checkpoint was taken are restored "
-                 "(and iterated)", "K3 / K4 / K5")
+                 "(and iterated)", "K3 / K4 / K5 / K7")
 class CheckpointIgnoresTtlCleanup(KeyedStateBackend):
     def snapshot_transformer(self, descriptor):
         return None
@@ -136,7 +136,7 @@ class CheckpointIgnoresTtlCleanup(KeyedStateBackend):
 
 @_backend_mutant("backend-restore-range-end-exclusive", "restore treats the end of a key-group range as "
                  "exclusive when intersecting a handle with the target range, dropping its last key group",
-                 "K3 / K4 / K5")
+                 "K3 / K4 / K5 / K7")
 class RestoreRangeEndExclusive(KeyedStateBackend):
     @staticmethod
     def _restore_range(handle_range, target):
@@ -180,7 +180,7 @@ class _WritesWhenJoined(SnapshotFuture):
 
 @_backend_mutant("backend-release-at-sync-point", "the map snapshots are released at the synchronous part, so "
                  "copy-on-write stops before the asynchronous part has written them (which runs when joined: "
-                 "every step in between races it); caught only when a step races an asynchronous part", "K5")
+                 "every step in between races it); caught only when a step races an asynchronous part", "K5 / K7")
 class ReleaseAtSyncPoint(KeyedStateBackend):
     pending_class = _ReleasedAtSyncPoint
     flink_pending_class = _FlinkReleasedAtSyncPoint

@@ -1,10 +1,11 @@
 """The backend machine's operations and states, declared once (:data:`BACKEND_OPS`, :data:`STATES`).
 
 A program opens a keyed backend (its key type and max parallelism), then
-works on twelve states registered through descriptors as an operator
-registers them: a value, a list, a map and a reducing (sum) state, each
-without time-to-live, with TTL updated on create and write, and with TTL
-updated on read and write (:data:`STATES`). State-level steps name the
+works on the states registered through descriptors as an operator
+registers them (:data:`STATES`): a value, a list, a map and a reducing (sum)
+state of ints, each without time-to-live, with TTL updated on create and
+write, and with TTL updated on read and write; and a value, a list and a map
+state of a POJO and of a Kryo type (values.py). State-level steps name the
 state, the key (the backend's current key is set to it first) and the
 namespace. Around them: key iteration, the TTL clock, checkpoints to memory
 or to files whose asynchronous part runs on the task thread
@@ -22,7 +23,7 @@ arguments are checked against it.
 >>> BACKEND_OPS.render(Step("update", ("value_ttl", 3, 0, None)))
 "at(3, 0, 'value_ttl').update(None)"
 >>> [s.name for s in STATES if s.kind == "map"]
-['map', 'map_ttl', 'map_ttl_read']
+['map', 'map_ttl', 'map_ttl_read', 'map_pojo', 'map_kryo']
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ from cowcheck.core.program import Operation, OperationTable
 from cowcheck.reference.hashing import to_int32
 from cowcheck.reference.keyed import (ON_CREATE_AND_WRITE, ON_READ_AND_WRITE, ListStateDescriptor, MapStateDescriptor,
                              ReducingStateDescriptor, StateTtlConfig, ValueStateDescriptor)
+from cowcheck.backend.values import SCHEMAS, serializer_of
 from cowcheck.reference.serializers import IntSerializer
 
 __all__ = ["BACKEND_OPS", "BackendOperation", "STATES", "STATE_NAMES", "KEY_TYPES", "MAX_PARALLELISMS", "TTL",
-           "NAMESPACES", "TARGETS", "KEYED", "CHECKPOINTS", "sum_int32", "key_pool", "states_of_kind",
+           "NAMESPACES", "TARGETS", "KEYED", "CHECKPOINTS", "THREADED", "FORMS", "RELATIONS", "SNAPSHOTS", "TTL_CHANGES", "NULLABLE_MAPS", "sum_int32", "key_pool", "states_of_kind",
            "DOMAINS", "Domain", "descriptor_of"]
 
 
@@ -55,27 +57,45 @@ STATES = tuple(
     StateSpec(name + suffix, kind, ttl, on_read, sum_int32 if kind == "reducing" else None)
     for name, kind in (("value", "value"), ("list", "list"), ("map", "map"), ("reducing", "reducing"))
     for suffix, ttl, on_read in (("", None, False), ("_ttl", TTL, False), ("_ttl_read", TTL, True))
+) + tuple(
+    # States of a POJO and of a Kryo type (values.py), without time-to-live: the map's user values.
+    StateSpec(f"{kind}_{value_type}", kind, value_type=value_type)
+    for value_type in ("pojo", "kryo") for kind in ("value", "list", "map")
 )
 STATE_NAMES = tuple(s.name for s in STATES)
 KEY_TYPES = ("int", "long", "string")
 MAX_PARALLELISMS = (4, 8, 128)
 NAMESPACES = 3
 TARGETS = ("memory", "file")
+# Savepoints: Flink's canonical (backend-independent) format, or native (the backend's own, from 1.15).
+FORMS = ("canonical", "native")
+# Whether an upgrade switches time-to-live on for the int states without and off for those with.
+TTL_CHANGES = ("same", "flipped")
+# A file snapshot's size against its streams' inline threshold: one byte under it, at it, one over;
+# and which snapshot it is.
+RELATIONS = ("below", "at", "above")
+SNAPSHOTS = ("checkpoint", *FORMS)
+# The map states that take a null value: Flink's MapSerializer writes a null flag, but a TTL map
+# wraps the null in a TtlValue that no IntSerializer writes (every snapshot of it fails, in every
+# release: docs/contract.md K7), so null goes into the map without time-to-live only.
+NULLABLE_MAPS = ("map",)
 USER_KEYS = 4
 MAX_VALUES = 1000
 
 
-def descriptor_of(spec: StateSpec):
-    """The descriptor an operator registers ``spec`` with: int values (int user keys and values
-    for a map), the sum for a reducing state, its time-to-live if it has one."""
+def descriptor_of(spec: StateSpec, schema: int = 1):
+    """The descriptor an operator registers ``spec`` with: values of its type (values.py; int user
+    keys for a map; ``schema``: the POJO's class version), the sum for a reducing state, its
+    time-to-live if it has one."""
+    values = serializer_of(spec.value_type, schema)
     if spec.kind == "value":
-        descriptor = ValueStateDescriptor(spec.name, IntSerializer())
+        descriptor = ValueStateDescriptor(spec.name, values)
     elif spec.kind == "list":
-        descriptor = ListStateDescriptor(spec.name, IntSerializer())
+        descriptor = ListStateDescriptor(spec.name, values)
     elif spec.kind == "map":
-        descriptor = MapStateDescriptor(spec.name, IntSerializer(), IntSerializer())
+        descriptor = MapStateDescriptor(spec.name, IntSerializer(), values)
     else:
-        descriptor = ReducingStateDescriptor(spec.name, spec.reduce, IntSerializer())
+        descriptor = ReducingStateDescriptor(spec.name, spec.reduce, values)
     if spec.ttl is not None:
         descriptor.enable_time_to_live(StateTtlConfig(spec.ttl, ON_READ_AND_WRITE if spec.update_on_read
                                                       else ON_CREATE_AND_WRITE))
@@ -139,6 +159,13 @@ DOMAINS = {d.name: d for d in (
       for kind in ("value", "list", "map", "reducing")),
     Domain("state", one_of(*STATE_NAMES)),
     Domain("compressed", one_of(False, True), lambda v: [False] if v else []),
+    Domain("state:nullable_map", one_of(*NULLABLE_MAPS)),
+    Domain("form", one_of(*FORMS), lambda v: ["canonical"] if v != "canonical" else []),
+    Domain("relation", one_of(*RELATIONS), lambda v: ["below"] if v != "below" else []),
+    Domain("snapshot", one_of(*SNAPSHOTS), lambda v: ["checkpoint"] if v != "checkpoint" else []),
+    Domain("state:pojo_value", one_of("value_pojo")),
+    Domain("schema", one_of(*SCHEMAS), lambda v: [1] if v != 1 else []),
+    Domain("ttl_change", one_of(*TTL_CHANGES), lambda v: ["same"] if v != "same" else []),
 )}
 
 
@@ -173,9 +200,36 @@ def _at(call: str) -> str:
     return "at({1!r}, {2!r}, {0!r})." + call
 
 
+# Savepoints, file thresholds and null map values (docs/contract.md K7, K10): properties/backend/savepoints.py.
+SNAPSHOT_FORM_OPS = [
+    _op("map_put_null", "state=state:nullable_map key namespace user_key", _at("put({3!r}, None)")),
+    _op("savepoint", "cid form to=target",
+        "h{0} = kb.savepoint({0}, streams({2!r}), {1!r}).run()  # both parts on the task thread"),
+    _op("savepoint_async", "cid form to=target seed",
+        "f{0} = kb.savepoint({0}, streams({2!r}, yields={3!r}), {1!r}); f{0}.start()  # the asynchronous part "
+        "on a thread of its own"),
+    _op("forms", "to=target",
+        "check_forms(streams({0!r}))  # a checkpoint and each savepoint of this state, each restored"),
+    _op("checkpoint_threshold", "cid relation of=snapshot",
+        "h{0} = snapshot_against_threshold({0}, {1!r}, {2!r})  # its size measured in memory, then to files "
+        "whose inline threshold is that size plus one, the size, or minus one"),
+]
+
+# Typed values and upgrades (docs/contract.md K8-K10): properties/backend/upgrades.py.
+UPGRADE_OPS = [
+    _op("pojo_mutate", "state=state:pojo_value key namespace index=user_key value",
+        "v = at({1!r}, {2!r}, {0!r}).value(); v.history[{3!r} % len(v.history)] = {4!r}; "
+        "at({1!r}, {2!r}, {0!r}).update(v)  # the handed-out object changed in place, written back"),
+    _op("upgrade", "of=snapshot schema ttl=ttl_change",
+        "kb = upgrade(streams('memory'), {0!r}, account_version={1!r}, ttl={2!r})  # restore it into the job's "
+        "new classes and descriptors"),
+    _op("tail_checkpoint", "key value of=snapshot",
+        "check_tail({0!r}, {1!r}, {2!r})  # a Kryo value whose bytes end the stream with an empty array"),
+]
+
 BACKEND_OPS = OperationTable("backend", [
     _op("open", "key_type max_parallelism",
-        "kb = open_backend({0!r}, {1!r})  # key groups 0..{1}-1, the twelve states registered"),
+        "kb = open_backend({0!r}, {1!r})  # key groups 0..{1}-1, every state of ops.STATES registered"),
     _op("update", "state=state:value key namespace value=nullable_value", _at("update({3!r})")),
     _op("value", "state=state:value key namespace", _at("value()")),
     _op("list_add", "state=state:list key namespace value", _at("add({3!r})")),
@@ -202,8 +256,12 @@ BACKEND_OPS = OperationTable("backend", [
         "check_rescale(h{0}, split={1})  # restore into two ranges, checkpoint each, merge them back"),
     _op("recover", "cid", "kb = recover(h{0})  # go on from the restored state"),
     _op("compress", "on=compressed", "compression = {0!r}  # snapshot compression (snappy) of the next checkpoints"),
+    *SNAPSHOT_FORM_OPS,
+    *UPGRADE_OPS,
 ])
 
 # Steps on one (state, key, namespace): the harness sets the current key and namespace first.
 KEYED = frozenset(op.name for op in BACKEND_OPS if op.args[:3] == ("state", "key", "namespace"))
-CHECKPOINTS = frozenset({"checkpoint", "checkpoint_async"})
+CHECKPOINTS = frozenset({"checkpoint", "checkpoint_async", "savepoint", "savepoint_async", "checkpoint_threshold"})
+# The snapshots whose asynchronous part runs on a thread of its own until ``join``.
+THREADED = frozenset({"checkpoint_async", "savepoint_async"})

@@ -29,7 +29,7 @@ from cowcheck.flink.jars import JarError, class_index
 from cowcheck.flink.jvm import FlinkUnavailableError, JvmInfo, available, compile_helper, flink_jars, jvm
 from cowcheck.flink.async_controller import FlinkAsyncController, api_from
 from cowcheck.flink.releases import (DEFAULT_VERSION, FlinkBuild, build_of_path, check_version, fetch_needed, is_path,
-                                       release_lib, select_build, user_jars)
+                                       parse_version, release_lib, select_build, user_jars)
 from cowcheck.flink.map import (FLINK_CAPACITY, EntryMirror, FlinkCapacityError, FlinkSnapshot, FlinkStateMap,
                                   FlinkView)
 from cowcheck.flink.serializers import flink_deserialize, flink_serialize
@@ -201,9 +201,21 @@ def _async(spec: str, build: FlinkBuild, corruption: str, index) -> Implementati
 
 def _backend(spec: str, build: FlinkBuild, corruption: str, index) -> Implementation:
     described = f" with the seeded corruption {corruption}" if corruption else ""
+    # Native savepoints (SavepointFormatType) exist from 1.15: before, every savepoint is canonical (decided
+    # by the classes found). TTL switched across a restore is migrated from 2.2 (measured: 2.0.0 and 2.1.0
+    # refuse; their jars hold TtlAwareSerializer too, so this one is decided by the release it behaves as).
+    lacks = {"native_savepoints": "no native savepoints: the machine leaves them out",
+             "ttl_migration": "no TTL state migration: TTL switched across a restore must be refused"}
+    defaults = {}
+    if not index.has("org.apache.flink.core.execution.SavepointFormatType"):
+        defaults["native_savepoints"] = False
+    if parse_version(build.behaves_as) < FLINK_TTL_MIGRATION_SINCE:
+        defaults["ttl_migration"] = False
+    left_out = "".join(f"; {build.label} has {lacks[name]}" for name in defaults)
     return Implementation(spec, functools.partial(FlinkStateBackend, corruption=corruption), False,
                           f"{_who(build)} HeapKeyedStateBackend through JPype (its builder, "
-                          f"descriptors, snapshot strategy){described}{build.describe_user()}", warm_up=warm_up)
+                          f"descriptors, snapshot strategy){described}{left_out}{build.describe_user()}",
+                          warm_up=warm_up, config_defaults=defaults)
 
 
 def _operator(spec: str, build: FlinkBuild, corruption: str, index) -> Implementation:
@@ -225,9 +237,10 @@ def _table(spec: str, build: FlinkBuild, corruption: str, index) -> Implementati
                           f"{build.describe_user()}")
 
 
+FLINK_TTL_MIGRATION_SINCE = (2, 2, 0)  # measured: 2.1.0 refuses, 2.2.0 migrates (FLINK-37294)
 # The machines Flink's own classes implement through the bridge (what each needs is read from the
 # classes found: the async controller's API generation, cowcheck.flink.async_controller.api_from;
-# operator-state compression).
+# operator-state compression; native savepoints).
 _IMPLEMENTATIONS = {"map": _map, "table": _table, "async": _async, "backend": _backend, "operator": _operator}
 # The seeded Java-side corruptions each machine's Flink implementation takes (flink:corrupt=NAME).
 _CORRUPTIONS = {"map": CORRUPTIONS, "backend": BACKEND_CORRUPTIONS}

@@ -53,10 +53,14 @@ def describe_handle(handle) -> str:
     key-group range, each group's offset, then ``bytes BASE64`` or ``file SIZE PATH``)."""
     import base64
 
+    from cowcheck.reference.checkpoint.flink_format.savepoint import KeyGroupsSavepointStateHandle
+
     r = handle.key_group_range
     lines = [f"range {r.start} {r.end}", "offsets " + " ".join(str(o) for _, o in handle.offsets)]
     lines.append(f"bytes {base64.b64encode(handle.inline).decode('ascii')}" if handle.path is None
                  else f"file {handle.size} {handle.path}")
+    if isinstance(handle, KeyGroupsSavepointStateHandle):
+        lines.append("savepoint")
     return "\n".join(lines)
 
 
@@ -68,20 +72,21 @@ def rebuild_handle(text: str, max_parallelism: int):
     from cowcheck.reference.checkpoint.flink_format import KeyGroupsStateHandle
     from cowcheck.reference.state_table import KeyGroupRange
 
-    range_line, offsets_line, data_line = text.split("\n")
+    from cowcheck.reference.checkpoint.flink_format.savepoint import KeyGroupsSavepointStateHandle
+
+    range_line, offsets_line, data_line, *kind_line = text.split("\n")
+    handle_class = KeyGroupsSavepointStateHandle if kind_line == ["savepoint"] else KeyGroupsStateHandle
     start, end = (int(x) for x in range_line.split()[1:])
     offsets = [int(x) for x in offsets_line.split()[1:]]
     pairs = list(zip(range(start, end + 1), offsets))
     kind, rest = data_line.split(" ", 1)
     if kind == "bytes":
         data = base64.b64decode(rest)
-        return KeyGroupsStateHandle(KeyGroupRange(start, end), pairs, len(data), inline=data,
-                                    max_parallelism=max_parallelism)
+        return handle_class(KeyGroupRange(start, end), pairs, len(data), inline=data, max_parallelism=max_parallelism)
     size, path = rest.split(" ", 1)
     if path.startswith("file:"):
         path = "/" + path[len("file:"):].lstrip("/")
-    return KeyGroupsStateHandle(KeyGroupRange(start, end), pairs, int(size), path=path,
-                                max_parallelism=max_parallelism)
+    return handle_class(KeyGroupRange(start, end), pairs, int(size), path=path, max_parallelism=max_parallelism)
 
 
 def _reads(kind: str):
@@ -89,12 +94,26 @@ def _reads(kind: str):
             "map": ("entries", "map")}[kind]
 
 
+def json_value(value):
+    """A state's value as JSON: an int or a string as it is, a Record as its class and fields, bytes
+    as hex, lists element by element (records.json holds what a restore must show)."""
+    from cowcheck.reference.pojo import Record
+
+    if isinstance(value, Record):
+        return {"record": value.class_name, "fields": {k: json_value(v) for k, v in value.fields.items()}}
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": bytes(value).hex()}
+    if isinstance(value, (list, tuple)):
+        return [json_value(v) for v in value]
+    return value
+
+
 def _answer(got, shape):
     if shape == "list":
-        return list(got) if got else None
+        return json_value(list(got)) if got else None
     if shape == "map":
-        return sorted(map(list, got)) if got else None
-    return got
+        return sorted(json_value([[k, v] for k, v in got]), key=repr) if got else None
+    return json_value(got)
 
 
 def write(version: str, programs: int, steps: int, out: Path) -> dict:
@@ -107,48 +126,64 @@ def write(version: str, programs: int, steps: int, out: Path) -> dict:
     from cowcheck.core.failures import CheckFailure
     from cowcheck.core.impls import resolve
     from cowcheck.core.limits import limited
+    from cowcheck.flink.backend import LEFT_OUT_OF_COMPARISONS
     from cowcheck.flink.jvm import Java
     from cowcheck.reference.checkpoint import CheckpointStreamFactory
 
     class Writer(BackendHarness):
-        """The backend harness, with file checkpoints kept in ``out``."""
+        """The backend harness, with file snapshots kept in ``out``; it leaves the restores of what
+        it writes to the readers (the writer's own release among them), so that a snapshot its own
+        release cannot restore (a finding of the backend machine) is still handed to the others."""
 
-        def _streams(self, target: str):
+        def _check_restore(self, step, cid, handles, key_group_range, what, code=None):
+            return None
+
+        def _streams(self, target: str, threshold: int = 0):
             if target == "memory":
                 return super()._streams(target)
             self.coverage["checkpoint-file"] += 1
-            return CheckpointStreamFactory(str(out / "files"), threshold=0)
+            return CheckpointStreamFactory(str(out / "files"), threshold=threshold)
 
     (out / "files").mkdir(parents=True, exist_ok=True)
     if version == REFERENCE:
-        factory = resolve("reference-flink-format", "backend").factory
+        implementation = resolve("reference-flink-format", "backend")
         describe = describe_handle
     else:
-        factory = resolve(f"flink@{version}", "backend").factory
+        implementation = resolve(f"flink@{version}", "backend")
         # Looked up when called: the JVM starts with the first backend.
         describe = lambda handle: str(Java.jpype.JClass("cowcheck.bridge.BackendHandle").describe(handle.java))  # noqa: E731
+    factory, settings = implementation.factory, dict(implementation.config_defaults)
     records, failed = [], []
     with limited(60.0):
         for seed in range(programs):
-            harness = Writer(factory(), async_part="inline")
+            harness = Writer(factory(), async_part="inline", **settings)
             seen: set = set()
             try:
-                for step in walk_program(seed, steps):
+                for step in walk_program(seed, steps, native_savepoints=settings.get("native_savepoints", True)):
+                    if step.op in LEFT_OUT_OF_COMPARISONS:
+                        continue
                     harness.apply(step)
                     for cid in sorted(set(harness.handles) - seen):
                         seen.add(cid)
-                        records.append(_record(harness, cid, seed, STATES, NAMESPACES, describe))
+                        records.append(_record(harness, cid, seed, NAMESPACES, describe))
             except CheckFailure as exc:
                 failed.append({"seed": seed, "failure": f"{exc.failure.kind} {exc.failure.code}: "
                                                        f"{exc.failure.message[:200]}"})
             finally:
                 harness.close()
     (out / "records.json").write_text(json.dumps({"version": version, "records": records, "failed": failed}))
-    return {"version": version, "checkpoints": len(records), "programs": programs, "failed": len(failed)}
+    forms: dict = {}
+    for record in records:
+        forms[record["form"]] = forms.get(record["form"], 0) + 1
+    return {"version": version, "checkpoints": len(records), "programs": programs, "failed": len(failed),
+            "forms": forms}
 
 
-def _record(harness, cid, seed, states, namespaces, describe) -> dict:
+def _record(harness, cid, seed, namespaces, describe) -> dict:
+    """What a restore of ``cid`` must show, with what it needs: the job's class version and states
+    (their time-to-live, as upgrades left them) when it was taken, and its form."""
     frozen, time = harness.frozen[cid], harness.frozen[cid].time
+    states = list(frozen.specs.values())
     expected = {}
     for spec in states:
         for namespace in range(namespaces):
@@ -160,7 +195,9 @@ def _record(harness, cid, seed, states, namespaces, describe) -> dict:
                 "shows": [[key, _answer(value if shape != "map" else list(value.items()), shape)]
                           for key, value in sorted(shows.items(), key=lambda kv: repr(kv[0]))]}
     return {"seed": seed, "cid": cid, "key_type": harness.key_type, "max_parallelism": harness.max_parallelism,
-            "time": time, "pool": harness.pool, "handle": describe(harness.handles[cid]), "expected": expected}
+            "time": time, "pool": harness.pool, "handle": describe(harness.handles[cid]), "expected": expected,
+            "form": harness.forms.get(cid, "checkpoint"), "class_version": harness.schema,
+            "ttl": {spec.name: [spec.ttl, spec.update_on_read] for spec in states}}
 
 
 def read(version: str, written: Path) -> dict:
@@ -184,32 +221,48 @@ def read(version: str, written: Path) -> dict:
         java_rebuild = Java.jpype.JClass("cowcheck.bridge.BackendHandle").rebuild
         rebuild = lambda text, mp: FlinkCheckpointHandle(java_rebuild(text))  # noqa: E731
     data = json.loads((written / "records.json").read_text())
-    out = {"writer": data["version"], "reader": version, "checkpoints": 0, "same": 0, "different": [],
-           "unrestorable": [], "writer_failed": len(data["failed"])}
+    out = {"writer": data["version"], "reader": version, "writer_failed": len(data["failed"]), "forms": {}}
     for record in data["records"]:
-        out["checkpoints"] += 1
-        where = f"seed {record['seed']} c{record['cid']}"
+        form = record.get("form", "checkpoint")
+        counts = out["forms"].setdefault(form, {"checkpoints": 0, "same": 0, "different": [], "unrestorable": []})
+        counts["checkpoints"] += 1
+        where = f"seed {record['seed']} c{record['cid']} ({form})"
+        specs = _specs(record, STATES)
+        version_of_classes = record.get("class_version", 1)
         try:
             backend = new_backend()
             backend.clock.advance(record["time"])
             mp = record["max_parallelism"]
+            classes = {"class_version": version_of_classes} if version_of_classes != 1 else {}
             kb = backend.create_keyed_state_backend(FAMILIES[record["key_type"]].serializer(), mp,
-                                                    KeyGroupRange(0, mp - 1), [rebuild(record["handle"], mp)])
-            states = {spec.name: kb.get_or_create_keyed_state(IntSerializer(), descriptor_of(spec)) for spec in STATES}
-            difference = _compare(kb, states, record, STATES, NAMESPACES, fresh)
+                                                    KeyGroupRange(0, mp - 1), [rebuild(record["handle"], mp)],
+                                                    **classes)
+            states = {spec.name: kb.get_or_create_keyed_state(IntSerializer(), descriptor_of(spec, version_of_classes))
+                      for spec in specs}
+            difference = _compare(kb, states, record, specs, NAMESPACES, fresh)
             if hasattr(kb, "dispose"):  # Flink's backends hold native resources; the reference's do not
                 kb.dispose()
         except Exception as exc:  # the release could not restore it: reported, with the first line
-            if len(out["unrestorable"]) < 5:
-                out["unrestorable"].append(f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0][:300]}")
-            else:
-                out["unrestorable"].append(where)
+            text = str(exc).splitlines()[0][:300] if str(exc) else ""
+            counts["unrestorable"].append(f"{where}: {type(exc).__name__}: {text}"
+                                          if len(counts["unrestorable"]) < 5 else where)
             continue
         if difference is None:
-            out["same"] += 1
+            counts["same"] += 1
         else:
-            out["different"].append(f"{where}: {difference}")
+            counts["different"].append(f"{where}: {difference}")
     return out
+
+
+def _specs(record: dict, states) -> list:
+    """The states a record's job had registered: their time-to-live as it recorded them (a record
+    written before the records said: the states its expectations name)."""
+    import attrs
+
+    if "ttl" not in record:
+        return [spec for spec in states if f"{spec.name}/0" in record["expected"]]
+    by_name = {spec.name: spec for spec in states}
+    return [attrs.evolve(by_name[name], ttl=ttl, update_on_read=on_read) for name, (ttl, on_read) in record["ttl"].items()]
 
 
 def _compare(kb, states, record, specs, namespaces, fresh) -> str | None:
@@ -263,7 +316,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", help="writer:reader pairs, comma-separated (default: see the module's docstring)")
     p.add_argument("--programs", type=int, default=20, help="seeded programs per writer (default 20)")
     p.add_argument("--steps", type=int, default=150, help="steps per program (default 150)")
-    p.add_argument("--out", help="where the checkpoints go (default: a temporary directory)")
+    p.add_argument("--out", help="where the snapshots go (default: a temporary directory)")
+    p.add_argument("--forms", default="checkpoint,canonical,native",
+                   help="which snapshots the matrix shows: checkpoint, canonical (savepoints), native (savepoints); "
+                        "default all three")
     p.add_argument("--write", help=argparse.SUPPRESS)  # one writer in this process
     p.add_argument("--read", nargs=2, help=argparse.SUPPRESS)  # one reader: VERSION DIR
     args = p.parse_args(argv)
@@ -281,9 +337,10 @@ def main(argv: list[str] | None = None) -> int:
         pairs = [tuple(pair.split(":")) for pair in args.pairs.split(",")]
     else:
         pairs = pairs_of([v.strip() for v in args.versions.split(",") if v.strip()])
+    forms = [f.strip() for f in args.forms.split(",")]
     root = Path(args.out or tempfile.mkdtemp(prefix="cowcheck-releases-"))
-    print(f"checkpoints across releases: {args.programs} programs of {args.steps} steps per writer, {len(pairs)} "
-          f"pairs, checkpoints in {root}")
+    print(f"snapshots across releases: {args.programs} programs of {args.steps} steps per writer, {len(pairs)} "
+          f"pairs, snapshots in {root}")
     written = {}
     for writer in sorted({w for w, _ in pairs}, key=_order):
         try:
@@ -292,28 +349,34 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as exc:
             written[writer] = {"error": str(exc)}
         w = written[writer]
-        print(f"  written by {writer}: " + (f"{w['checkpoints']} checkpoints of {w['programs']} programs "
+        by_form = ", ".join(f"{n} {form}" for form, n in sorted(w.get("forms", {}).items()))
+        print(f"  written by {writer}: " + (f"{w['checkpoints']} snapshots ({by_form}) of {w['programs']} programs "
                                             f"({w['failed']} programs stopped by a failure on the writer)"
                                             if "error" not in w else f"could not run: {w['error']}"))
     bad = 0
-    header = ["writer", "reader", "checkpoints", "restore to the model", "differ", "cannot restore"]
+    header = ["writer", "reader", "form", "snapshots", "restore to the model", "differ", "cannot restore"]
     rows, notes = [], []
     for writer, reader in pairs:
         if "error" in written.get(writer, {}):
-            rows.append([writer, reader, "-", "-", "-", "writer failed"])
+            rows.append([writer, reader, "-", "-", "-", "-", "writer failed"])
             bad += 1
             continue
         try:
             r = _one("--read", reader, str(root / writer))
         except RuntimeError as exc:
-            rows.append([writer, reader, "-", "-", "-", f"reader failed: {exc}"])
+            rows.append([writer, reader, "-", "-", "-", "-", f"reader failed: {exc}"])
             bad += 1
             continue
-        differ, unrestorable = len(r["different"]), len(r["unrestorable"])
-        bad += bool(differ or unrestorable)
-        rows.append([writer, reader, str(r["checkpoints"]), str(r["same"]), str(differ), str(unrestorable)])
-        notes += [f"{writer} -> {reader}: {d}" for d in (r["different"][:2] + r["unrestorable"][:2])]
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+        for form in forms:
+            counts = r["forms"].get(form)
+            if counts is None:
+                continue
+            differ, unrestorable = len(counts["different"]), len(counts["unrestorable"])
+            bad += bool(differ or unrestorable)
+            rows.append([writer, reader, form, str(counts["checkpoints"]), str(counts["same"]), str(differ),
+                         str(unrestorable)])
+            notes += [f"{writer} -> {reader} ({form}): {d}" for d in (counts["different"][:2] + counts["unrestorable"][:2])]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(header)]
     print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)))

@@ -34,6 +34,7 @@ import attrs
 
 from cowcheck.core.limits import steps_through
 from cowcheck.flink.opcodes import OPS_JAVA, ops_java
+from cowcheck.flink.pojos import type_sources
 from cowcheck.flink.releases import (DEFAULT_VERSION, FlinkBuild, cache_root, dist_jar, release_lib, selected_build,
                                     selected_release)
 
@@ -47,6 +48,8 @@ _HELPER_CLASS = "cowcheck.bridge.MapHandle"
 # The work on the Java side is many short calls: a quick JIT (C1) and the serial collector
 # start and warm up faster than the server defaults (COWCHECK_JVM_OPTIONS replaces them).
 _JVM_OPTIONS = tuple(os.environ.get("COWCHECK_JVM_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC").split())
+# Flink 1.x's Kryo (chill's serializers) reflects into java.util and java.lang, closed since JDK 17.
+_OPENS = ("--add-opens=java.base/java.util=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED")
 
 
 class FlinkUnavailableError(RuntimeError):
@@ -163,8 +166,9 @@ def _compiled_helper(classpath: tuple) -> tuple[Path, float]:
     size and modification time, so an edit, a change of the map's table, another Flink build or
     a rebuilt jar recompiles."""
     sources = helper_sources()
+    types = type_sources()
     digest = hashlib.sha256()
-    for path, text in sources:
+    for path, text in sources + types:
         digest.update(path.encode() + b"\0" + text.encode("utf-8") + b"\0")
     for jar in classpath:
         stat = os.stat(jar)
@@ -193,6 +197,7 @@ def _compiled_helper(classpath: tuple) -> tuple[Path, float]:
                                  "-d", str(scratch)] + files, capture_output=True, text=True)
         if result.returncode != 0:
             raise FlinkUnavailableError(f"javac failed on {JAVA_SOURCES}:\n{result.stderr.strip()}")
+        _compile_types(javac, types, scratch)
         (scratch / "COMPLETE").write_text("")
         try:
             os.rename(scratch, target)  # atomic; another process may have won the race
@@ -202,6 +207,22 @@ def _compiled_helper(classpath: tuple) -> tuple[Path, float]:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return target, time.perf_counter() - started
+
+
+def _compile_types(javac: str, types: list, scratch: Path) -> None:
+    """Each class version's sources into a directory of its own under ``scratch`` (cowcheck.flink.pojos):
+    classes of one name in several versions, loaded by the helper with a class loader each."""
+    versions: dict = {}
+    for path, text in types:
+        file = scratch / GENERATED / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text, encoding="utf-8")
+        versions.setdefault(Path(*Path(path).parts[:2]), []).append(str(file))
+    for version, files in versions.items():
+        result = subprocess.run([javac, "--release", "11", "-nowarn", "-encoding", "UTF-8", "-d",
+                                 str(scratch / version)] + files, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise FlinkUnavailableError(f"javac failed on the generated classes of {version}:\n{result.stderr.strip()}")
 
 
 def jvm() -> JvmInfo:
@@ -240,7 +261,7 @@ def _start() -> JvmInfo:
     if jpype.isJVMStarted():
         raise FlinkUnavailableError("a JVM is already running in this process, started without Flink and the "
                                     "cowcheck helper on its class path (JPype allows one JVM per process)")
-    jpype.startJVM(*_JVM_OPTIONS, classpath=list(classpath), convertStrings=False)
+    jpype.startJVM(*_JVM_OPTIONS, *_OPENS, classpath=list(classpath), convertStrings=False)
     jpype.JClass(_HELPER_CLASS)  # load (and link) the helper and Flink's map now, not in the first operation
     jpype.JClass("cowcheck.bridge.Walk")
     version = str(jpype.java.lang.System.getProperty("java.version"))

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional
 
 from cowcheck.reference.checkpoint.flink_format import FlinkCheckpointData, FlinkPendingCheckpoint, KeyGroupsStateHandle
+from cowcheck.reference.checkpoint.flink_format.savepoint import CanonicalSavepoint, KeyGroupsSavepointStateHandle
+from cowcheck.reference.checkpoint.flink_format.savepoint_restore import FlinkSavepointData
 from cowcheck.reference.checkpoint.handle import CheckpointHandle
 from cowcheck.reference.checkpoint.restore import CheckpointData, assign_key_groups, joined_range
 from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint, RegisteredState
-from cowcheck.reference.checkpoint.streams import CheckpointStreamFactory
+from cowcheck.reference.checkpoint.streams import ByteStreamInput, CheckpointStreamFactory
 from cowcheck.reference.layout import DEFAULT_CAPACITY
 from cowcheck.reference.serializers import IntSerializer
 from cowcheck.reference.state_table import DEFAULT_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
@@ -19,25 +21,30 @@ __all__ = ["HeapKeyedStateBackend", "RegisteredState", "CHECKPOINT_FORMATS", "op
 CHECKPOINT_FORMATS = ("cowcheck", "flink")
 
 
-def open_checkpoints(handles: list, max_parallelism: Optional[int] = None) -> list:
+def open_checkpoints(handles: list, max_parallelism: Optional[int] = None,
+                     stream_input: type = ByteStreamInput) -> list:
     """Each handle's checked bytes: CheckpointData for the project's format, FlinkCheckpointData for
     Flink's (``max_parallelism``: the job's, which Flink's format does not record). The handles must be
     of one format; the project's records max_parallelism, which must then agree."""
     kinds = {type(h) for h in handles}
     if kinds <= {CheckpointHandle}:
-        datas = [CheckpointData(h.read_bytes(), h.source_name, h) for h in handles]
+        datas = [CheckpointData(h.read_bytes(), h.source_name, h, stream_input) for h in handles]
         for data in datas:
             if max_parallelism is not None and data.max_parallelism != max_parallelism:
                 raise ValueError(f"the handles were written with max_parallelism {data.max_parallelism}, "
                                  f"not {max_parallelism}")
         return datas
-    if kinds <= {KeyGroupsStateHandle}:
-        datas = [FlinkCheckpointData(h.read_bytes(), h.source_name, h, max_parallelism) for h in handles]
+    if kinds <= {KeyGroupsStateHandle} or kinds <= {KeyGroupsSavepointStateHandle}:
+        # Flink's builder picks the restore operation by the first handle's type (a savepoint's:
+        # HeapSavepointRestoreOperation); here the handles must all be of one kind.
+        data_class = FlinkSavepointData if kinds <= {KeyGroupsSavepointStateHandle} else FlinkCheckpointData
+        datas = [data_class(h.read_bytes(), h.source_name, h, max_parallelism, stream_input) for h in handles]
         if datas[0].max_parallelism is None:
             raise ValueError("restoring a checkpoint in Flink's format needs the job's max_parallelism (Flink's "
                              "handles do not record it)")
         return datas
-    raise TypeError(f"restore takes CheckpointHandle or KeyGroupsStateHandle objects of one kind, got "
+    raise TypeError(f"restore takes CheckpointHandle, KeyGroupsStateHandle or KeyGroupsSavepointStateHandle objects "
+                    f"of one kind, got "
                     f"{', '.join(sorted(k.__name__ for k in kinds))}")
 
 
@@ -51,11 +58,14 @@ class HeapKeyedStateBackend:
     :mod:`cowcheck.reference.checkpoint.flink_format`); a restore reads either, by its handles.
 
     ``pending_class`` builds the pending checkpoints of the project's format (a seam for
-    seeded bugs); ``flink_pending_class`` those of Flink's.
+    seeded bugs); ``flink_pending_class`` those of Flink's; ``savepoint_class`` canonical savepoints
+    (:meth:`canonical_savepoint`); ``stream_input`` what restores read the handles' bytes through.
     """
 
     pending_class = PendingCheckpoint
     flink_pending_class = FlinkPendingCheckpoint
+    savepoint_class = CanonicalSavepoint
+    stream_input = ByteStreamInput
 
     def __init__(self, key_group_range: Optional[KeyGroupRange] = None,
                  max_parallelism: int = DEFAULT_MAX_PARALLELISM, *, key_serializer=None,
@@ -129,6 +139,13 @@ class HeapKeyedStateBackend:
         pending_class = self.pending_class if self.checkpoint_format == "cowcheck" else self.flink_pending_class
         return pending_class(self, checkpoint_id, stream_factory or self.stream_factory)
 
+    def canonical_savepoint(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None):
+        """The synchronous part of a canonical savepoint (Flink's backend-independent format, whatever
+        ``checkpoint_format`` is: flink_format/savepoint.py); advance or complete the result."""
+        if not isinstance(checkpoint_id, int) or not 0 <= checkpoint_id < 1 << 63:
+            raise ValueError(f"checkpoint_id must be an int in [0, 2**63), got {checkpoint_id!r}")
+        return self.savepoint_class(self, checkpoint_id, stream_factory or self.stream_factory)
+
     @classmethod
     def restore(cls, handles: Iterable, key_group_range: Optional[KeyGroupRange] = None, *,
                 max_parallelism: Optional[int] = None, capacity: int = DEFAULT_CAPACITY,
@@ -143,7 +160,7 @@ class HeapKeyedStateBackend:
         handles = list(handles)
         if not handles:
             raise ValueError("restore needs at least one handle")
-        datas = open_checkpoints(handles, max_parallelism)
+        datas = open_checkpoints(handles, max_parallelism, cls.stream_input)
         first = datas[0]
         for data in datas[1:]:
             data.check_compatible(first)

@@ -32,6 +32,7 @@ from cowcheck.reference.checkpoint.format import (
     StateMetadata,
 )
 from cowcheck.reference.checkpoint.handle import CheckpointHandle
+from cowcheck.reference.checkpoint.streams import ByteStreamInput
 from cowcheck.reference.errors import CheckpointFormatError
 from cowcheck.reference.cow_state_map import CopyOnWriteStateMap
 from cowcheck.reference.hashing import key_group
@@ -47,7 +48,9 @@ class CheckpointData:
     key-group index, and agreement with ``handle`` if given. Key groups are
     decoded on demand (``load_key_group``, ``key_group_entries``)."""
 
-    def __init__(self, data: bytes, name: str, handle: Optional[CheckpointHandle] = None) -> None:
+    def __init__(self, data: bytes, name: str, handle: Optional[CheckpointHandle] = None,
+                 stream_input: type = ByteStreamInput) -> None:
+        self.stream_input = stream_input  # what key groups are read through (a seam for seeded bugs)
         self.data = data
         self.name = name
         self.handle = handle
@@ -227,7 +230,7 @@ class CheckpointData:
         twice is a format error, so ``checkpoint inspect`` passes only what restore accepts."""
         start, end = self.extents[group]
         self._check_block(group, start, end)
-        inp = io.BytesIO(self.data[start:end - 4])
+        inp = self.stream_input(self.data[start:end - 4], at_stream_end=False)  # the index follows
         written = I32.unpack(inp.read(4))[0]
         if written != group:
             self._fail(start, f"expected key group {group}, found {written}")

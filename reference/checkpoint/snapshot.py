@@ -28,6 +28,7 @@ from cowcheck.reference.checkpoint.format import (
 from cowcheck.reference.checkpoint.handle import CheckpointHandle
 from cowcheck.reference.checkpoint.streams import CheckpointOutputStream, CheckpointStreamFactory
 from cowcheck.reference.errors import IllegalStateError
+from cowcheck.reference.serializers import duplicate
 from cowcheck.reference.state_table import CopyOnWriteStateTable, CopyOnWriteStateTableSnapshot
 
 __all__ = ["PendingCheckpoint", "RegisteredState"]
@@ -73,8 +74,12 @@ class PendingCheckpoint:
         self.checkpoint_id = checkpoint_id
         self.key_group_range = backend.key_group_range
         self.max_parallelism = backend.max_parallelism
-        self.key_serializer = backend.key_serializer
-        self.states: tuple[RegisteredState, ...] = tuple(backend.registered_states())
+        self.key_serializer = duplicate(backend.key_serializer)
+        # The serializers the asynchronous part writes with, duplicated here as Flink's state
+        # snapshots duplicate them: a serializer with state of its own is not shared with the task thread.
+        self.states: tuple[RegisteredState, ...] = tuple(
+            attrs.evolve(s, namespace_serializer=duplicate(s.namespace_serializer),
+                         state_serializer=duplicate(s.state_serializer)) for s in backend.registered_states())
         self.metadata = CheckpointMetadata(checkpoint_id, backend.max_parallelism, backend.key_group_range,
                                            backend.key_serializer.serializer_id,
                                            [s.metadata() for s in self.states])

@@ -7,6 +7,7 @@ only after fsync, so a reader never sees a partial checkpoint file.
 
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from typing import Optional
@@ -16,7 +17,7 @@ import attrs
 from cowcheck.reference.checkpoint.format import DATA_SUFFIX, DEFAULT_MEMORY_THRESHOLD, MAX_MEMORY_THRESHOLD
 from cowcheck.reference.errors import IllegalStateError
 
-__all__ = ["CheckpointStreamFactory", "CheckpointOutputStream", "fsync_directory", "atomic_write"]
+__all__ = ["CheckpointStreamFactory", "CheckpointOutputStream", "ByteStreamInput", "fsync_directory", "atomic_write"]
 
 
 def _check_threshold(instance, attribute, value) -> None:
@@ -118,6 +119,25 @@ class CheckpointOutputStream:
             except FileNotFoundError:
                 pass
             self.temp_path = None
+
+
+class ByteStreamInput(io.BytesIO):
+    """Bytes a restore reads (Flink's ``ByteStateHandleInputStream`` over a handle's bytes, or a
+    ``DataInputDeserializer`` over a byte array), with Java's ``InputStream.read(b, off, len)`` as
+    ``java_read``. ``at_stream_end``: whether the end of these bytes is the end of the stream
+    (a key group's bytes sliced out of a checkpoint end where the next group begins)."""
+
+    def __init__(self, data: bytes = b"", at_stream_end: bool = True) -> None:
+        super().__init__(data)
+        self.at_stream_end = at_stream_end
+
+    def java_read(self, n: int) -> Optional[bytes]:
+        """At most ``n`` bytes: ``b""`` when ``n`` is 0 ("if len is zero, then no bytes are read and
+        0 is returned"), None (-1) at the end when ``n`` is not."""
+        if n == 0:
+            return b""
+        data = self.read(n)
+        return data if data else None
 
 
 def fsync_directory(directory: str) -> None:

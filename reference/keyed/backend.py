@@ -26,8 +26,11 @@ real Flink restores); a restore reads either, by the handles it is given.
 Maintenance notes:
 
 1. A state already in the backend under a descriptor's name (a restored one)
-   must have the serializers the descriptor gives; a mismatch is an error
-   (Flink: ``StateMigrationException``), never a silent reinterpretation.
+   is held to the serializer the descriptor gives (:mod:`cowcheck.reference.keyed.migration`):
+   compatible as is, it stays; compatible after migration (a POJO's fields
+   added or removed, time-to-live switched), every value is converted when the
+   descriptor is registered; anything else is an error (Flink:
+   ``StateMigrationException``), never a silent reinterpretation.
 2. A restored state gets its snapshot transformer when its descriptor is
    registered again, as in Flink: until then checkpoints write it as it is.
 
@@ -61,6 +64,7 @@ from cowcheck.reference.checkpoint.snapshot import PendingCheckpoint
 from cowcheck.reference.checkpoint.streams import CheckpointStreamFactory
 from cowcheck.reference.errors import IllegalStateError
 from cowcheck.reference.keyed.descriptors import LIST, MAP, REDUCING, VALUE, StateDescriptor
+from cowcheck.reference.keyed.migration import AFTER_MIGRATION, INCOMPATIBLE, compatibility, migrate
 from cowcheck.reference.keyed.states import (HeapListState, HeapMapState, HeapReducingState, HeapValueState, TtlListState,
                                     TtlMapState, TtlReduceFunction, TtlReducingState, TtlValueState)
 from cowcheck.reference.keyed.ttl import ManualClock, snapshot_transformer
@@ -155,7 +159,8 @@ class KeyedStateBackend(HeapKeyedStateBackend):
 
     Seams for seeded bugs: ``heap_states`` and ``ttl_states`` (kind -> state class),
     ``ttl_reduce_function``, ``future_class`` (the asynchronous part), ``pending_class``
-    (the checkpoint writer) and :meth:`snapshot_transformer`.
+    (the checkpoint writer), ``savepoint_class``, ``stream_input``, :meth:`snapshot_transformer`,
+    :meth:`state_compatibility` and :meth:`_migrate`.
     """
 
     heap_states = _HEAP_STATES
@@ -204,15 +209,31 @@ class KeyedStateBackend(HeapKeyedStateBackend):
             registered = self.registered_state(descriptor.name)
             have = (registered.namespace_serializer.serializer_id, registered.state_serializer.serializer_id)
             want = (namespace_serializer.serializer_id, state_serializer.serializer_id)
-            if have != want:
+            outcome = self.state_compatibility(registered.state_serializer, state_serializer)
+            if have[0] != want[0] or outcome == INCOMPATIBLE:
                 raise StateMigrationError(descriptor.name, " / ".join(have), " / ".join(want))
-            self._states[descriptor.name] = attrs.evolve(registered, transformer=transformer, kind=descriptor.kind)
+            if outcome == AFTER_MIGRATION:
+                self._migrate(registered, state_serializer)
+            self._states[descriptor.name] = attrs.evolve(registered, transformer=transformer, kind=descriptor.kind,
+                                                         state_serializer=state_serializer)
         else:
             self.register_state(descriptor.name, namespace_serializer, state_serializer, transformer=transformer,
                                 kind=descriptor.kind)
         state = self._build_state(descriptor, self.state(descriptor.name))
         self._created[descriptor.name] = (descriptor.kind, state)
         return state
+
+    def state_compatibility(self, old, new) -> str:
+        """Whether a state written with ``old`` may be read on with ``new`` (migration.compatibility)."""
+        return compatibility(old, new)
+
+    def _migrate(self, registered, state_serializer) -> None:
+        """Every value of a restored state converted to what ``state_serializer`` holds (maintenance
+        note 1), and its table copying with it."""
+        old, now, table = registered.state_serializer, self.clock.current_timestamp(), registered.table
+        for key, namespace, value in list(table):
+            table.put(key, namespace, migrate(value, old, state_serializer, now))
+        table.set_meta_info(state_serializer.copy)
 
     def snapshot_transformer(self, descriptor: StateDescriptor):
         """What checkpoints apply to the state's entries as they write them: a state with TTL
@@ -253,6 +274,16 @@ class KeyedStateBackend(HeapKeyedStateBackend):
         snapshot compression (Flink's ``setUseSnapshotCompression``: snappy key groups, in Flink's format)."""
         return self.future_class(self.checkpoint(checkpoint_id, stream_factory, compressed=compressed))
 
+    def savepoint(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None,
+                  canonical: bool = True) -> SnapshotFuture:
+        """The synchronous part of a savepoint; run or start the result. ``canonical``: Flink's
+        backend-independent format (a ``KeyGroupsSavepointStateHandle``, restored by the savepoint
+        reader); else a native savepoint, which a heap backend writes as its checkpoints (Flink's
+        ``HeapSnapshotStrategy`` under savepoint options: the same bytes and handle)."""
+        if not canonical:
+            return self.snapshot(checkpoint_id, stream_factory)
+        return self.future_class(self.canonical_savepoint(checkpoint_id, stream_factory))
+
 
 class HashMapStateBackend:
     """Builds keyed backends (Flink ``HashMapStateBackend.createKeyedStateBackend``), all
@@ -267,10 +298,13 @@ class HashMapStateBackend:
         self.checkpoint_format = checkpoint_format
 
     def create_keyed_state_backend(self, key_serializer, max_parallelism: int, key_group_range: KeyGroupRange,
-                                   state_handles: Iterable = ()) -> KeyedStateBackend:
+                                   state_handles: Iterable = (), class_version: int = 1) -> KeyedStateBackend:
         """A backend owning ``key_group_range``: empty, or holding what ``state_handles`` hold of
         those key groups (their key serializer must be ``key_serializer``'s): CheckpointHandle
-        objects (the project's format) or KeyGroupsStateHandle ones (Flink's)."""
+        objects (the project's format) or KeyGroupsStateHandle ones (Flink's).
+        ``class_version``: which version of its classes the job runs with (Flink: the user code
+        class loader a restore resolves a snapshot's classes with); the reference names classes
+        and reads their fields from the snapshot, so it needs none."""
         handles = list(state_handles)
         if not handles:
             return self.backend_class(key_group_range, max_parallelism, key_serializer=key_serializer,

@@ -36,6 +36,7 @@ reads), ``snapshots`` (serializer snapshots), ``proxy`` (the metadata),
 [(42, 0, [1])]
 """
 
+from cowcheck.reference.checkpoint.flink_format import pojo_snapshots  # noqa: F401  (POJO and Kryo snapshots)
 from cowcheck.reference.checkpoint.flink_format.handle import FLINK_HANDLE_FORMAT, KeyGroupsStateHandle
 from cowcheck.reference.checkpoint.flink_format.proxy import SerializationProxy, StateMetaInfo
 from cowcheck.reference.checkpoint.flink_format.restore import FlinkCheckpointData, looks_like_flink_checkpoint

@@ -24,9 +24,11 @@ from cowcheck.reference.checkpoint.handle import StreamHandle, json_int, key_gro
 from cowcheck.reference.errors import CheckpointFormatError
 from cowcheck.reference.state_table import KeyGroupRange
 
-__all__ = ["KeyGroupsStateHandle", "FLINK_HANDLE_FORMAT"]
+__all__ = ["KeyGroupsStateHandle", "FLINK_HANDLE_FORMAT", "FLINK_SAVEPOINT_HANDLE_FORMAT"]
 
 FLINK_HANDLE_FORMAT = "flink-key-groups-state-handle"
+# A canonical savepoint's handle (Flink KeyGroupsSavepointStateHandle, savepoint.py).
+FLINK_SAVEPOINT_HANDLE_FORMAT = "flink-key-groups-savepoint-state-handle"
 _HANDLE_VERSION = 1
 
 
@@ -58,7 +60,7 @@ class KeyGroupsStateHandle(StreamHandle):
 
     def to_json(self, relative_to: Optional[str] = None) -> dict:
         return {
-            "format": FLINK_HANDLE_FORMAT,
+            "format": self._FORMAT,
             "version": _HANDLE_VERSION,
             "key_group_range": [self.key_group_range.start, self.key_group_range.end],
             "offsets": [list(p) for p in self.offsets],

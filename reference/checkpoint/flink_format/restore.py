@@ -27,7 +27,6 @@ the end of the stream.
 
 from __future__ import annotations
 
-import io
 from typing import Optional
 
 from cowcheck.reference.checkpoint.flink_format.compression import RawInput, SnappyFramedInput
@@ -35,6 +34,7 @@ from cowcheck.reference.checkpoint.flink_format.datastream import I16, I32
 from cowcheck.reference.checkpoint.flink_format.handle import KeyGroupsStateHandle
 from cowcheck.reference.checkpoint.flink_format.proxy import SerializationProxy
 from cowcheck.reference.checkpoint.restore import read_state_entries
+from cowcheck.reference.checkpoint.streams import ByteStreamInput
 from cowcheck.reference.cow_state_map import CopyOnWriteStateMap
 from cowcheck.reference.errors import CheckpointFormatError
 from cowcheck.reference.state_table import UPPER_BOUND_MAX_PARALLELISM, CopyOnWriteStateTable, KeyGroupRange
@@ -54,7 +54,8 @@ class FlinkCheckpointData:
     checked against their key groups)."""
 
     def __init__(self, data: bytes, name: str, handle: Optional[KeyGroupsStateHandle] = None,
-                 max_parallelism: Optional[int] = None) -> None:
+                 max_parallelism: Optional[int] = None, stream_input: type = ByteStreamInput) -> None:
+        self.stream_input = stream_input  # what key groups are read through (a seam for seeded bugs)
         self.data = data
         self.name = name
         self.handle = handle
@@ -157,7 +158,8 @@ class FlinkCheckpointData:
             inp, base = SnappyFramedInput(raw), start + 4
             position = raw.tell
         else:
-            inp, base = io.BytesIO(self.data[start:limit]), start
+            # (read as Java reads a handle's bytes: a key group sliced out of the stream ends at its end or not)
+            inp, base = self.stream_input(self.data[start:limit], at_stream_end=limit == len(self.data)), start
             inp.seek(4)
             position = lambda: start + inp.tell()  # noqa: E731
         states = self.proxy.states

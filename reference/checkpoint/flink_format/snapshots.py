@@ -39,12 +39,13 @@ import attrs
 
 from cowcheck.reference.checkpoint.flink_format.datastream import I32, FlinkCursor, java_utf
 from cowcheck.reference.errors import CheckpointFormatError
-from cowcheck.reference.serializers import (MAX_SERIALIZER_DEPTH, BytesSerializer, IntSerializer, ListSerializer, LongSerializer,
-                                   MapSerializer, StringSerializer, TimeWindowSerializer, TtlSerializer,
-                                   VoidNamespaceSerializer)
+from cowcheck.reference.serializers import (MAX_SERIALIZER_DEPTH, BytesSerializer, IntSerializer, ListSerializer,
+                                             LongArraySerializer, LongSerializer, MapSerializer, StringSerializer,
+                                             TimeWindowSerializer, TtlSerializer, VoidNamespaceSerializer)
 
 __all__ = ["SnapshotKind", "SNAPSHOTS", "snapshot_class", "snapshot_bytes", "write_snapshot", "read_snapshot",
-           "UnsupportedSerializerError", "PROXY_VERSION"]
+           "read_versioned", "UnsupportedSerializerError", "PROXY_VERSION", "CustomSnapshot", "CUSTOM",
+           "register_custom_snapshot"]
 
 PROXY_VERSION = 2  # TypeSerializerSnapshotSerializationProxy
 SIMPLE_VERSION = 3  # SimpleTypeSerializerSnapshot
@@ -91,6 +92,8 @@ _KINDS = (
     SnapshotKind("string", _BASE + "StringSerializer$StringSerializerSnapshot", StringSerializer),
     SnapshotKind("bytes", _BASE + "array.BytePrimitiveArraySerializer$BytePrimitiveArraySerializerSnapshot",
                  BytesSerializer),
+    SnapshotKind("longs", _BASE + "array.LongPrimitiveArraySerializer$LongPrimitiveArraySerializerSnapshot",
+                 LongArraySerializer),
     SnapshotKind("void", "org.apache.flink.runtime.state.VoidNamespaceSerializer$VoidNamespaceSerializerSnapshot",
                  VoidNamespaceSerializer),
     SnapshotKind("timewindow",
@@ -108,6 +111,32 @@ SNAPSHOTS: dict[str, SnapshotKind] = {k.java_class: k for k in _KINDS}
 _BY_CLASS: dict[type, SnapshotKind] = {k.serializer_class: k for k in _KINDS}
 
 
+@attrs.frozen
+class CustomSnapshot:
+    """A snapshot whose content is not simple or composite (a POJO's, Kryo's: pojo_snapshots.py):
+    ``write(serializer, out)`` appends its version and content, ``read(cursor, depth)`` reads them
+    after the class name and returns the serializer."""
+
+    java_class: str
+    serializer_class: type
+    write: Callable
+    read: Callable
+
+
+CUSTOM: dict[str, CustomSnapshot] = {}
+_CUSTOM_BY_CLASS: dict[type, CustomSnapshot] = {}
+
+
+def register_custom_snapshot(custom: CustomSnapshot) -> None:
+    CUSTOM[custom.java_class] = custom
+    _CUSTOM_BY_CLASS[custom.serializer_class] = custom
+
+
+def _custom_of(serializer):
+    """The custom snapshot of ``serializer``'s class or of the class it derives from, or None."""
+    return next((_CUSTOM_BY_CLASS[c] for c in type(serializer).__mro__ if c in _CUSTOM_BY_CLASS), None)
+
+
 def _kind_of(serializer) -> SnapshotKind:
     kind = _BY_CLASS.get(type(serializer))
     if kind is None:
@@ -117,11 +146,17 @@ def _kind_of(serializer) -> SnapshotKind:
 
 def snapshot_class(serializer) -> str:
     """The Java class of ``serializer``'s snapshot."""
-    return _kind_of(serializer).java_class
+    custom = _custom_of(serializer)
+    return custom.java_class if custom is not None else _kind_of(serializer).java_class
 
 
 def write_snapshot(serializer, out: bytearray) -> None:
     """``serializer``'s versioned snapshot (no proxy version in front: as nested snapshots are written)."""
+    custom = _custom_of(serializer)
+    if custom is not None:
+        out += java_utf(custom.java_class)
+        custom.write(serializer, out)
+        return
     kind = _kind_of(serializer)
     out += java_utf(kind.java_class)
     if not kind.composite:
@@ -155,6 +190,8 @@ def read_versioned(cur: FlinkCursor, depth: int = 0):
         raise CheckpointFormatError(cur.name, at, f"{cur.what}: serializer snapshots nested deeper than "
                                                   f"{MAX_SERIALIZER_DEPTH} levels")
     name = cur.utf()
+    if name in CUSTOM:
+        return CUSTOM[name].read(cur, depth)
     kind = SNAPSHOTS.get(name)
     if kind is None:
         raise CheckpointFormatError(cur.name, at, f"{cur.what}: serializer snapshot class {name!r:.120} is not one "

@@ -37,15 +37,19 @@ import org.apache.flink.core.fs.FileSystem;
 import org.apache.flink.core.fs.Path;
 import org.apache.flink.runtime.checkpoint.CheckpointOptions;
 import org.apache.flink.runtime.state.AbstractKeyedStateBackend;
+import org.apache.flink.runtime.state.CheckpointableKeyedStateBackend;
+import org.apache.flink.runtime.state.CheckpointStorageLocationReference;
 import org.apache.flink.runtime.state.CheckpointStreamFactory;
 import org.apache.flink.runtime.state.CheckpointedStateScope;
 import org.apache.flink.runtime.state.KeyGroupRange;
 import org.apache.flink.runtime.state.KeyGroupRangeOffsets;
+import org.apache.flink.runtime.state.KeyGroupsSavepointStateHandle;
 import org.apache.flink.runtime.state.KeyGroupsStateHandle;
 import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.LocalRecoveryConfig;
 import org.apache.flink.runtime.state.SnapshotResult;
 import org.apache.flink.runtime.state.SnappyStreamCompressionDecorator;
+import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.UncompressedStreamCompressionDecorator;
 import org.apache.flink.runtime.state.filesystem.FileStateHandle;
@@ -105,11 +109,19 @@ public final class BackendHandle {
     private final KeyGroupRange range;
     private final Map<String, InternalKvState<Object, Integer, ?>> states = new HashMap<>();
     private final Corruption corruption;
+    private final int classVersion;
     private Object currentKey;
 
     @SuppressWarnings("unchecked")
     public BackendHandle(String keyType, int maxParallelism, int start, int end, Clock clock,
                          KeyedStateHandle[] handles, String corruption) throws Exception {
+        this(keyType, maxParallelism, start, end, clock, handles, corruption, 1);
+    }
+
+    /** A backend of a job whose user classes are of class version {@code classVersion} ({@link Types}). */
+    public BackendHandle(String keyType, int maxParallelism, int start, int end, Clock clock,
+                         KeyedStateHandle[] handles, String corruption, int classVersion) throws Exception {
+        this.classVersion = classVersion;
         this.range = KeyGroupRange.of(start, end);
         this.corruption = Corruption.forName(corruption);
         List<KeyedStateHandle> restore = new ArrayList<>();
@@ -120,7 +132,7 @@ public final class BackendHandle {
             }
         }
         this.backend = (AbstractKeyedStateBackend<Object>) build(keySerializer(keyType), maxParallelism, range,
-                clock, restore);
+                clock, restore, Types.loader(classVersion));
     }
 
     @SuppressWarnings("unchecked")
@@ -139,7 +151,8 @@ public final class BackendHandle {
 
     /** HeapKeyedStateBackendBuilder(...).build(), its constructor's arguments chosen by their types. */
     private static Object build(TypeSerializer<Object> keySerializer, int maxParallelism, KeyGroupRange range,
-                                TtlTimeProvider clock, Collection<KeyedStateHandle> restore) throws Exception {
+                                TtlTimeProvider clock, Collection<KeyedStateHandle> restore, ClassLoader classes)
+            throws Exception {
         Constructor<?> constructor = HeapKeyedStateBackendBuilder.class.getConstructors()[0];
         Class<?>[] types = constructor.getParameterTypes();
         Object[] args = new Object[types.length];
@@ -153,7 +166,7 @@ public final class BackendHandle {
                     args[i] = keySerializer;
                     break;
                 case "ClassLoader":
-                    args[i] = BackendHandle.class.getClassLoader();
+                    args[i] = classes; // the user code class loader: a restore resolves snapshots' classes in it
                     break;
                 case "int":
                     args[i] = maxParallelism;
@@ -195,7 +208,20 @@ public final class BackendHandle {
             }
         }
         Object builder = constructor.newInstance(args);
-        return builder.getClass().getMethod("build").invoke(builder);
+        try {
+            return builder.getClass().getMethod("build").invoke(builder);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            // What build() threw (a BackendBuildingException), not its reflective wrapper, naming its root cause.
+            Throwable cause = e.getCause();
+            Throwable root = cause;
+            while (root.getCause() != null && root.getCause() != root) {
+                root = root.getCause();
+            }
+            if (root == cause) {
+                throw cause instanceof Exception ? (Exception) cause : e;
+            }
+            throw new IllegalStateException(cause + " (root cause: " + root + ")", cause);
+        }
     }
 
     /** Local recovery off: a constant from 2.0, a constructor of one or two arguments before. */
@@ -233,18 +259,25 @@ public final class BackendHandle {
 
     // ------------------------------------------------------------------ states
 
-    @SuppressWarnings({"unchecked", "rawtypes"})
     public void register(String name, String kind, long ttlMillis, boolean updateOnRead) throws Exception {
+        register(name, kind, ttlMillis, updateOnRead, "int");
+    }
+
+    /** A state of {@code kind} whose values are of {@code valueType} (int, pojo, kryo: {@link Types}). */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    public void register(String name, String kind, long ttlMillis, boolean updateOnRead, String valueType)
+            throws Exception {
+        TypeSerializer<Object> values = Types.serializer(valueType, classVersion);
         StateDescriptor descriptor;
         switch (kind) {
             case "value":
-                descriptor = new ValueStateDescriptor<>(name, IntSerializer.INSTANCE);
+                descriptor = new ValueStateDescriptor<>(name, values);
                 break;
             case "list":
-                descriptor = new ListStateDescriptor<>(name, IntSerializer.INSTANCE);
+                descriptor = new ListStateDescriptor<>(name, values);
                 break;
             case "map":
-                descriptor = new MapStateDescriptor<>(name, IntSerializer.INSTANCE, IntSerializer.INSTANCE);
+                descriptor = new MapStateDescriptor<>(name, IntSerializer.INSTANCE, values);
                 break;
             case "reducing":
                 descriptor = new ReducingStateDescriptor<>(name, new Sum(), IntSerializer.INSTANCE);
@@ -285,78 +318,66 @@ public final class BackendHandle {
     }
 
     @SuppressWarnings("unchecked")
-    public void valueUpdate(String name, int namespace, Integer value) throws Exception {
-        ((ValueState<Integer>) writing(name, namespace)).update(value);
+    public void valueUpdate(String name, int namespace, Object value) throws Exception {
+        ((ValueState<Object>) writing(name, namespace)).update(value);
     }
 
     @SuppressWarnings("unchecked")
-    public int[] listGet(String name, int namespace) throws Exception {
-        Iterable<Integer> got = ((ListState<Integer>) at(name, namespace)).get();
+    public Object[] listGet(String name, int namespace) throws Exception {
+        Iterable<Object> got = ((ListState<Object>) at(name, namespace)).get();
         if (got == null) {
             return null;
         }
-        List<Integer> values = new ArrayList<>();
-        for (Integer v : got) {
+        List<Object> values = new ArrayList<>();
+        for (Object v : got) {
             values.add(v);
         }
-        int[] out = new int[values.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = values.get(i);
-        }
-        return out;
+        return values.toArray();
     }
 
     @SuppressWarnings("unchecked")
-    public void listAdd(String name, int namespace, int value) throws Exception {
-        ((ListState<Integer>) writing(name, namespace)).add(value);
+    public void listAdd(String name, int namespace, Object value) throws Exception {
+        ((ListState<Object>) writing(name, namespace)).add(value);
     }
 
     @SuppressWarnings("unchecked")
-    public void listUpdate(String name, int namespace, int[] values) throws Exception {
-        List<Integer> list = new ArrayList<>();
-        for (int v : values) {
-            list.add(v);
-        }
-        ((ListState<Integer>) writing(name, namespace)).update(list);
+    public void listUpdate(String name, int namespace, Object[] values) throws Exception {
+        ((ListState<Object>) writing(name, namespace)).update(new ArrayList<>(java.util.Arrays.asList(values)));
     }
 
     @SuppressWarnings("unchecked")
-    public void mapPut(String name, int namespace, int userKey, int value) throws Exception {
-        ((MapState<Integer, Integer>) writing(name, namespace)).put(userKey, value);
+    public void mapPut(String name, int namespace, int userKey, Object value) throws Exception {
+        ((MapState<Integer, Object>) writing(name, namespace)).put(userKey, value);
     }
 
     @SuppressWarnings("unchecked")
     public void mapRemove(String name, int namespace, int userKey) throws Exception {
-        ((MapState<Integer, Integer>) writing(name, namespace)).remove(userKey);
+        ((MapState<Integer, Object>) writing(name, namespace)).remove(userKey);
     }
 
     @SuppressWarnings("unchecked")
     public Object mapGet(String name, int namespace, int userKey) throws Exception {
-        return ((MapState<Integer, Integer>) at(name, namespace)).get(userKey);
+        return ((MapState<Integer, Object>) at(name, namespace)).get(userKey);
     }
 
     @SuppressWarnings("unchecked")
     public boolean mapContains(String name, int namespace, int userKey) throws Exception {
-        return ((MapState<Integer, Integer>) at(name, namespace)).contains(userKey);
+        return ((MapState<Integer, Object>) at(name, namespace)).contains(userKey);
     }
 
-    /** The map's entries as user key, value pairs (null when Flink returns null). */
+    /** The map's entries as user key, value pairs, a value null where the map holds null (null when Flink returns null). */
     @SuppressWarnings("unchecked")
-    public int[] mapEntries(String name, int namespace) throws Exception {
-        Iterable<Map.Entry<Integer, Integer>> got = ((MapState<Integer, Integer>) at(name, namespace)).entries();
+    public Object[] mapEntries(String name, int namespace) throws Exception {
+        Iterable<Map.Entry<Integer, Object>> got = ((MapState<Integer, Object>) at(name, namespace)).entries();
         if (got == null) {
             return null;
         }
-        List<Integer> flat = new ArrayList<>();
-        for (Map.Entry<Integer, Integer> e : got) {
+        List<Object> flat = new ArrayList<>();
+        for (Map.Entry<Integer, Object> e : got) {
             flat.add(e.getKey());
             flat.add(e.getValue());
         }
-        int[] out = new int[flat.size()];
-        for (int i = 0; i < out.length; i++) {
-            out[i] = flat.get(i);
-        }
-        return out;
+        return flat.toArray();
     }
 
     @SuppressWarnings("unchecked")
@@ -385,25 +406,95 @@ public final class BackendHandle {
 
     /**
      * The synchronous part of checkpoint {@code checkpointId} (the backend's snapshot strategy):
-     * to memory when {@code directory} is null, else to files there (every state in a file:
-     * threshold 0); the streams yield at random, seeded by {@code yieldSeed}, unless it is negative.
+     * to memory when {@code directory} is null, else to files there keeping at most {@code
+     * threshold} bytes inline; the streams yield at random, seeded by {@code yieldSeed}, unless it
+     * is negative; key groups snappy-compressed if {@code compressed} (the strategy's decorator,
+     * as ExecutionConfig#setUseSnapshotCompression sets it).
      */
-    public Pending snapshot(long checkpointId, String directory, long yieldSeed, boolean compressed)
+    public Pending snapshot(long checkpointId, String directory, long yieldSeed, int threshold, boolean compressed)
             throws Exception {
         Object strategy = CHECKPOINT_STRATEGY.get(backend);
         COMPRESSION.set(strategy, compressed ? SnappyStreamCompressionDecorator.INSTANCE
                 : UncompressedStreamCompressionDecorator.INSTANCE);
-        return snapshot(checkpointId, directory, yieldSeed);
+        return new Pending(backend.snapshot(checkpointId, 0L, streams(directory, yieldSeed, threshold),
+                CheckpointOptions.forCheckpointWithDefaultLocation()));
     }
 
-    /** As above, uncompressed unless an earlier call set snapshot compression. */
-    public Pending snapshot(long checkpointId, String directory, long yieldSeed) throws Exception {
+    private static CheckpointStreamFactory streams(String directory, long yieldSeed, int threshold)
+            throws IOException {
         Random random = yieldSeed < 0 ? null : new Random(yieldSeed);
-        CheckpointStreamFactory streams = directory == null
-                ? new MemoryStreams(random)
-                : new FileStreams(new Path(directory), random);
-        return new Pending(backend.snapshot(checkpointId, 0L, streams,
-                CheckpointOptions.forCheckpointWithDefaultLocation()));
+        return directory == null ? new MemoryStreams(random) : new FileStreams(new Path(directory), random, threshold);
+    }
+
+    /**
+     * The synchronous part of a savepoint, taken as Flink's StreamOperatorStateHandler takes it: a
+     * canonical one through {@code prepareCanonicalSavepoint} (1.15 on; {@code prepareSavepoint}
+     * before, where every savepoint is canonical), i.e. a SavepointSnapshotStrategy over the
+     * backend's savepoint() resources run by a SnapshotStrategyRunner; a native one (1.15 on)
+     * through the backend's own snapshot with savepoint options.
+     */
+    @SuppressWarnings("unchecked")
+    public Pending savepoint(long checkpointId, String directory, long yieldSeed, int threshold, boolean canonical)
+            throws Exception {
+        CheckpointStreamFactory streams = streams(directory, yieldSeed, threshold);
+        CheckpointOptions options = savepointOptions(canonical);
+        if (!canonical) {
+            return new Pending(backend.snapshot(checkpointId, 0L, streams, options));
+        }
+        Class<?> handler = Class.forName("org.apache.flink.streaming.api.operators.StreamOperatorStateHandler");
+        Method prepare;
+        try {
+            prepare = handler.getMethod("prepareCanonicalSavepoint", CheckpointableKeyedStateBackend.class,
+                    CloseableRegistry.class);
+        } catch (NoSuchMethodException older) {
+            prepare = handler.getMethod("prepareSavepoint", CheckpointableKeyedStateBackend.class,
+                    CloseableRegistry.class);
+        }
+        SnapshotStrategyRunner<KeyedStateHandle, ?> runner =
+                (SnapshotStrategyRunner<KeyedStateHandle, ?>) prepare.invoke(null, backend, new CloseableRegistry());
+        return new Pending(runner.snapshot(checkpointId, 0L, streams, options));
+    }
+
+    /** Whether this release takes native savepoints (SavepointFormatType, from 1.15). */
+    public static boolean hasNativeSavepoints() {
+        try {
+            Class.forName("org.apache.flink.core.execution.SavepointFormatType");
+            return true;
+        } catch (ClassNotFoundException e) {
+            return false;
+        }
+    }
+
+    /** Savepoint options: SavepointType.savepoint(CANONICAL or NATIVE) from 1.15, CheckpointType.SAVEPOINT before. */
+    @SuppressWarnings({"unchecked", "rawtypes"})
+    private static CheckpointOptions savepointOptions(boolean canonical) throws Exception {
+        Object type;
+        if (hasNativeSavepoints()) {
+            Class<Enum> format = (Class<Enum>) Class.forName("org.apache.flink.core.execution.SavepointFormatType");
+            type = Class.forName("org.apache.flink.runtime.checkpoint.SavepointType").getMethod("savepoint", format)
+                    .invoke(null, Enum.valueOf(format, canonical ? "CANONICAL" : "NATIVE"));
+        } else if (canonical) {
+            type = Class.forName("org.apache.flink.runtime.checkpoint.CheckpointType").getField("SAVEPOINT").get(null);
+        } else {
+            throw new UnsupportedOperationException("native savepoints exist from Flink 1.15 on");
+        }
+        for (Constructor<?> c : CheckpointOptions.class.getConstructors()) {
+            if (c.getParameterCount() == 2 && c.getParameterTypes()[1] == CheckpointStorageLocationReference.class) {
+                return (CheckpointOptions) c.newInstance(type, CheckpointStorageLocationReference.getDefault());
+            }
+        }
+        throw new IllegalStateException("no CheckpointOptions(type, location) constructor");
+    }
+
+    /** Where a completed snapshot's bytes are: "inline" (a ByteStreamStateHandle) or "file". */
+    public static String storage(KeyedStateHandle handle) {
+        Object data = ((KeyGroupsStateHandle) handle).getDelegateStateHandle();
+        return data instanceof ByteStreamStateHandle ? "inline" : "file";
+    }
+
+    /** A completed snapshot's size in bytes (its stream's). */
+    public static long size(KeyedStateHandle handle) {
+        return ((KeyGroupsStateHandle) handle).getDelegateStateHandle().getStateSize();
     }
 
     /** A checkpoint's asynchronous part (Flink's RunnableFuture of the snapshot). */
@@ -491,21 +582,28 @@ public final class BackendHandle {
         }
     }
 
+    /**
+     * File streams: a stream of at most {@code threshold} bytes comes back inline (a
+     * ByteStreamStateHandle), a larger one in a file (FsCheckpointStateOutputStream's rule).
+     */
     static final class FileStreams extends FsCheckpointStreamFactory {
         private static final int BUFFER = 4096;
         private final Path directory;
         private final Random random;
+        private final int threshold;
 
-        FileStreams(Path directory, Random random) throws IOException {
-            super(FileSystem.getLocalFileSystem(), directory, directory, 0, BUFFER);
+        FileStreams(Path directory, Random random, int threshold) throws IOException {
+            super(FileSystem.getLocalFileSystem(), directory, directory, threshold, Math.max(BUFFER, threshold));
             this.directory = directory;
             this.random = random;
+            this.threshold = threshold;
         }
 
         @Override
         public FsCheckpointStateOutputStream createCheckpointStateOutputStream(CheckpointedStateScope scope)
                 throws IOException {
-            return new FsCheckpointStateOutputStream(directory, FileSystem.getLocalFileSystem(), BUFFER, 0) {
+            return new FsCheckpointStateOutputStream(directory, FileSystem.getLocalFileSystem(),
+                    Math.max(BUFFER, threshold), threshold) {
                 @Override
                 public void write(int b) throws IOException {
                     pause(random);
@@ -525,7 +623,8 @@ public final class BackendHandle {
 
     /**
      * A handle as text another release's helper can {@link #rebuild}: the key-group range, the
-     * offsets, then the bytes (base64, a ByteStreamStateHandle) or the file and its size.
+     * offsets, then the bytes (base64, a ByteStreamStateHandle) or the file and its size, then
+     * "savepoint" for a canonical savepoint's KeyGroupsSavepointStateHandle.
      */
     public static String describe(KeyedStateHandle handle) {
         KeyGroupsStateHandle groups = (KeyGroupsStateHandle) handle;
@@ -545,6 +644,9 @@ public final class BackendHandle {
         } else {
             throw new IllegalArgumentException("cannot describe a " + data.getClass().getName());
         }
+        if (handle instanceof KeyGroupsSavepointStateHandle) {
+            out.append("\nsavepoint");
+        }
         return out.toString();
     }
 
@@ -563,7 +665,10 @@ public final class BackendHandle {
         StreamStateHandle stream = data[0].equals("bytes")
                 ? new ByteStreamStateHandle("cowcheck-" + start + "-" + end, Base64.getDecoder().decode(data[1]))
                 : new FileStateHandle(new Path(data[2]), Long.parseLong(data[1]));
-        return new KeyGroupsStateHandle(new KeyGroupRangeOffsets(start, end, at), stream);
+        KeyGroupRangeOffsets groups = new KeyGroupRangeOffsets(start, end, at);
+        return lines.length > 3 && lines[3].equals("savepoint")
+                ? new KeyGroupsSavepointStateHandle(groups, stream)
+                : new KeyGroupsStateHandle(groups, stream);
     }
 
     // ------------------------------------------------------------------ corruptions
