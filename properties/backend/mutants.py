@@ -136,7 +136,7 @@ class CheckpointIgnoresTtlCleanup(KeyedStateBackend):
 
 @_backend_mutant("backend-restore-range-end-exclusive", "restore treats the end of a key-group range as "
                  "exclusive when intersecting a handle with the target range, dropping its last key group",
-                 "K3 / K4 / K5 / K7")
+                 "K3 / K4 / K5 / K7 / K8")
 class RestoreRangeEndExclusive(KeyedStateBackend):
     @staticmethod
     def _restore_range(handle_range, target):

@@ -10,7 +10,8 @@ savepoints.py and upgrades.py (``cowcheck mutants --machine backend``):
 - ``backend-migration-reads-with-old-serializer``: a restored state
   registered with a serializer that is compatible after migration keeps
   the serializer it was read with and its values as they were (K8, or K6
-  when a TTL wrapper is missing);
+  when a TTL wrapper is missing, or K10 when a later restore of a stream's
+  last value is what reads them);
 - ``backend-kryo-duplicate-shares-state``: the Kryo serializer's
   ``duplicate()`` returns itself, so an asynchronous part writes through the
   scratch buffer the task thread copies values through (K5 / K7);
@@ -53,7 +54,7 @@ class SavepointSkipsLastState(KeyedStateBackend):
 
 @_backend_mutant("backend-migration-reads-with-old-serializer", "a restored state registered with a serializer "
                  "that needs a migration (a POJO's field added or removed, TTL switched) keeps the serializer it "
-                 "was read with, and its values unconverted", "K6 / K8")
+                 "was read with, and its values unconverted", "K6 / K8 / K10")
 class MigrationReadsWithOldSerializer(KeyedStateBackend):
     def _migrate(self, registered, state_serializer) -> None:
         return None  # no value converted (and below: the old serializer kept)

@@ -9,7 +9,7 @@ read, checkpointed and read again, at times that straddle its expiry), and
 ends by joining the asynchronous parts still running, as every example does.
 
 >>> list(walk_program(3, 4))[:2]
-[Step(op='open', args=('int', 8)), Step(op='keys', args=('value_ttl', 1))]
+[Step(op='open', args=('int', 8)), Step(op='advance', args=(5,))]
 """
 
 from __future__ import annotations

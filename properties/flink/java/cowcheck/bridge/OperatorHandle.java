@@ -193,7 +193,7 @@ public final class OperatorHandle {
         Random random = yieldSeed < 0 ? null : new Random(yieldSeed);
         CheckpointStreamFactory streams = directory == null
                 ? new BackendHandle.MemoryStreams(random)
-                : new BackendHandle.FileStreams(new Path(directory), random);
+                : new BackendHandle.FileStreams(new Path(directory), random, 0);  // every state in a file
         CheckpointOptions options = CheckpointOptions.forCheckpointWithDefaultLocation();
         if (!compressed) {
             return new Pending(backend.snapshot(checkpointId, 0L, streams, options));
