@@ -99,7 +99,7 @@ class SnapshotFormSteps:
         if given) on the task thread; its handle."""
         kb = self.kb if kb is None else kb
         if form is None:
-            future = self._call(step, kb.snapshot, cid, streams)
+            future = self._snapshot(step, kb, cid, streams)  # compressed when the program's checkpoints are
         else:
             future = self._call(step, kb.savepoint, cid, streams, form == "canonical")
         return self._call(step, future.run)
