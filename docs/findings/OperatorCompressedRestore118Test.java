@@ -163,7 +163,8 @@ class OperatorCompressedRestore118Test {
             }
         }
 
-        /** Every instance's synchronous part, then every asynchronous part on the task thread: the handles (null: empty). */
+        /** Every instance's synchronous part, then every asynchronous part on the task thread: the handles
+         *  (null: an empty snapshot). */
         OperatorStateHandle[] checkpoint(long id, boolean compressed) throws Exception {
             List<RunnableFuture<SnapshotResult<OperatorStateHandle>>> futures = new ArrayList<>();
             for (DefaultOperatorStateBackend backend : backends) {
@@ -202,7 +203,8 @@ class OperatorCompressedRestore118Test {
                 throws Exception {
             Constructor<?> constructor = strategyConstructor();
             constructor.setAccessible(true);
-            Object strategy = constructor.newInstance(Job.class.getClassLoader(), field(backend, "registeredOperatorStates"),
+            Object strategy = constructor.newInstance(Job.class.getClassLoader(),
+                    field(backend, "registeredOperatorStates"),
                     field(backend, "registeredBroadcastStates"), SnappyStreamCompressionDecorator.INSTANCE);
             return new SnapshotStrategyRunner("cowcheck compressed operator state", (SnapshotStrategy) strategy,
                     new CloseableRegistry(), SnapshotExecutionType.ASYNCHRONOUS);

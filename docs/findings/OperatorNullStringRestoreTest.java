@@ -169,7 +169,8 @@ class OperatorNullStringRestoreTest {
             }
         }
 
-        /** Every instance's synchronous part, then every asynchronous part on the task thread: the handles (null: empty). */
+        /** Every instance's synchronous part, then every asynchronous part on the task thread: the handles
+         *  (null: an empty snapshot). */
         OperatorStateHandle[] checkpoint(long id, boolean compressed) throws Exception {
             List<RunnableFuture<SnapshotResult<OperatorStateHandle>>> futures = new ArrayList<>();
             for (DefaultOperatorStateBackend backend : backends) {
@@ -208,7 +209,8 @@ class OperatorNullStringRestoreTest {
                 throws Exception {
             Constructor<?> constructor = strategyConstructor();
             constructor.setAccessible(true);
-            Object strategy = constructor.newInstance(Job.class.getClassLoader(), field(backend, "registeredOperatorStates"),
+            Object strategy = constructor.newInstance(Job.class.getClassLoader(),
+                    field(backend, "registeredOperatorStates"),
                     field(backend, "registeredBroadcastStates"), SnappyStreamCompressionDecorator.INSTANCE);
             return new SnapshotStrategyRunner("cowcheck compressed operator state", (SnapshotStrategy) strategy,
                     new CloseableRegistry(), SnapshotExecutionType.ASYNCHRONOUS);

@@ -36,6 +36,7 @@ from cowcheck.operator.ops import OPERATOR_OPS, SPECS, STATES, entries_of, value
 
 __all__ = ["OperatorWriter", "java_text"]
 
+_WRITES = frozenset({"add", "add_all", "update", "put", "put_all", "remove"})
 _THREADS = "asynchronous parts on threads of their own, racing the task thread, are not written as JUnit yet"
 
 
@@ -328,36 +329,32 @@ class OperatorWriter(Writer):
     def _instance(self, instance) -> int:
         return instance % len(self.model.backends)
 
-    def _raises(self, instance, name, op, *args) -> bool:
+    def _write_parts(self) -> tuple:
+        """The failing write step: (instance, state, the model's operation, the Java call, its arguments)."""
+        step = self._step()
+        instance, name, *rest = step.args
+        if step.op in ("add_all", "update"):
+            call, args = self._list_of({"add_all": "addAll"}.get(step.op, step.op), instance, name, *rest)
+        else:
+            call, args = getattr(self, f"_{step.op}")(instance, name, *rest)
+        return instance, name, step.op, call, args
+
+    def _raises(self, instance, name, op, call, args) -> bool:
         raises, _ = copy.deepcopy(self.model.model).call(self._instance(instance), name, op, *args)
         return raises
 
-    def _write_check(self, instance, name, op, call, args):
+    def _write_check(self, *_):
+        instance, name, op, call, args = parts = self._write_parts()
         if self.cx.failure.code == self.crash_code:
             return self._guarded([f"{self._state(instance, name)}.{call};"])
-        raises = self._raises(instance, name, op, *args)
+        raises = self._raises(*parts)
+        message = java_string(f"O2: {self.operations.render(self._step())} (the model: "
+                              f"{'raises' if raises else 'returns'})")
         return ["boolean raised = false;", "try {", f"    {self._state(instance, name)}.{call};",
                 "} catch (Exception e) {", "    raised = true;", "}",
-                f"assertEquals({'true' if raises else 'false'}, raised, {self._message('O2')} + "
-                f"\" (the model: {'raises' if raises else 'returns'})\");"]
+                f"assertEquals({'true' if raises else 'false'}, raised, {message});"]
 
-    def fails_add(self, instance, name, code):
-        return self._write_check(instance, name, "add", *self._add(instance, name, code))
-
-    def fails_add_all(self, instance, name, codes):
-        return self._write_check(instance, name, "add_all", *self._list_of("addAll", instance, name, codes))
-
-    def fails_update(self, instance, name, codes):
-        return self._write_check(instance, name, "update", *self._list_of("update", instance, name, codes))
-
-    def fails_put(self, instance, name, key, value):
-        return self._write_check(instance, name, "put", *self._put(instance, name, key, value))
-
-    def fails_put_all(self, instance, name, pairs):
-        return self._write_check(instance, name, "put_all", *self._put_all(instance, name, pairs))
-
-    def fails_remove(self, instance, name, key):
-        return self._write_check(instance, name, "remove", *self._remove(instance, name, key))
+    fails_add = fails_add_all = fails_update = fails_put = fails_put_all = fails_remove = _write_check
 
     def fails_clear(self, instance, name):
         return self._guarded(self.step_clear(instance, name))
@@ -445,8 +442,12 @@ class OperatorWriter(Writer):
         step = self._step()
         if step.op in ("get", "lookup", "contains", "entries"):
             return f"{self.operations.render(step)} answers {java_text(self._want())}"
+        if step.op == "checkpoint" and not self.model.model.writable(self.model.model.freeze()):
+            return "the checkpoint fails: the job holds a null its serializers cannot write"
         if step.op in ("checkpoint", "restore", "recover"):
             return "each instance restored holds what the job held at the checkpoint's synchronous part"
+        if step.op in _WRITES and self.cx.failure.code != self.crash_code:
+            return f"{self.operations.render(step)} {'raises' if self._raises(*self._write_parts()) else 'returns'}"
         return ""
 
     def nested(self) -> str:
