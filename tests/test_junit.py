@@ -58,9 +58,16 @@ def _restoring() -> Counterexample:
     return _cx("backend", steps, Failure(DIVERGENCE, "K3", "restored", 2))
 
 
-def test_a_program_the_writer_cannot_express_is_refused_naming_the_step():
-    with pytest.raises(JUnitUnsupported, match="restore"):
-        write_test(_restoring(), "x.json", "flink")
+def _racing() -> Counterexample:
+    steps = [Step("open", (1,)), Step("checkpoint_async", (0, False, "memory", 3)), Step("join", (0,))]
+    return _cx("operator", steps, Failure(DIVERGENCE, "O5", "restored", 2))
+
+
+@pytest.mark.parametrize("cx, step", [(_restoring(), "restore"), (_racing(), "checkpoint_async")],
+                         ids=["backend", "operator"])
+def test_a_program_the_writer_cannot_express_is_refused_naming_the_step(cx, step):
+    with pytest.raises(JUnitUnsupported, match=step):
+        write_test(cx, "x.json", "flink")
 
 
 @pytest.mark.slow  # resolves flink: compiles the bridge's helper on first use
@@ -100,7 +107,19 @@ def _programs() -> list[Counterexample]:
                  Step("size_of_namespace", (0,)), Step("hold_keys", ()), Step("put_range", ("long", 0, 3, 1, [])),
                  Step("get_range", ("long", 0, 3, 1)), Step("remove_range", ("long", 1, 2, 1)),
                  Step("get", (0, 0)), Step("iterate_modify", (2, 0, 0, "put"))]
+    operator = [Step("open", (2,)), Step("add", (0, "split_int", 3)), Step("add_all", (1, "split_long", [1, 2])),
+                Step("update", (0, "split_list", [4, 5])), Step("mutate", (0, "split_list", 1, 7)),
+                Step("put", (1, "bcast_long_list", 2, 4)),
+                Step("put_all", (0, "bcast_string_string", [[1, 6], [2, -1]])),
+                Step("mutate", (1, "bcast_long_list", 2, 8)), Step("add", (1, "union_string", 6)),
+                Step("add_all", (0, "split_string", [-1])), Step("remove", (0, "bcast_string_string", 2)),
+                Step("get", (1, "split_long")), Step("lookup", (1, "bcast_long_list", 2)),
+                Step("contains", (0, "bcast_string_string", 1)), Step("entries", (0, "bcast_string_string")),
+                Step("clear", (1, "split_int")), Step("checkpoint", (0, True, "memory")), Step("restore", (0, 3)),
+                Step("checkpoint", (1, False, "memory")), Step("recover", (1, 3, "")), Step("add", (2, "union_int", 5)),
+                Step("checkpoint", (2, False, "memory")), Step("recover", (2, 2, "union_int"))]
     return [
+        _cx("operator", operator, Failure(DIVERGENCE, "O4", "", len(operator) - 1)),
         _cx("table", table, Failure(DIVERGENCE, "T2", "", len(table) - 1)),
         _cx("backend", backend, Failure(DIVERGENCE, "K1", "", len(backend) - 1)),
         _cx("async", async_steps, Failure(TIMEOUT, "A10", "", len(async_steps) - 1)),

@@ -1,6 +1,6 @@
 """Counterexamples as JUnit 5 tests on Flink's own classes (``cowcheck replay FILE --to-junit``).
 
-One writer per machine (``table``, ``map``, ``backend``, ``async_exec``: a
+One writer per machine (``table``, ``map``, ``backend``, ``async_exec``, ``operator``: a
 :class:`~cowcheck.flink.junit.writer.Writer` each, its cases named after the
 operations of the machine's table) turns a stored counterexample into one
 self-contained JUnit 5 class that performs the program's steps on Flink's
@@ -25,6 +25,7 @@ from cowcheck.flink.jars import ClassIndex
 from cowcheck.flink.junit.async_exec import AsyncWriter
 from cowcheck.flink.junit.backend import BackendWriter
 from cowcheck.flink.junit.map import MapWriter
+from cowcheck.flink.junit.operator import OperatorWriter
 from cowcheck.flink.junit.table import TableWriter
 from cowcheck.flink.junit.writer import JUnitTest, JUnitUnsupported, Writer
 
@@ -32,7 +33,7 @@ __all__ = ["WRITERS", "JUnitTest", "JUnitUnsupported", "write_test", "model_befo
 
 # The machines whose counterexamples the writer expresses, and how.
 WRITERS: dict[str, type[Writer]] = {"table": TableWriter, "map": MapWriter, "backend": BackendWriter,
-                                    "async": AsyncWriter}
+                                    "async": AsyncWriter, "operator": OperatorWriter}
 
 
 def model_before(cx: Counterexample, failing: int, file_name: str):
