@@ -152,3 +152,9 @@ def test_versions_on_a_flink_given_by_path_says_where_junit_and_python_agree(tmp
     (row,) = json.loads(run.stdout)["counterexamples"]
     cell = row["outcomes"][dist]
     assert (cell["outcome"], cell["junit"]["result"]) == ("passes", PASSED)
+
+
+def test_a_line_break_in_a_string_is_an_escape_javac_reads_inside_a_literal():
+    # javac turns \u000a into a real line break before it reads literals: a literal holding one does not compile.
+    from cowcheck.flink.junit.writer import java_string
+    assert java_string("a\nb\rc") == '"a\\nb\\rc"'

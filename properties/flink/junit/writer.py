@@ -71,6 +71,8 @@ def java_string(text: str) -> str:
             out.append("\\" + char)
         elif 0x20 <= unit < 0x7F:
             out.append(char)
+        elif unit in (0x0A, 0x0D):  # javac reads \u000a as a line break even inside a literal
+            out.append("\\n" if unit == 0x0A else "\\r")
         else:
             out.append(f"\\u{unit:04x}")
     return '"' + "".join(out) + '"'
