@@ -1,18 +1,22 @@
 """Flink's own DefaultOperatorStateBackend under the operator machine (properties/flink/operator.py, JVMs).
 
 Each test runs its release in a process of its own (one JVM per process, one release per JVM): parity
-of the reference and Flink 2.3.0 on seeded walks, and checkpoints the reference writes restored by
-Flink 2.3.0 at 1 to 10 instances.
+of the reference and Flink 2.3.0 on seeded walks, checkpoints the reference writes restored by
+Flink 2.3.0 at 1 to 10 instances, and the operator findings replayed on 1.13.6 (``cowcheck versions``).
 """
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
 from cowcheck.core.processes import module_command
 from cowcheck.flink import available
 from cowcheck.flink.operator_releases import write
+from cowcheck.flink.versions import NOT_APPLICABLE, REPRODUCES, run_release, spec_of
+
+FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "findings"
 
 pytestmark = pytest.mark.slow
 
@@ -35,3 +39,10 @@ def test_flink_2_3_0_restores_what_the_reference_wrote_compressed_and_not_at_1_t
     result = _json("cowcheck.flink.operator_releases", "--read", "2.3.0", str(tmp_path))
     assert (result["different"], result["explained"], result["same"]) == ([], {}, result["checkpoints"])
     assert len(result["parallelisms"]) >= 8
+
+
+def test_on_1_13_6_the_null_string_finding_reproduces_and_a_compressed_program_does_not_apply():
+    # 1.13.6's classes have no operator-state compression: decided from them, as --machine operator does.
+    compressed, null = (str(FINDINGS / f"operator-{n}.json") for n in ("compressed-restore-1.18", "null-string-restore"))
+    row = run_release(spec_of("1.13.6"), [compressed, null])
+    assert (row[compressed]["outcome"], row[null]["outcome"]) == (NOT_APPLICABLE, REPRODUCES), row

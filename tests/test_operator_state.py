@@ -132,7 +132,7 @@ def test_a_compressed_keyed_checkpoint_restores_into_any_key_group_range():
 @pytest.mark.slow
 def test_walks_on_the_reference_pass_and_reach_every_scenario():
     coverage = Counter()
-    for seed in range(12):
+    for seed in range(8):  # (seeds 0-6 reach every scenario)
         harness = OperatorHarness(OperatorStateBackends())
         try:
             for step in walk_program(seed, 150):

@@ -59,7 +59,7 @@ def run_programs(version: str, programs: int, steps: int, first_seed: int = 0) -
             out["programs"] += 1
             out["steps"] += len(program)
             out["answers"] += len(runs["flink"][1])
-            (ref_verdict, ref_answers), (flink_verdict, flink_answers) = runs["reference"], runs["flink"]
+            (ref_verdict, ref_answers, _), (flink_verdict, flink_answers, _) = runs["reference"], runs["flink"]
             differs = _first_difference(ref_answers, flink_answers)
             if ref_verdict == flink_verdict and differs is None:
                 out["same"] += 1

@@ -21,6 +21,7 @@ reproduces, first where it passes".
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -61,8 +62,6 @@ def replay_on_release(spec: str, files: list[str], step_time_limit: float = 10.0
     from cowcheck.core.shrink import replay, signature_of
 
     from cowcheck.flink.jvm import FlinkUnavailableError, jvm
-    from cowcheck.flink.operator import OPERATOR_COMPRESSION_SINCE
-    from cowcheck.flink.releases import parse_version
 
     results = {}
     try:
@@ -84,7 +83,7 @@ def replay_on_release(spec: str, files: list[str], step_time_limit: float = 10.0
                                  "detail": f"a {cx.machine} program (the bridge runs Flink's map, table, keyed "
                                            f"backend, operator backend and async controller)"}
                 continue
-            if cx.machine == "operator" and parse_version(version) < OPERATOR_COMPRESSION_SINCE and any(
+            if cx.machine == "operator" and not _operator_compression(spec) and any(
                     step.op in ("checkpoint", "checkpoint_async") and step.args[1] for step in cx.steps):
                 results[path] = {"outcome": NOT_APPLICABLE,
                                  "detail": "a compressed operator checkpoint (operator-state compression: 1.18.0 on)"}
@@ -111,6 +110,15 @@ def replay_on_release(spec: str, files: list[str], step_time_limit: float = 10.0
                                  "detail": f"{failure.kind} {failure.code} at step {failure.step_index} "
                                            f"(stored: {cx.failure.kind} {cx.failure.code}): {failure.message[:200]}"}
     return results
+
+
+@functools.lru_cache(maxsize=None)
+def _operator_compression(spec: str) -> bool:
+    """Whether the Flink ``spec`` names compresses operator state: decided by its classes, as
+    ``--machine operator`` decides it (the implementation's ``compression`` default)."""
+    from cowcheck.core.impls import resolve
+
+    return bool(resolve(spec, "operator").config_defaults.get("compression"))
 
 
 def run_release(spec: str, files: list[str], timeout: float = 1800.0) -> dict:
