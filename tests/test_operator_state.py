@@ -143,3 +143,18 @@ def test_walks_on_the_reference_pass_and_reach_every_scenario():
             harness.close()
         coverage.update(harness.coverage)
     assert set(OPERATOR_SCENARIOS) - set(coverage) == set()
+
+
+def test_a_compressed_checkpoint_on_an_implementation_without_compression_is_bad_usage_never_a_pass():
+    # A stored program replayed on a release without operator-state compression (before 1.18.0) once took
+    # its checkpoint uncompressed and passed; now it is refused (exit 2), and walks there draw none.
+    from cowcheck.core.errors import UsageError
+    from cowcheck.core.program import Step
+    harness = OperatorHarness(OperatorStateBackends(), compression=False)
+    try:
+        harness.apply(Step("open", (1,)))
+        with pytest.raises(UsageError, match="compressed checkpoint"):
+            harness.apply(Step("checkpoint", (0, True, "memory")))
+    finally:
+        harness.close()
+    assert not any(step.op == "checkpoint" and step.args[1] for step in walk_program(3, 400, compression=False))

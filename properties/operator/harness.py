@@ -54,6 +54,7 @@ from typing import Optional
 
 import attrs
 
+from cowcheck.core.errors import UsageError
 from cowcheck.core.failures import CRASH, DIVERGENCE, CheckFailure
 from cowcheck.core.harness import HarnessBase
 from cowcheck.core.program import Step
@@ -373,7 +374,9 @@ class OperatorHarness(HarnessBase):
     def _take(self, step, cid, compressed, target, seed=None) -> list:
         """The synchronous parts of every instance; the model frozen. A job the model cannot write may fail
         here (a list element None cannot be copied): then the checkpoint is over."""
-        compressed = compressed and self.compression
+        if compressed and not self.compression:  # (a stored program replayed on a release without it)
+            raise UsageError(f"{self._render(step)}: a compressed checkpoint, which this implementation does not "
+                             f"take (Flink has operator-state compression from 1.18.0): the program cannot run on it")
         self.coverage["compression-on" if compressed else "compression-off"] += 1
         if self.recovered:
             self.coverage["checkpoint-after-restore"] += 1

@@ -52,8 +52,9 @@ _CIDS = {"checkpoint": (None, (_STARTED,)), "checkpoint_async": (None, (_RUNNING
          "join": (consumes(_RUNNING), ()), "restore": (_STARTED, ()), "recover": (_STARTED, ())}
 
 
-def _make_rule(op):
-    drawn = {arg: STRATEGIES[domain] for arg, domain in zip(op.args, op.domains) if domain != "cid"}
+def _make_rule(op, compression: bool = True):
+    strategies = STRATEGIES if compression else {**STRATEGIES, "compressed": st.just(False)}
+    drawn = {arg: strategies[domain] for arg, domain in zip(op.args, op.domains) if domain != "cid"}
     source, targets = _CIDS.get(op.name, (None, ()))
     if source is not None:
         drawn["cid"] = source
@@ -102,7 +103,7 @@ def make_operator_machine(factory: Callable, config: OperatorMachineConfig = Ope
 
     for op in OPERATOR_OPS:
         if op.name != "open":
-            setattr(OperatorMachine, op.name, _make_rule(op))
+            setattr(OperatorMachine, op.name, _make_rule(op, config.compression))
     name = getattr(factory, "__name__", None) or type(factory).__name__
     OperatorMachine.__name__ = OperatorMachine.__qualname__ = f"OperatorMachine[{name}]"
     OperatorMachine.record = record
