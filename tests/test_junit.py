@@ -63,11 +63,16 @@ def _racing() -> Counterexample:
     return _cx("operator", steps, Failure(DIVERGENCE, "O5", "restored", 2))
 
 
-@pytest.mark.parametrize("cx, step", [(_restoring(), "restore"), (_racing(), "checkpoint_async")],
-                         ids=["backend", "operator"])
-def test_a_program_the_writer_cannot_express_is_refused_naming_the_step(cx, step):
-    with pytest.raises(JUnitUnsupported, match=step):
-        write_test(cx, "x.json", "flink")
+def _upgrading() -> Counterexample:
+    steps = [Step("open", ("int", 4)), Step("update", ("value_pojo", 0, 0, 7)), Step("upgrade", ("canonical", 2, "same"))]
+    return _cx("backend", steps, Failure(DIVERGENCE, "K8", "migrated", 2))
+
+
+@pytest.mark.parametrize("program, step", [(_restoring, "restore"), (_upgrading, "upgrade"), (_racing, "checkpoint_async")],
+                         ids=["backend-restore", "backend-upgrade", "operator"])
+def test_a_program_the_writer_cannot_express_is_refused_naming_the_step(program, step):
+    with pytest.raises(JUnitUnsupported, match=rf"\({step}\)"):
+        write_test(program(), "x.json", "flink")
 
 
 @pytest.mark.slow  # resolves flink: compiles the bridge's helper on first use
@@ -94,6 +99,10 @@ def _programs() -> list[Counterexample]:
                Step("map_get", ("map", "b", 0, 1)), Step("map_contains", ("map", "b", 0, 3)),
                Step("map_entries", ("map", "b", 0)), Step("reduce_get", ("reducing", "a", 0)),
                Step("clear", ("list", "a", 0)), Step("keys", ("map", 0)), Step("advance", (20,)),
+               Step("update", ("value_kryo", "a", 0, 5)), Step("list_update", ("list_pojo", "b", 1, [4, 5])),
+               Step("map_put", ("map_kryo", "a", 2, 1, 6)), Step("savepoint", (3, "canonical", "memory")),
+               Step("savepoint", (4, "native", "memory")), Step("tail_checkpoint", ("c", 1, "checkpoint")),
+               Step("map_put_null", ("map", "b", 0, 2)), Step("compress", (True,)),
                Step("checkpoint", (0, "memory")), Step("value", ("value_ttl", "k\u00e9", 1))]
     program = [["add", "a", 1], ["add_in_accept", "b", 2], ["sum", "a", "b", "a"], ["read", "a"], ["put", "b", 3],
                ["clear", "b"]]

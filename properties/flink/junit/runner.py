@@ -27,12 +27,15 @@ from cowcheck.core.errors import UsageError
 from cowcheck.flink.junit.writer import JUnitTest
 
 __all__ = ["SYSTEM_JUNIT", "PASSED", "FAILED", "NOT_COMPILED", "NOT_RUN", "Outcome", "junit_jars", "run_tests",
-           "commands"]
+           "commands", "OPENS"]
 
 SYSTEM_JUNIT = Path("/usr/share/java/junit-platform-console-standalone.jar")
 PASSED, FAILED, NOT_COMPILED, NOT_RUN = "passes", "fails", "does not compile", "did not run"
 _ERROR_LINE = re.compile(r"^(.+\.java):(\d+): error: (.*)$", re.M)
-_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# Flink 1.x's Kryo (chill's serializers) reflects into java.util and java.lang, closed since JDK 17:
+# opened as the bridge's JVM opens them (cowcheck.flink.jvm) and as Flink's own build runs its tests on 17.
+OPENS = ("--add-opens=java.base/java.util=ALL-UNNAMED", "--add-opens=java.base/java.lang=ALL-UNNAMED")
+_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", *OPENS)
 
 
 @attrs.frozen
@@ -75,7 +78,7 @@ def commands(test: JUnitTest, classpath: tuple, junit: tuple) -> tuple[str, str]
     """The two command lines that compile and run ``test`` by hand from the directory above its package."""
     flink = os.pathsep.join(classpath)
     return (f"javac -d classes -cp '{flink}{os.pathsep}{os.pathsep.join(junit)}' {test.path}",
-            f"java -jar {junit[0]} --class-path 'classes{os.pathsep}{flink}' --select-class {test.qualified}")
+            f"java {' '.join(OPENS)} -jar {junit[0]} --class-path 'classes{os.pathsep}{flink}' --select-class {test.qualified}")
 
 
 def run_tests(tests: list[JUnitTest], classpath: tuple, junit: tuple, timeout: float = 600.0) -> dict[str, Outcome]:
