@@ -57,7 +57,9 @@ it) and ends the process only for one of those calls stuck past the limit and
 the grace period; the time between them is cowcheck's (bounded as a step's
 checking is). :func:`implementation_seconds` adds up, by the watchdog's
 samples, the time the main thread spent inside the implementation's own calls
-(a campaign's seed time limit charges that, not the walk's wall time).
+(a campaign's seed time limit charges that, not the walk's wall time), less
+the time it waited for a CPU held by other processes (Linux's schedstat), so
+that a busy machine slows a walk without spending its budget.
 
 Frames of a foreign framework that calls back into Python (Flink's async
 controller running cowcheck's callbacks) must not be unwound by the limit's
@@ -217,6 +219,16 @@ def implementation_seconds() -> float:
     active (by the watchdog's samples: a sum over many calls, not any one's; in a metered call, the
     implementation's own calls only)."""
     return _SPENT[0]
+
+
+def _run_delay(native_id: int) -> float:
+    """Seconds the thread ``native_id`` of this process has waited on a run queue, ready to run
+    while other threads held the CPUs (Linux schedstat); 0.0 where the kernel does not say."""
+    try:
+        with open(f"/proc/self/task/{native_id}/schedstat", "rb") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def running() -> tuple[str, int]:
@@ -405,12 +417,18 @@ class StepTimeLimit:
         call_seen, call_since, call_took, signalled = None, 0.0, 0.0, False
         phase_seen, metered, inside = None, False, False
         step_seen, checking, step_signalled = None, 0.0, False
+        native = threading.main_thread().native_id
+        waited = _run_delay(native)
         last = armed = time.monotonic()
         wait = interval
         while not self._stop.wait(wait):
             now = time.monotonic()
+            queued = _run_delay(native)
             if inside:  # (the last sample found the main thread inside the implementation)
-                _SPENT[0] += now - last
+                # Its time, less what the main thread waited for a CPU other threads or processes
+                # held: a loaded machine slows a walk, it does not spend its budget.
+                _SPENT[0] += max(0.0, (now - last) - (queued - waited))
+            waited = queued
             if now - armed >= _REARM:
                 self._arm_dead_man_switch()
                 armed = now
