@@ -26,6 +26,11 @@ RACE = [OPEN, Step("list_add", ("list", 0, 0, 1)), Step("checkpoint_async", (0, 
         Step("list_add", ("list", 0, 0, 2)), Step("join", (0,))]
 
 
+# The reference migrates a state whose time-to-live is switched across a restore (as Flink from 2.2):
+# only a release that refuses it (ttl_migration=False) reaches a refused switch.
+ONLY_ON_OLDER_RELEASES = {"ttl-switch-refused"}
+
+
 def cowcheck(*args, cwd):
     return subprocess.run([sys.executable, "-m", "cowcheck.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=900)
@@ -35,14 +40,14 @@ def test_the_reference_passes_the_walks_and_reaches_every_scenario():
     kind = machine_kind("backend")
     run = run_walks(kind.walker, reference_state_backend, harness_class=BackendHarness, base_seed=0, walks=24)
     assert run.finding is None
-    assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == set()
+    assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == ONLY_ON_OLDER_RELEASES
 
 
 def test_the_reference_writing_flinks_format_passes_the_walks_and_reaches_every_scenario():
     kind = machine_kind("backend")
     run = run_walks(kind.walker, reference_flink_format_backend, harness_class=BackendHarness, base_seed=0, walks=24)
     assert run.finding is None
-    assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == set()
+    assert {name for name in BACKEND_SCENARIOS if not run.coverage[name]} == ONLY_ON_OLDER_RELEASES
 
 
 def test_the_reference_passes_the_hypothesis_machine():

@@ -10,6 +10,7 @@ from cowcheck.backend.values import serializer_of, typed, upgrade_outcome
 from cowcheck.core.failures import CheckFailure
 from cowcheck.core.program import Step as S
 from cowcheck.reference.checkpoint import HeapKeyedStateBackend
+from cowcheck.reference.checkpoint.flink_format.compression import HEADER
 from cowcheck.reference.checkpoint.flink_format.datastream import FlinkCursor
 from cowcheck.reference.checkpoint.flink_format.savepoint import CanonicalSavepoint, KeyGroupsSavepointStateHandle
 from cowcheck.reference.checkpoint.flink_format.snapshots import read_snapshot, snapshot_bytes
@@ -47,9 +48,12 @@ def test_a_canonical_savepoint_is_flinks_layout_key_group_by_key_group():
                                  "00000009" "00000001" "2c" "00000002" "ffff")
 
 
-def test_a_canonical_savepoint_restores_every_kind_of_value_into_any_range_and_leaves_empty_lists_out():
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_canonical_savepoint_restores_every_kind_of_value_into_any_range_and_leaves_empty_lists_out(compressed):
     b = _backend()
-    handle = b.canonical_savepoint(1).complete()
+    handle = b.canonical_savepoint(1, compressed=compressed).complete()
+    # compressed: each key group is one snappy framed stream, its stream identifier at the group's offset
+    assert {handle.inline[o:o + 10] == HEADER for _, o in handle.offsets if o} == {compressed}
     whole = HeapKeyedStateBackend.restore([handle], max_parallelism=8)
     want = {name: sorted(b.state(name), key=repr) for name in b.state_names}
     want["e"] = []

@@ -92,6 +92,7 @@ BACKEND_SCENARIOS: dict[str, str] = {
     "checkpoint-memory": "a checkpoint to memory streams",
     "checkpoint-file": "a checkpoint to file streams",
     "checkpoint-compressed": "a checkpoint with snapshot compression (snappy key groups, Flink's format)",
+    "savepoint-compressed": "a savepoint (canonical or native) with snapshot compression",
     "checkpoint-drops-expired": "a checkpoint taken while some state had expired (cleanup in full snapshots)",
     "async-part-on-thread": "a checkpoint whose asynchronous part ran on a thread of its own",
     "async-part-racing-updates": "a write of the task thread while an asynchronous part was still running",
@@ -411,6 +412,15 @@ class BackendHarness(SnapshotFormSteps, UpgradeSteps, HarnessBase):
             return self._call(step, kb.snapshot, cid, streams, compressed=True)
         return self._call(step, kb.snapshot, cid, streams)
 
+    def _savepoint(self, step, cid, streams, form: str, kb=None):
+        """``kb.savepoint`` (default: the program's backend) of ``form``, compressed as ``_snapshot``
+        is (the keyword only then)."""
+        kb = self.kb if kb is None else kb
+        if self.compressed:
+            self.coverage["savepoint-compressed"] += 1
+            return self._call(step, kb.savepoint, cid, streams, form == "canonical", compressed=True)
+        return self._call(step, kb.savepoint, cid, streams, form == "canonical")
+
     def _op_compress(self, step, on):
         """Snapshot compression is a backend's setting in Flink (read by a running asynchronous part as it
         writes): a change waits for the running ones first."""
@@ -420,12 +430,13 @@ class BackendHarness(SnapshotFormSteps, UpgradeSteps, HarnessBase):
         self.compressed = on
 
     def _take(self, step, cid, streams, form: Optional[str] = None):
-        """The synchronous part: the implementation's snapshot (a savepoint of ``form``, if given: never
-        compressed here) and the model's frozen copy."""
+        """The synchronous part: the implementation's snapshot (a savepoint of ``form``, if given,
+        compressed as checkpoints are: Flink's savepoints of both forms honour snapshot compression)
+        and the model's frozen copy."""
         if form is None:
             future = self._snapshot(step, self.kb, cid, streams)
         else:
-            future = self._call(step, self.kb.savepoint, cid, streams, form == "canonical")
+            future = self._savepoint(step, cid, streams, form)
             self.savepoint_ids.add(cid)
         self.forms[cid] = form or "checkpoint"
         frozen = self.frozen[cid] = self.model.freeze()

@@ -93,7 +93,7 @@ class _KeepsExpiredAccumulator(TtlReduceFunction):
 
 
 @_backend_mutant("backend-reduce-keeps-expired", "a TTL reducing state adds to its accumulator even after it "
-                 "has expired, instead of starting again from the value added", "K1 / K3 / K4 / K5 / K7")
+                 "has expired, instead of starting again from the value added", "K1 / K3 / K4 / K5 / K7 / K8")
 class ReduceKeepsExpired(KeyedStateBackend):
     ttl_reduce_function = _KeepsExpiredAccumulator
 

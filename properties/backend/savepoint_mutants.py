@@ -127,12 +127,11 @@ class KryoDuplicateSharesState(KeyedStateBackend):
                 setattr(descriptor, field, _shared(getattr(descriptor, field)))
         return super().get_or_create_keyed_state(namespace_serializer, descriptor)
 
-    def snapshot(self, checkpoint_id, stream_factory=None):
-        future = super().snapshot(checkpoint_id, stream_factory)
-        return _StartsPaused(future)
+    def snapshot(self, checkpoint_id, stream_factory=None, **compression):
+        return _StartsPaused(super().snapshot(checkpoint_id, stream_factory, **compression))
 
-    def savepoint(self, checkpoint_id, stream_factory=None, canonical=True):
-        return _StartsPaused(super().savepoint(checkpoint_id, stream_factory, canonical))
+    def savepoint(self, checkpoint_id, stream_factory=None, canonical=True, **compression):
+        return _StartsPaused(super().savepoint(checkpoint_id, stream_factory, canonical, **compression))
 
 
 class _StartsPaused:

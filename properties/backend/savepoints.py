@@ -96,12 +96,13 @@ class SnapshotFormSteps:
 
     def _snapshot_now(self, step, cid, streams, form: Optional[str], kb=None):
         """Both parts of a snapshot of ``kb`` (default: the program's backend; a savepoint of ``form``
-        if given) on the task thread; its handle."""
+        if given) on the task thread, compressed as the program's snapshots are (snapshot compression
+        is the job's setting); its handle."""
         kb = self.kb if kb is None else kb
         if form is None:
-            future = self._snapshot(step, kb, cid, streams)  # compressed when the program's checkpoints are
+            future = self._snapshot(step, kb, cid, streams)
         else:
-            future = self._call(step, kb.savepoint, cid, streams, form == "canonical")
+            future = self._savepoint(step, cid, streams, form, kb)
         return self._call(step, future.run)
 
     def _op_forms(self, step, target):

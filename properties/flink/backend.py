@@ -134,9 +134,12 @@ class FlinkKeyedBackend:
     def snapshot(self, checkpoint_id: int, stream_factory=None, compressed: bool = False) -> "FlinkSnapshotFuture":
         return FlinkSnapshotFuture(self._handle.snapshot(checkpoint_id, *_streams(stream_factory), compressed))
 
-    def savepoint(self, checkpoint_id: int, stream_factory=None, canonical: bool = True) -> "FlinkSnapshotFuture":
-        """A canonical savepoint as Flink's operators take it, or a native one (1.15 on)."""
-        return FlinkSnapshotFuture(self._handle.savepoint(checkpoint_id, *_streams(stream_factory), canonical))
+    def savepoint(self, checkpoint_id: int, stream_factory=None, canonical: bool = True,
+                  compressed: bool = False) -> "FlinkSnapshotFuture":
+        """A canonical savepoint as Flink's operators take it, or a native one (1.15 on); key groups
+        snappy-compressed if ``compressed`` (Flink compresses both forms under snapshot compression)."""
+        return FlinkSnapshotFuture(self._handle.savepoint(checkpoint_id, *_streams(stream_factory), canonical,
+                                                          compressed))
 
     def dispose(self) -> None:
         self._handle.dispose()

@@ -53,7 +53,8 @@ CORRUPTIONS = {c.name: c for c in (
 @attrs.frozen
 class BackendCorruption:
     """A corruption of Flink's keyed backend: the codes a run may fail with when asynchronous parts
-    run on a thread of their own (``racing``) and with ``--async-part inline`` (``inline``)."""
+    run on a thread of their own (``racing``: K5 for a checkpoint's, K7 for a savepoint's) and with
+    ``--async-part inline`` (``inline``)."""
 
     name: str
     description: str
@@ -67,9 +68,9 @@ BACKEND_CORRUPTIONS = {c.name: c for c in (
     BackendCorruption("mark-fresh", "an in-place write to a shared entry: before a write of the task thread while a "
                                     "checkpoint's snapshot is live, the entry is marked as written after it, so the "
                                     "write lands in the entry (or the list or map) the snapshot shares instead of a "
-                                    "copy", ("K5",), ()),
+                                    "copy", ("K5", "K7"), ()),
     BackendCorruption("forget-snapshots", "before a write of the task thread while a checkpoint's snapshot is live, "
                                           "the map of its key group forgets its live snapshots (highest required "
                                           "version 0), so copy-on-write stops in that map until the next snapshot",
-                      ("K5",), ()),
+                      ("K5", "K7"), ()),
 )}

@@ -139,11 +139,15 @@ class HeapKeyedStateBackend:
         pending_class = self.pending_class if self.checkpoint_format == "cowcheck" else self.flink_pending_class
         return pending_class(self, checkpoint_id, stream_factory or self.stream_factory)
 
-    def canonical_savepoint(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None):
+    def canonical_savepoint(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None, *,
+                            compressed: bool = False):
         """The synchronous part of a canonical savepoint (Flink's backend-independent format, whatever
-        ``checkpoint_format`` is: flink_format/savepoint.py); advance or complete the result."""
+        ``checkpoint_format`` is: flink_format/savepoint.py), its key groups snappy-compressed if
+        ``compressed``; advance or complete the result."""
         if not isinstance(checkpoint_id, int) or not 0 <= checkpoint_id < 1 << 63:
             raise ValueError(f"checkpoint_id must be an int in [0, 2**63), got {checkpoint_id!r}")
+        if compressed:
+            return self.savepoint_class(self, checkpoint_id, stream_factory or self.stream_factory, compressed=True)
         return self.savepoint_class(self, checkpoint_id, stream_factory or self.stream_factory)
 
     @classmethod

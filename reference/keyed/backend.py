@@ -275,14 +275,15 @@ class KeyedStateBackend(HeapKeyedStateBackend):
         return self.future_class(self.checkpoint(checkpoint_id, stream_factory, compressed=compressed))
 
     def savepoint(self, checkpoint_id: int, stream_factory: Optional[CheckpointStreamFactory] = None,
-                  canonical: bool = True) -> SnapshotFuture:
+                  canonical: bool = True, *, compressed: bool = False) -> SnapshotFuture:
         """The synchronous part of a savepoint; run or start the result. ``canonical``: Flink's
         backend-independent format (a ``KeyGroupsSavepointStateHandle``, restored by the savepoint
         reader); else a native savepoint, which a heap backend writes as its checkpoints (Flink's
-        ``HeapSnapshotStrategy`` under savepoint options: the same bytes and handle)."""
+        ``HeapSnapshotStrategy`` under savepoint options: the same bytes and handle). ``compressed``:
+        snapshot compression, which Flink applies to both forms (snappy key groups)."""
         if not canonical:
-            return self.snapshot(checkpoint_id, stream_factory)
-        return self.future_class(self.canonical_savepoint(checkpoint_id, stream_factory))
+            return self.snapshot(checkpoint_id, stream_factory, compressed=compressed)
+        return self.future_class(self.canonical_savepoint(checkpoint_id, stream_factory, compressed=compressed))
 
 
 class HashMapStateBackend:

@@ -19,6 +19,12 @@ with none):
   i16  0xFFFF                           (END_OF_KEY_GROUP_MARK, after the group's last entry)
 ```
 
+With snapshot compression (the backend's ``keyGroupCompressionDecorator``, which
+``savepoint()`` hands to the writer) the proxy says so and each key group, from
+its first state id to its end mark, is one snappy framed stream of its own
+(``decorateWithCompression`` per group, closed after the mark); the offsets
+point at the framed streams (compression.py).
+
 The key bytes (``SerializedCompositeKeyBuilder``): the key group in 1 byte (2
 when the job has more than 128 key groups), big-endian; the key; the
 namespace; a map state's user key. A key or namespace of variable length is
@@ -56,6 +62,7 @@ import io
 
 import attrs
 
+from cowcheck.reference.checkpoint.flink_format.compression import compress_stream
 from cowcheck.reference.checkpoint.flink_format.datastream import I32, U16
 from cowcheck.reference.checkpoint.flink_format.handle import FLINK_SAVEPOINT_HANDLE_FORMAT, KeyGroupsStateHandle
 from cowcheck.reference.checkpoint.flink_format.snapshot import FlinkPendingCheckpoint, state_kind
@@ -168,8 +175,8 @@ class CanonicalSavepoint(FlinkPendingCheckpoint):
     as ``FullSnapshotAsyncWriter`` does, and ``complete`` returns a :class:`KeyGroupsSavepointStateHandle`.
     Map snapshots are released when the savepoint ends (Flink releases the resources then)."""
 
-    def __init__(self, backend, checkpoint_id: int, stream_factory) -> None:
-        super().__init__(backend, checkpoint_id, stream_factory)
+    def __init__(self, backend, checkpoint_id: int, stream_factory, compressed: bool = False) -> None:
+        super().__init__(backend, checkpoint_id, stream_factory, compressed)
         self.kinds = [state_kind(s) for s in self.states]
         self.composite = _CompositeKey(key_group_prefix_bytes(self.max_parallelism), self.key_serializer,
                                        IntSerializer())
@@ -191,7 +198,8 @@ class CanonicalSavepoint(FlinkPendingCheckpoint):
             self.offsets.append((group, 0))
             return
         self.offsets.append((group, self.stream.tell()))
-        self._write(encode_pairs(pairs))
+        data = encode_pairs(pairs)
+        self._write(compress_stream(data) if self.compressed else data)
 
     def _finish(self) -> KeyGroupsSavepointStateHandle:
         path, inline, size = self.stream.close_and_get_result()

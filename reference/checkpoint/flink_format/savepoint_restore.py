@@ -3,7 +3,8 @@
 The layout is savepoint.py's. Flink reads, for each key group of the handle
 whose offset is not 0, the state id, then key/value byte arrays until a key
 flagged "meta data follows", then either the next state id or the end mark;
-it decodes each key's key group, key and namespace (and a map's user key),
+(through one snappy framed stream per key group when the proxy says the key groups are
+compressed); it decodes each key's key group, key and namespace (and a map's user key),
 and each value with the state's serializer, and puts them into the state's
 table. :class:`FlinkSavepointData` reads the same, every read bounded by the
 stream, and checks before anything is restored: the metadata (proxy.py), the
@@ -31,6 +32,7 @@ import io
 import struct
 from typing import Optional
 
+from cowcheck.reference.checkpoint.flink_format.compression import RawInput, SnappyFramedInput
 from cowcheck.reference.checkpoint.flink_format.datastream import I16, I32, U16
 from cowcheck.reference.checkpoint.flink_format.proxy import SerializationProxy
 from cowcheck.reference.checkpoint.streams import ByteStreamInput
@@ -72,8 +74,6 @@ class FlinkSavepointData:
             self._fail(0, f"max_parallelism {max_parallelism} is not in [1, {UPPER_BOUND_MAX_PARALLELISM}]")
         self.max_parallelism = max_parallelism
         self.proxy, self.blocks_start = SerializationProxy.decode(data, name)
-        if self.proxy.compressed:
-            self._fail(4, "the key groups are compressed (snappy); the reference reads uncompressed key groups only")
         self.key_serializer = self.proxy.key_serializer
         self.extents = self._extents(handle)
 
@@ -118,7 +118,10 @@ class FlinkSavepointData:
 
     def _read_pairs(self, group: int, start: int, end: int) -> list[tuple[int, int, bytes, bytes]]:
         """The group's (offset, state id, key bytes, value bytes), the flag cleared."""
-        inp = io.BytesIO(self.data[start:end])
+        if self.proxy.compressed:  # one snappy framed stream per key group, bounded by the next group's offset
+            inp = SnappyFramedInput(RawInput(self.data, start, self.name, end))
+        else:
+            inp = io.BytesIO(self.data[start:end])
         pairs, seen = [], set()
 
         def short(what: str) -> int:

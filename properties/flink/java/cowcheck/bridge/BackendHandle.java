@@ -49,6 +49,7 @@ import org.apache.flink.runtime.state.KeyedStateHandle;
 import org.apache.flink.runtime.state.LocalRecoveryConfig;
 import org.apache.flink.runtime.state.SnapshotResult;
 import org.apache.flink.runtime.state.SnappyStreamCompressionDecorator;
+import org.apache.flink.runtime.state.StreamCompressionDecorator;
 import org.apache.flink.runtime.state.SnapshotStrategyRunner;
 import org.apache.flink.runtime.state.StreamStateHandle;
 import org.apache.flink.runtime.state.UncompressedStreamCompressionDecorator;
@@ -413,11 +414,22 @@ public final class BackendHandle {
      */
     public Pending snapshot(long checkpointId, String directory, long yieldSeed, int threshold, boolean compressed)
             throws Exception {
-        Object strategy = CHECKPOINT_STRATEGY.get(backend);
-        COMPRESSION.set(strategy, compressed ? SnappyStreamCompressionDecorator.INSTANCE
-                : UncompressedStreamCompressionDecorator.INSTANCE);
+        useCompression(compressed);
         return new Pending(backend.snapshot(checkpointId, 0L, streams(directory, yieldSeed, threshold),
                 CheckpointOptions.forCheckpointWithDefaultLocation()));
+    }
+
+    /**
+     * Snapshot compression on or off, as ExecutionConfig#setUseSnapshotCompression sets it when a
+     * backend is built: the decorator of the checkpoint strategy (checkpoints, native savepoints)
+     * and the backend's own (AbstractKeyedStateBackend.keyGroupCompressionDecorator, which
+     * savepoint() hands to the canonical savepoint's FullSnapshotAsyncWriter).
+     */
+    private void useCompression(boolean compressed) throws IllegalAccessException {
+        StreamCompressionDecorator decorator = compressed ? SnappyStreamCompressionDecorator.INSTANCE
+                : UncompressedStreamCompressionDecorator.INSTANCE;
+        COMPRESSION.set(CHECKPOINT_STRATEGY.get(backend), decorator);
+        BACKEND_COMPRESSION.set(backend, decorator);
     }
 
     private static CheckpointStreamFactory streams(String directory, long yieldSeed, int threshold)
@@ -431,11 +443,13 @@ public final class BackendHandle {
      * canonical one through {@code prepareCanonicalSavepoint} (1.15 on; {@code prepareSavepoint}
      * before, where every savepoint is canonical), i.e. a SavepointSnapshotStrategy over the
      * backend's savepoint() resources run by a SnapshotStrategyRunner; a native one (1.15 on)
-     * through the backend's own snapshot with savepoint options.
+     * through the backend's own snapshot with savepoint options. Key groups snappy-compressed if
+     * {@code compressed}: Flink compresses savepoints of both forms when snapshot compression is on.
      */
     @SuppressWarnings("unchecked")
-    public Pending savepoint(long checkpointId, String directory, long yieldSeed, int threshold, boolean canonical)
-            throws Exception {
+    public Pending savepoint(long checkpointId, String directory, long yieldSeed, int threshold, boolean canonical,
+            boolean compressed) throws Exception {
+        useCompression(compressed);
         CheckpointStreamFactory streams = streams(directory, yieldSeed, threshold);
         CheckpointOptions options = savepointOptions(canonical);
         if (!canonical) {
@@ -678,6 +692,7 @@ public final class BackendHandle {
     /** HeapKeyedStateBackend.checkpointStrategy and its keyGroupCompressionDecorator (snapshot compression). */
     private static final Field CHECKPOINT_STRATEGY;
     private static final Field COMPRESSION;
+    private static final Field BACKEND_COMPRESSION;
 
     static {
         try {
@@ -687,6 +702,9 @@ public final class BackendHandle {
             COMPRESSION = Class.forName("org.apache.flink.runtime.state.heap.HeapSnapshotStrategy")
                     .getDeclaredField("keyGroupCompressionDecorator");
             COMPRESSION.setAccessible(true);
+            BACKEND_COMPRESSION = Class.forName("org.apache.flink.runtime.state.AbstractKeyedStateBackend")
+                    .getDeclaredField("keyGroupCompressionDecorator");
+            BACKEND_COMPRESSION.setAccessible(true);
             REGISTERED = Class.forName("org.apache.flink.runtime.state.heap.HeapKeyedStateBackend")
                     .getDeclaredField("registeredKVStates");
             REGISTERED.setAccessible(true);
