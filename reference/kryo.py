@@ -53,15 +53,6 @@ REGISTRATION_ID = 85
 FIELD_KINDS = ("bytes", "int")
 
 
-def java_read(self, n: int) -> Optional[bytes]:
-        """At most ``n`` bytes; ``b""`` for ``n == 0`` (``InputStream``: "if len is zero, then no
-        bytes are read and 0 is returned"); None (Java's -1) at the end for ``n > 0``."""
-        if n == 0:
-            return b""
-        data = self.read(n)
-        return data if data else None
-
-
 def java_read(inp: BinaryIO, n: int) -> Optional[bytes]:
     """``inp.read(b, 0, n)`` as Java sees it: None for -1. A stream with a ``java_read`` of its own
     answers (cowcheck.reference.checkpoint.streams.ByteStreamInput); a plain file-like gives b"" for

@@ -46,7 +46,7 @@ from collections import Counter
 
 import attrs
 
-from cowcheck.core.limits import RUNNING, limited
+from cowcheck.core.limits import limited, progress_mark
 from cowcheck.core.processes import describe_wait_status
 from cowcheck.core.profiles import tune_collector
 from cowcheck.flink.jvm import started as jvm_started  # a JVM a seed starts: reported as start-up cost
@@ -293,11 +293,12 @@ def _serve(requests_fd: int, out_fd: int) -> None:
 
 def _heartbeat(send, stop: threading.Event) -> None:
     """Tell the parent the child makes progress: what its main thread runs (a call into the
-    implementation, a step's checking: :data:`cowcheck.core.limits.RUNNING`) has changed since the
-    last look. A seed stuck in one call, or in a loop of cowcheck's own, stops the beats."""
+    implementation, a step's checking, and inside a batched segment which of its calls:
+    :func:`cowcheck.core.limits.progress_mark`) has changed since the last look. A seed stuck in one
+    call, or in a loop of cowcheck's own, stops the beats."""
     seen = None
     while not stop.wait(_BEAT):
-        now = RUNNING[0]
+        now = progress_mark()
         if now != seen:
             seen = now
             try:

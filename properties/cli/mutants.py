@@ -61,6 +61,8 @@ def mutants(args, stdout: TextIO, stderr: TextIO) -> int:
         if machine not in machines:
             raise UsageError(f"no mutants of a machine {machine!r}; machines with mutants: {', '.join(machines)}")
         chosen = [m for m in chosen if m.machine == machine]
+        if not chosen:  # (--only names mutants of other machines: nothing would run, and nothing is "all killed")
+            raise UsageError(f"--machine {machine}: none of the mutants chosen is of that machine")
     stabilise_generation()
     profile = settings.get_profile(args.profile)
     rows = []

@@ -87,7 +87,7 @@ from typing import Callable
 __all__ = ["DEFAULT_STEP_TIME_LIMIT", "PACE_FLOOR", "PACE_FACTOR", "StepTimeout", "HarnessOverrun", "BudgetSpent",
            "StepTimeLimit", "calls_into", "steps_through", "implementation_call", "implementation_calls", "running",
            "RUNNING", "TOKENS", "MAIN_THREAD", "metered_call", "charge", "held_back", "implementation_seconds",
-           "current_limit", "active_limit", "harness_bound", "limited", "unpaced"]
+           "current_limit", "active_limit", "harness_bound", "limited", "unpaced", "progress_mark"]
 
 DEFAULT_STEP_TIME_LIMIT = 10.0
 PACE_FLOOR = 0.5  # seconds: a paced limit never suspects a call sooner
@@ -175,6 +175,18 @@ def _metered(meter, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     finally:
         _METERS.pop(token, None)
+
+
+def progress_mark() -> tuple:
+    """What changes while the main thread makes progress (a heartbeat compares two): the innermost
+    call or step it runs and, inside a metered call, the meter's reading (a batched segment keeps one
+    token for all its calls)."""
+    token = RUNNING[0]
+    meter = _METERS.get(token)
+    try:
+        return token, meter() if meter is not None else 0
+    except Exception:  # (a meter read while its call ends) the token alone then
+        return token, 0
 
 
 def charge(seconds: float) -> None:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from cowcheck.flink.convert import java_string, python_string
 from cowcheck.flink.jvm import Java, jvm
-from cowcheck.flink.releases import parse_version, selected_build
+from cowcheck.flink.releases import selected_build
 
-__all__ = ["FlinkOperatorBackends", "FlinkOperatorHandle", "LiveList", "warm_up", "OPERATOR_COMPRESSION_SINCE"]
+__all__ = ["FlinkOperatorBackends", "FlinkOperatorHandle", "LiveList", "warm_up"]
 
-OPERATOR_COMPRESSION_SINCE = (1, 18, 0)
 _WARM = False
 
 
@@ -127,8 +126,6 @@ class FlinkOperatorBackend:
         return _BroadcastState(self._handle, descriptor.name, keys, values)
 
     def snapshot(self, checkpoint_id: int, stream_factory=None, compressed: bool = False) -> "FlinkOperatorFuture":
-        if compressed and parse_version(selected_build().behaves_as) < OPERATOR_COMPRESSION_SINCE:
-            raise ValueError(f"Flink {selected_build().label} has no operator-state compression (1.18.0 on)")
         directory = getattr(stream_factory, "directory", None)
         seed = getattr(stream_factory, "yield_seed", None)
         return FlinkOperatorFuture(self._handle.snapshot(checkpoint_id, directory, -1 if seed is None else seed,

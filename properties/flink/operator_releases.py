@@ -102,7 +102,7 @@ def write(version: str, programs: int, steps: int, out: Path) -> dict:
             return super()._check_restore(step, cid, parallelism, reregister)
 
         def _take(self, step, cid, compressed, target, seed=None):
-            self.compressed[cid] = bool(compressed and self.compression)
+            self.compressed[cid] = bool(compressed)
             return super()._take(step, cid, compressed, target, seed)
 
     (out / "files").mkdir(parents=True, exist_ok=True)

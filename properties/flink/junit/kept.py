@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     for release in releases:
         for name, result in sorted(run_kept(release, Path(args.dir), junit).items()):
             want = expected.get(name, {}).get(release)
-            mark = "" if want in (None, result) else f"   <-- expected: {want}"
+            mark = ("" if want == result else f"   <-- expected: {want}" if want is not None
+                    else "   <-- no expectation recorded for this release")
             if mark:
                 surprises.append(f"{name} on {release}")
             sys.stdout.write(f"{release:8} {name:40} {result}{mark}\n")

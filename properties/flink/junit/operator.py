@@ -192,8 +192,12 @@ class OperatorWriter(Writer):
         return ["Job op = null;"]
 
     def _compressed(self, compressed) -> bool:
-        """The harness takes a compressed checkpoint only where the program's settings allow it."""
-        return bool(compressed) and self.cx.settings.get("compression", True)
+        """Whether the checkpoint is compressed; a compressed one in a program whose settings have no
+        compression cannot run (the replay refuses it too: never taken uncompressed instead)."""
+        if compressed and not self.cx.settings.get("compression", True):
+            raise JUnitUnsupported(f"{self.file_name}: a compressed checkpoint in a program run without "
+                                   f"operator-state compression cannot run")
+        return bool(compressed)
 
     # ------------------------------------------------------------ state-level steps
 

@@ -885,6 +885,7 @@ public final class Walk {
                 return;
             }
             List<StateEntry<Object, Object, List<Integer>>> chain = new ArrayList<>();
+            RuntimeException thrown = null;
             clock.in();
             try {
                 var entries = visitor.nextEntries();
@@ -896,10 +897,13 @@ public final class Walk {
                         }
                     }
                 }
-                clock.out();
             } catch (RuntimeException e) {
-                clock.out();
-                out.thrown(e).close().str("cap");
+                thrown = e;
+            } finally {
+                clock.out(); // whatever ends the call (an Error too): the clock never runs on into cowcheck's work
+            }
+            if (thrown != null) {
+                out.thrown(thrown).close().str("cap");
                 return;
             }
             if (chain.isEmpty()) {
