@@ -112,3 +112,19 @@ def test_an_interruption_held_back_is_raised_when_the_region_ends_never_inside_i
         except StepTimeout:
             seen.append("StepTimeout after the region")
     assert seen == ["finished", "StepTimeout after the region"]
+
+
+def test_progress_inside_a_batched_segment_shows_to_a_heartbeat():
+    # A campaign child's heartbeat compares progress marks; a metered call (a batched segment of up to 512
+    # steps) keeps one token throughout, so only its meter shows the calls it makes going on.
+    from cowcheck.core.limits import metered_call, progress_mark
+    phase = [0]
+    marks = []
+
+    def segment():
+        for _ in range(3):
+            phase[0] += 2  # (even: between two of the implementation's calls)
+            marks.append(progress_mark())
+
+    metered_call(lambda: phase[0], segment)
+    assert len(set(marks)) == 3 and len({token for token, _ in marks}) == 1

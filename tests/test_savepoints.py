@@ -129,3 +129,11 @@ def test_where_a_release_refuses_to_switch_ttl_a_backend_that_migrates_is_k9():
     with pytest.raises(CheckFailure) as failed:
         _run([OPEN, S("update", ("value", 0, 0, 1)), S("upgrade", ("checkpoint", 1, "flipped"))], ttl_migration=False)
     assert (failed.value.failure.kind, failed.value.failure.code) == ("DIVERGENCE", "K9")
+
+
+def test_a_native_savepoint_on_an_implementation_without_them_is_bad_usage_never_its_failure():
+    # A stored program replayed on a release before 1.15 (no native savepoints): exit 2, and cowcheck versions
+    # marks the file not applicable, instead of a failure blamed on that release.
+    from cowcheck.core.errors import UsageError
+    with pytest.raises(UsageError, match="native savepoint"):
+        _run([OPEN, S("savepoint", (0, "native", "memory"))], native_savepoints=False)
