@@ -7,8 +7,8 @@ checkpointed, restored at other parallelisms and read again), and ends by
 joining the asynchronous parts still running. Recoveries change the
 parallelism of the steps after them (1 to 10 instances).
 
->>> list(walk_program(3, 4))[:2]
-[Step(op='open', args=(2,)), Step(op='checkpoint', args=(0, True, 'memory'))]
+>>> list(walk_program(76, 4))[:2]
+[Step(op='open', args=(3,)), Step(op='savepoint', args=(0, False, 'memory'))]
 """
 
 from __future__ import annotations
