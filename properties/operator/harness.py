@@ -78,7 +78,7 @@ OPERATOR_SCENARIOS: dict[str, str] = {
     "compression-on": "a checkpoint with snapshot compression (snappy)",
     "compression-off": "a checkpoint without snapshot compression",
     "checkpoint-file": "a checkpoint to file streams",
-    "savepoint-taken": "a savepoint (the backend's snapshot with savepoint options) taken, restored as checkpoints are",
+    "savepoint-taken": "a savepoint (the snapshot with savepoint options) taken and restored",
     "checkpoint-unwritable": "a checkpoint of state its serializers cannot write (it failed, as it must)",
     "async-part-on-thread": "a checkpoint whose asynchronous parts ran on threads of their own",
     "async-racing": "a write of the task thread while an asynchronous part was still running",
