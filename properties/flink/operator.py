@@ -6,7 +6,7 @@
 ``DefaultOperatorStateBackendBuilder`` for the release of this process, states
 registered through Flink's descriptors, checkpoints through its snapshot
 strategy (compressed ones, 1.18.0 on, through a second runner with the snappy
-decorator) into memory or file streams that yield at random when the harness
+decorator; savepoints with Flink's canonical savepoint options) into memory or file streams that yield at random when the harness
 asks, repartitioning by ``RoundRobinOperatorStateRepartitioner``. Values cross as
 ``Integer``, ``Long``, ``String`` and ``ArrayList<Integer>``; a list element or
 broadcast value handed out is a :class:`LiveList`, whose ``append`` changes the
@@ -125,11 +125,12 @@ class FlinkOperatorBackend:
         self._handle.register(descriptor.name, "BROADCAST", values, keys)
         return _BroadcastState(self._handle, descriptor.name, keys, values)
 
-    def snapshot(self, checkpoint_id: int, stream_factory=None, compressed: bool = False) -> "FlinkOperatorFuture":
+    def snapshot(self, checkpoint_id: int, stream_factory=None, compressed: bool = False,
+                 savepoint: bool = False) -> "FlinkOperatorFuture":
         directory = getattr(stream_factory, "directory", None)
         seed = getattr(stream_factory, "yield_seed", None)
         return FlinkOperatorFuture(self._handle.snapshot(checkpoint_id, directory, -1 if seed is None else seed,
-                                                         bool(compressed)))
+                                                         bool(compressed), bool(savepoint)))
 
     def dispose(self) -> None:
         self._handle.dispose()

@@ -101,9 +101,9 @@ def write(version: str, programs: int, steps: int, out: Path) -> dict:
                                 "frozen": encode_frozen(frozen)})
             return super()._check_restore(step, cid, parallelism, reregister)
 
-        def _take(self, step, cid, compressed, target, seed=None):
+        def _take(self, step, cid, compressed, target, seed=None, savepoint=False):
             self.compressed[cid] = bool(compressed)
-            return super()._take(step, cid, compressed, target, seed)
+            return super()._take(step, cid, compressed, target, seed, savepoint)
 
     (out / "files").mkdir(parents=True, exist_ok=True)
     with limited(60.0):

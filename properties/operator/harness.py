@@ -23,6 +23,8 @@ Codes (``Failure.code``):
 - O4 the same checkpoint restored at another parallelism (scale out or in):
   the split lists' elements over all instances, their sizes (round-robin), a
   union list on every instance, broadcast state ``i % old`` on instance ``i``;
+- O3, O4 and O5 hold savepoints as they hold checkpoints (``savepoint``,
+  ``savepoint_async``: the backend's ``snapshot(..., savepoint=True)``);
 - O5 O3 or O4 for a checkpoint whose asynchronous parts ran on threads of their
   own while the task thread went on with the next steps;
 - O6 re-registration after a restore: a state registered again with an
@@ -60,7 +62,7 @@ from cowcheck.core.harness import HarnessBase
 from cowcheck.core.program import Step
 from cowcheck.core.streams import YieldingStreamFactory, yield_pause
 from cowcheck.model.operator_model import OperatorModel, canonical
-from cowcheck.operator.ops import (CHECKPOINTS, OPERATOR_OPS, SPECS, STATES, descriptor_of, entries_of,
+from cowcheck.operator.ops import (ASYNC, CHECKPOINTS, OPERATOR_OPS, SPECS, STATES, descriptor_of, entries_of,
                                    incompatible_descriptor, value_of, values_of)
 from cowcheck.reference.checkpoint import CheckpointStreamFactory
 
@@ -76,6 +78,7 @@ OPERATOR_SCENARIOS: dict[str, str] = {
     "compression-on": "a checkpoint with snapshot compression (snappy)",
     "compression-off": "a checkpoint without snapshot compression",
     "checkpoint-file": "a checkpoint to file streams",
+    "savepoint-taken": "a savepoint (the snapshot with savepoint options) taken and restored",
     "checkpoint-unwritable": "a checkpoint of state its serializers cannot write (it failed, as it must)",
     "async-part-on-thread": "a checkpoint whose asynchronous parts ran on threads of their own",
     "async-racing": "a write of the task thread while an asynchronous part was still running",
@@ -158,7 +161,7 @@ class OperatorHarness(HarnessBase):
                 if args[0] in started:
                     return False
                 started.add(args[0])
-                if op == "checkpoint_async":
+                if op in ASYNC:
                     running.add(args[0])
             elif op == "join":
                 if args[0] not in running:
@@ -371,13 +374,17 @@ class OperatorHarness(HarnessBase):
             self._cleanup = weakref.finalize(self, _finish, self.futures, self._directory)
         return CheckpointStreamFactory(self._directory, threshold=0)
 
-    def _take(self, step, cid, compressed, target, seed=None) -> list:
+    def _take(self, step, cid, compressed, target, seed=None, savepoint: bool = False) -> list:
         """The synchronous parts of every instance; the model frozen. A job the model cannot write may fail
-        here (a list element None cannot be copied): then the checkpoint is over."""
+        here (a list element None cannot be copied): then the checkpoint is over. A savepoint is the same
+        snapshot with savepoint options (Flink's StreamOperatorStateHandler takes both through the backend's
+        ``snapshot``), so it is held to the same frozen model."""
         if compressed and not self.compression:  # (a stored program replayed on a release without it)
             raise UsageError(f"{self._render(step)}: a compressed checkpoint, which this implementation does not "
                              f"take (Flink has operator-state compression from 1.18.0): the program cannot run on it")
         self.coverage["compression-on" if compressed else "compression-off"] += 1
+        if savepoint:
+            self.coverage["savepoint-taken"] += 1
         if self.recovered:
             self.coverage["checkpoint-after-restore"] += 1
         frozen = self.model.freeze()
@@ -388,7 +395,9 @@ class OperatorHarness(HarnessBase):
             streams = self._streams(target)
             if seed is not None and i == 0:  # one instance's streams yield (each yield costs its sleep)
                 streams = YieldingStreamFactory(streams, seed)
-            future = self._attempt(step, cid, lambda b=backend, s=streams: b.snapshot(cid, s, compressed=compressed))
+            options = {"savepoint": True} if savepoint else {}  # (checkpoints: the API as it was before savepoints)
+            future = self._attempt(step, cid, lambda b=backend, s=streams: b.snapshot(cid, s, compressed=compressed,
+                                                                                      **options))
             if future is None:
                 return []
             futures.append(future)
@@ -412,8 +421,15 @@ class OperatorHarness(HarnessBase):
         futures = self._take(step, cid, compressed, target)
         self._complete(step, cid, futures, started=False)
 
-    def _op_checkpoint_async(self, step, cid, compressed, target, seed):
-        futures = self._take(step, cid, compressed, target, seed)
+    def _op_savepoint(self, step, cid, compressed, target):
+        futures = self._take(step, cid, compressed, target, savepoint=True)
+        self._complete(step, cid, futures, started=False)
+
+    def _op_savepoint_async(self, step, cid, compressed, target, seed):
+        self._op_checkpoint_async(step, cid, compressed, target, seed, savepoint=True)
+
+    def _op_checkpoint_async(self, step, cid, compressed, target, seed, savepoint: bool = False):
+        futures = self._take(step, cid, compressed, target, seed, savepoint)
         if self.async_part == "inline" or not futures:
             self._complete(step, cid, futures, started=False)
             return

@@ -5,8 +5,8 @@ operation of :data:`~cowcheck.operator.ops.OPERATOR_OPS` becomes a rule whose
 arguments are drawn from their domains (:data:`STRATEGIES`). Instances are
 drawn as indexes and resolved against the job's parallelism of the moment (a
 recovery changes it); checkpoint ids flow through two bundles, as in the
-backend machine: ``checkpoint`` makes a completed one, ``checkpoint_async`` a
-running one that ``join`` consumes (restores name any started one).
+backend machine: ``checkpoint`` (and ``savepoint``) makes a completed one,
+``checkpoint_async`` (and ``savepoint_async``) a running one that ``join`` consumes (restores name any started one).
 
 >>> from hypothesis import settings
 >>> from hypothesis.stateful import run_state_machine_as_test
@@ -49,6 +49,7 @@ STRATEGIES = {
 }
 _RUNNING, _STARTED = Bundle("running"), Bundle("started")
 _CIDS = {"checkpoint": (None, (_STARTED,)), "checkpoint_async": (None, (_RUNNING, _STARTED)),
+         "savepoint": (None, (_STARTED,)), "savepoint_async": (None, (_RUNNING, _STARTED)),
          "join": (consumes(_RUNNING), ()), "restore": (_STARTED, ()), "recover": (_STARTED, ())}
 
 

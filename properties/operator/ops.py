@@ -13,7 +13,9 @@ its types, and prints with the values themselves.
 Around the state-level steps: checkpoints of every instance (to memory or
 files; compressed or not, per step) whose asynchronous parts run on the task
 thread (``checkpoint``) or on threads of their own (``checkpoint_async``,
-joined by ``join``), restores at any parallelism (``restore``: checked, then
+joined by ``join``), savepoints taken the same two ways (``savepoint``,
+``savepoint_async``: the backend's snapshot with savepoint options, restored
+like checkpoints), restores at any parallelism (``restore``: checked, then
 dropped) and recoveries that go on (``recover``, a state registered first with
 an incompatible serializer if the step says so).
 
@@ -38,7 +40,7 @@ from cowcheck.reference.serializers import IntSerializer, ListSerializer, LongSe
 
 __all__ = ["STATES", "SPECS", "OPERATOR_OPS", "value_of", "values_of", "entries_of", "descriptor_of",
            "incompatible_descriptor", "MAX_PARALLELISM", "CODES", "LIST_STATES", "BROADCAST_STATES",
-           "MUTABLE_STATES", "CHECKPOINTS", "TARGETS", "SERIALIZERS"]
+           "MUTABLE_STATES", "CHECKPOINTS", "ASYNC", "SAVEPOINTS", "TARGETS", "SERIALIZERS"]
 
 MAX_PARALLELISM = 10
 CODES = (-2, -1, 0, 9)  # the smallest and largest code; -1 None, -2 a list holding None
@@ -220,10 +222,16 @@ OPERATOR_OPS = OperationTable("operator", [
         "h{0} = checkpoint(op, {0}, compressed={1}, to={2})  # every instance, asynchronous parts on the task thread"),
     _op("checkpoint_async", "cid compressed to=target seed",
         "f{0} = checkpoint(op, {0}, compressed={1}, to={2}, threads=True)  # asynchronous parts racing the next steps"),
+    _op("savepoint", "cid compressed to=target",
+        "h{0} = savepoint(op, {0}, compressed={1}, to={2})  # canonical; asynchronous parts on the task thread"),
+    _op("savepoint_async", "cid compressed to=target seed",
+        "f{0} = savepoint(op, {0}, compressed={1}, to={2}, threads=True)  # asynchronous parts racing the next steps"),
     _op("join", "cid", "h{0} = f{0}.get(); check_restore(h{0})"),
     _op("restore", "cid parallelism", "check_restore(h{0}, parallelism={1})  # repartitioned, restored, compared"),
     _op("recover", "cid parallelism reregister",
         "op = recover(h{0}, parallelism={1}, incompatible={2})  # go on from the restored instances"),
 ])
 
-CHECKPOINTS = frozenset({"checkpoint", "checkpoint_async"})
+CHECKPOINTS = frozenset({"checkpoint", "checkpoint_async", "savepoint", "savepoint_async"})
+ASYNC = frozenset({"checkpoint_async", "savepoint_async"})  # the steps whose asynchronous parts run until ``join``
+SAVEPOINTS = frozenset({"savepoint", "savepoint_async"})

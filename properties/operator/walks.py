@@ -7,8 +7,8 @@ checkpointed, restored at other parallelisms and read again), and ends by
 joining the asynchronous parts still running. Recoveries change the
 parallelism of the steps after them (1 to 10 instances).
 
->>> list(walk_program(3, 4))[:2]
-[Step(op='open', args=(2,)), Step(op='checkpoint', args=(0, True, 'memory'))]
+>>> list(walk_program(76, 4))[:2]
+[Step(op='open', args=(3,)), Step(op='savepoint', args=(0, False, 'memory'))]
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ import random
 from typing import Iterator
 
 from cowcheck.core.program import Step
-from cowcheck.operator.ops import (BROADCAST_STATES, LIST_STATES, MAX_PARALLELISM, MUTABLE_STATES, OPERATOR_OPS,
-                                   STATES, TARGETS)
+from cowcheck.operator.ops import (ASYNC, BROADCAST_STATES, CHECKPOINTS, LIST_STATES, MAX_PARALLELISM,
+                                   MUTABLE_STATES, OPERATOR_OPS, STATES, TARGETS)
 
 __all__ = ["walk_program", "walk", "WEIGHTS"]
 
 _SWARM_OFF = 0.25
 WEIGHTS = {"add": 8, "add_all": 3, "update": 2, "get": 4, "clear": 1, "put": 6, "put_all": 2, "remove": 2,
            "lookup": 3, "contains": 2, "entries": 3, "mutate": 3, "checkpoint": 2, "checkpoint_async": 2.5,
-           "join": 2, "restore": 3, "recover": 1.2}
+           "savepoint": 1, "savepoint_async": 1, "join": 2, "restore": 3, "recover": 1.2}
 
 
 class _Walk:
@@ -78,11 +78,11 @@ class _Walk:
 
     def step(self, name: str) -> Step | None:
         op = OPERATOR_OPS[name]
-        if name in ("checkpoint", "checkpoint_async"):
+        if name in CHECKPOINTS:
             cid = self.next_cid
             self.next_cid += 1
             self.started.append(cid)
-            if name == "checkpoint_async":
+            if name in ASYNC:
                 self.running.append(cid)
             return Step(name, (cid, *(self.draw(d) for d in op.domains[1:])))
         if name == "join":

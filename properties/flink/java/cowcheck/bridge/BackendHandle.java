@@ -481,7 +481,7 @@ public final class BackendHandle {
 
     /** Savepoint options: SavepointType.savepoint(CANONICAL or NATIVE) from 1.15, CheckpointType.SAVEPOINT before. */
     @SuppressWarnings({"unchecked", "rawtypes"})
-    private static CheckpointOptions savepointOptions(boolean canonical) throws Exception {
+    static CheckpointOptions savepointOptions(boolean canonical) throws Exception {  // OperatorHandle's too
         Object type;
         if (hasNativeSavepoints()) {
             Class<Enum> format = (Class<Enum>) Class.forName("org.apache.flink.core.execution.SavepointFormatType");

@@ -188,13 +188,20 @@ public final class OperatorHandle {
 
     // ------------------------------------------------------------------ checkpoints
 
-    /** The synchronous part of checkpoint {@code checkpointId} (see the class comment). */
-    public Pending snapshot(long checkpointId, String directory, long yieldSeed, boolean compressed) throws Exception {
+    /**
+     * The synchronous part of checkpoint {@code checkpointId} (see the class comment); of a savepoint if
+     * {@code savepoint}: the same snapshot with the options of a canonical savepoint, as
+     * StreamOperatorStateHandler passes them (SavepointType.savepoint(CANONICAL) from 1.15,
+     * CheckpointType.SAVEPOINT before).
+     */
+    public Pending snapshot(long checkpointId, String directory, long yieldSeed, boolean compressed,
+                            boolean savepoint) throws Exception {
         Random random = yieldSeed < 0 ? null : new Random(yieldSeed);
         CheckpointStreamFactory streams = directory == null
                 ? new BackendHandle.MemoryStreams(random)
                 : new BackendHandle.FileStreams(new Path(directory), random, 0);  // every state in a file
-        CheckpointOptions options = CheckpointOptions.forCheckpointWithDefaultLocation();
+        CheckpointOptions options = savepoint ? BackendHandle.savepointOptions(true)
+                : CheckpointOptions.forCheckpointWithDefaultLocation();
         if (!compressed) {
             return new Pending(backend.snapshot(checkpointId, 0L, streams, options));
         }
