@@ -231,8 +231,10 @@ def test_unknown_corruptions_are_unknown_implementations(spec, error):
     assert error in str(caught.value)
 
 
-@pytest.mark.parametrize("white_box", [False, True], ids=["black-box", "white-box"])
-@pytest.mark.parametrize("corruption", ["mark-fresh", "misplace"])
+# Each corruption once and each mode once (the other two pairs took 131 s of CI's time and test nothing
+# these two leave out: the batched walk is the same in both modes; only the call-by-call bridge differs).
+@pytest.mark.parametrize("corruption, white_box", [("mark-fresh", False), ("misplace", True)],
+                         ids=["mark-fresh-black-box", "misplace-white-box"])
 def test_campaign_seeds_find_the_same_shrunk_counterexamples_batched_and_call_by_call(corruption, white_box):
     spec = f"flink:corrupt={corruption}"
     found = 0

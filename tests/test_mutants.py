@@ -19,11 +19,12 @@ def expected_codes(mutant) -> set[str]:
     return set(re.findall(r"\b[A-Z]\d+\b", mutant.expected))
 
 
-# Replays that count how reliably a kill reproduces: the operator machine's programs restore at up to ten
-# instances and write file streams, so its default ten replays (of the found program and of each spare
-# the walk phase collected) cost most of its rows' time; two still tell a deterministic kill (a
-# reference mutant's) from a nondeterministic one, which settle refuses for a deterministic subject.
-REPLAYS = {"operator": 2}
+# Replays that count how reliably a kill reproduces: the operator and backend machines' programs restore
+# (at up to ten instances, savepoints and upgrades) and write file streams, so their default ten replays
+# (of the found program and of each spare the walk phase collected) cost most of their rows' time; two
+# still tell a deterministic kill (a reference mutant's) from a nondeterministic one, which settle refuses
+# for a deterministic subject.
+REPLAYS = {"operator": 2, "backend": 2}
 
 
 @pytest.mark.parametrize("name", list(CATALOGUE))

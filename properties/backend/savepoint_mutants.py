@@ -75,7 +75,8 @@ class _SharedKryo(KryoSerializer):
     """A Kryo serializer writing through its scratch buffer, whose ``duplicate()`` is itself. The
     first value the asynchronous part of a snapshot writes stops between being encoded into the
     buffer and being written out until the task thread next copies a value through the same
-    serializer (or for at most 0.5 s): a legal interleaving of the two threads, made to happen."""
+    serializer (or for at most 0.1 s: the next steps come within milliseconds): a legal interleaving of the
+    two threads, made to happen."""
 
     def __init__(self, class_name, fields) -> None:
         super().__init__(class_name, fields)
@@ -93,7 +94,7 @@ class _SharedKryo(KryoSerializer):
         if threading.current_thread() is not threading.main_thread() and not self._stopped_once:
             self._stopped_once = True
             self._paused.set()
-            self._resume.wait(0.5)
+            self._resume.wait(0.1)
         out.write(bytes(scratch))
 
     def copy(self, value):
