@@ -64,7 +64,9 @@ def test_the_crosshair_backend_runs_short_programs_on_the_reference():
     assert failure is None and examples >= 20, (examples, failure)
 
 
-@pytest.mark.parametrize("mutant, code", [("get-versions-lte", "P6"), ("flink-26853-stale-copier", "P6")])
+# One seeded bug (CrossHair found flink-26853-stale-copier too, in 61 to 147 s of CI's time from run to run:
+# a solver's search time, which CI's budget cannot carry beside this one's 32 s).
+@pytest.mark.parametrize("mutant, code", [("get-versions-lte", "P6")])
 def test_the_crosshair_backend_finds_a_seeded_copy_on_write_bug(mutant, code):
     _, failure = _run(catalogue()[mutant].factory, "crosshair", 200)
     assert failure is not None and code == failure.failure.code
