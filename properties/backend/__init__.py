@@ -70,6 +70,9 @@ BACKEND = register_machine(MachineKind(
     walker_takes_config=True,
     recorded_settings=("async_part",),
     deterministic=lambda config: config.async_part == "inline",  # a checkpoint's own thread races the steps
+    out_of_reach=lambda config: frozenset(
+        ({"savepoint-native"} if not config.native_savepoints else set())
+        | ({"ttl-switch-refused"} if config.ttl_migration else {"ttl-switched-on", "ttl-switched-off"})),
     api=("create_keyed_state_backend",),
     sample=lambda factory: factory(),
 ))

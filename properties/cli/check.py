@@ -185,7 +185,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
     except KeyboardInterrupt:
         progress.finish()
         stdout.write("interrupted\n")
-        stdout.write(format_summary(record, progress.elapsed(), kind, white_box))
+        stdout.write(format_summary(record, progress.elapsed(), kind, white_box, config))
         return 130
     progress.update(record.examples, record.steps, force=True)
     progress.finish()
@@ -210,7 +210,7 @@ def _check(args, stdout: TextIO, stderr: TextIO) -> int:
         stdout.write(format_failure(result.failure, result.program, impl.spec, kind, config,
                                     (result.reproduced, result.replays)))
         return _report_saved(stdout, saved, impl, args, result)
-    stdout.write(format_summary(record, result.seconds_to_find, kind, white_box))
+    stdout.write(format_summary(record, result.seconds_to_find, kind, white_box, config))
     if result.failure is None:
         return 0
     found_examples, found_steps = result.found_at

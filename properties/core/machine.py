@@ -173,7 +173,8 @@ class MachineKind:
       one with the run's arguments (ConstructionError if it cannot); call it as
       :meth:`probe_implementation`;
     - ``scenarios``: docs/contract.md §13 scenario ids -> descriptions (``black_box_scenarios``:
-      the ids a black-box run can see; None: all);
+      the ids a black-box run can see; None: all; ``out_of_reach(config)``: the ids a run of this
+      config cannot reach, as what the implementation takes decides: left out of its coverage);
     - ``expected_results(steps)`` -> the model's result per step, stored in counterexamples;
     - ``setup_lines(impl_spec, config)`` -> Python lines that build the
       implementation (printed above a failing program);
@@ -220,6 +221,7 @@ class MachineKind:
     probe: Callable
     scenarios: dict
     black_box_scenarios: tuple | None = None
+    out_of_reach: Callable[[Any], frozenset] = lambda config: frozenset()
     expected_results: Callable[[list], list] = _nothing_expected
     setup_lines: Callable[[str, Any], list] = lambda impl_spec, config: [f"# implementation: {impl_spec}"]
     regression: Callable | None = None

@@ -10,11 +10,15 @@ from cowcheck.core.program import Step
 __all__ = ["format_summary", "format_coverage", "format_space", "format_failure", "nondeterminism_note"]
 
 
-def format_coverage(coverage, kind: MachineKind, white_box: bool) -> str:
-    """Hits per docs/contract.md §13 scenario of ``kind`` (the black-box subset if not white-box)."""
+def format_coverage(coverage, kind: MachineKind, white_box: bool, config=None) -> str:
+    """Hits per docs/contract.md §13 scenario of ``kind`` (the black-box subset if not white-box; without
+    those a run of ``config`` cannot reach, as what the implementation takes decides)."""
     names = kind.scenarios
     if not white_box and kind.black_box_scenarios is not None:
         names = {k: names[k] for k in kind.black_box_scenarios}
+    if config is not None:
+        out = kind.out_of_reach(config)
+        names = {k: d for k, d in names.items() if k not in out}
     width = max(len(d) for d in names.values())
     lines = []
     for key, description in names.items():
@@ -30,10 +34,10 @@ def format_space(space) -> str:
     return ("State space explored:\n" + "\n".join(lines) + "\n") if lines else ""
 
 
-def format_summary(record, elapsed: float, kind: MachineKind, white_box: bool) -> str:
+def format_summary(record, elapsed: float, kind: MachineKind, white_box: bool, config=None) -> str:
     rate = record.steps / elapsed if elapsed > 0 else 0.0
     out = [f"{record.examples:,} examples, {record.steps:,} steps in {elapsed:.1f} s ({rate:,.0f} steps/s)\n",
-           format_coverage(record.coverage, kind, white_box)]
+           format_coverage(record.coverage, kind, white_box, config)]
     space = getattr(record, "space", None)
     if space is not None:
         out.append(format_space(space))

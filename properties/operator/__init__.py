@@ -58,6 +58,7 @@ OPERATOR = register_machine(MachineKind(
     walker_takes_config=True,
     recorded_settings=("async_part", "compression"),
     deterministic=lambda config: config.async_part == "inline",  # checkpoints' own threads race the steps
+    out_of_reach=lambda config: frozenset() if config.compression else frozenset({"compression-on"}),
     api=("create_operator_state_backend", "repartition"),
     sample=lambda factory: factory(),
 ))
