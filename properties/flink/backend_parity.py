@@ -27,10 +27,10 @@ import time
 from cowcheck.backend.harness import BACKEND_SCENARIOS
 from cowcheck.core.processes import module_command
 
-__all__ = ["run_programs", "main"]
+__all__ = ["run_program", "first_difference", "run_programs", "main"]
 
 
-def _run(harness, steps):
+def run_program(harness, steps):
     """(verdict, answers) of ``steps``: verdict None, or the failure's [kind, code, step]."""
     from cowcheck.core.errors import InternalError
     from cowcheck.core.failures import CheckFailure
@@ -48,7 +48,7 @@ def _run(harness, steps):
     return verdict, harness.observed, harness.coverage
 
 
-def _first_difference(a: list, b: list):
+def first_difference(a: list, b: list):
     for i, (x, y) in enumerate(zip(a, b)):
         if x != y:
             return i, x, y
@@ -88,7 +88,7 @@ def run_programs(version: str, programs: int, steps: int, async_part: str, first
             for name, factory in (("reference", reference_state_backend), ("flink", flink.factory)):
                 started = time.perf_counter()
                 options = settings if name == "flink" else {"native_savepoints": settings.get("native_savepoints", True)}
-                runs[name] = _run(BackendHarness(factory(), async_part=async_part, observe=True, **options), program)
+                runs[name] = run_program(BackendHarness(factory(), async_part=async_part, observe=True, **options), program)
                 out["seconds"][name] += time.perf_counter() - started
             out["programs"] += 1
             out["steps"] += len(program)
@@ -96,7 +96,7 @@ def run_programs(version: str, programs: int, steps: int, async_part: str, first
             for scenario, hits in runs["flink"][2].items():
                 out["coverage"][scenario] = out["coverage"].get(scenario, 0) + hits
             (ref_verdict, ref_answers, _), (flink_verdict, flink_answers, _) = runs["reference"], runs["flink"]
-            differs = _first_difference(ref_answers, flink_answers)
+            differs = first_difference(ref_answers, flink_answers)
             if ref_verdict == flink_verdict and differs is None:
                 out["same"] += 1
                 out["failed_both"] += ref_verdict is not None

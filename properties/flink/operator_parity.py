@@ -21,7 +21,7 @@ import sys
 import time
 
 from cowcheck.core.processes import module_command
-from cowcheck.flink.backend_parity import _first_difference, _run
+from cowcheck.flink.backend_parity import first_difference, run_program
 
 __all__ = ["run_programs", "main"]
 
@@ -53,14 +53,14 @@ def run_programs(version: str, programs: int, steps: int, first_seed: int = 0) -
             for name, factory in (("reference", lambda: OperatorStateBackends(release=version)),
                                   ("flink", flink.factory)):
                 started = time.perf_counter()
-                runs[name] = _run(OperatorHarness(factory(), async_part="inline", compression=compression,
+                runs[name] = run_program(OperatorHarness(factory(), async_part="inline", compression=compression,
                                                   observe=True), program)
                 out["seconds"][name] += time.perf_counter() - started
             out["programs"] += 1
             out["steps"] += len(program)
             out["answers"] += len(runs["flink"][1])
             (ref_verdict, ref_answers, _), (flink_verdict, flink_answers, _) = runs["reference"], runs["flink"]
-            differs = _first_difference(ref_answers, flink_answers)
+            differs = first_difference(ref_answers, flink_answers)
             if ref_verdict == flink_verdict and differs is None:
                 out["same"] += 1
                 out["failed_both"] += ref_verdict is not None
