@@ -31,7 +31,7 @@ __all__ = ["run_program", "first_difference", "run_programs", "main"]
 
 
 def run_program(harness, steps):
-    """(verdict, answers) of ``steps``: verdict None, or the failure's [kind, code, step]."""
+    """(verdict, answers, coverage) of ``steps``: verdict None, or the failure's [kind, code, step]."""
     from cowcheck.core.errors import InternalError
     from cowcheck.core.failures import CheckFailure
 
