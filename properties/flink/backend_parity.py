@@ -23,11 +23,12 @@ import json
 import subprocess
 import sys
 import time
+from typing import Optional
 
 from cowcheck.backend.harness import BACKEND_SCENARIOS
 from cowcheck.core.processes import module_command
 
-__all__ = ["run_program", "first_difference", "run_programs", "main"]
+__all__ = ["run_program", "first_difference", "tally", "run_programs", "main"]
 
 
 def run_program(harness, steps):
@@ -95,19 +96,26 @@ def run_programs(version: str, programs: int, steps: int, async_part: str, first
             out["answers"] += len(runs["flink"][1])
             for scenario, hits in runs["flink"][2].items():
                 out["coverage"][scenario] = out["coverage"].get(scenario, 0) + hits
-            (ref_verdict, ref_answers, _), (flink_verdict, flink_answers, _) = runs["reference"], runs["flink"]
-            differs = first_difference(ref_answers, flink_answers)
-            if ref_verdict == flink_verdict and differs is None:
-                out["same"] += 1
-                out["failed_both"] += ref_verdict is not None
-                continue
-            difference = {"seed": seed, "reference": ref_verdict, "flink": flink_verdict}
-            if differs is not None:
-                i, x, y = differs
-                difference["answer"] = {"step": ref_answers[i][0] if i < len(ref_answers) else -1,
-                                        "reference": repr(x), "flink": repr(y)}
-            out["differences"].append(difference)
+            tally(out, seed, runs)
     return out
+
+
+def tally(out: dict, seed: int, runs: dict, shown: Optional[int] = None) -> None:
+    """Count one program's two runs (``runs["reference"]``, ``runs["flink"]``: :func:`run_program`'s
+    results) in ``out``: the same verdict and answers, or the difference (answers shown to ``shown``
+    characters)."""
+    (ref_verdict, ref_answers, _), (flink_verdict, flink_answers, _) = runs["reference"], runs["flink"]
+    differs = first_difference(ref_answers, flink_answers)
+    if ref_verdict == flink_verdict and differs is None:
+        out["same"] += 1
+        out["failed_both"] += ref_verdict is not None
+        return
+    difference = {"seed": seed, "reference": ref_verdict, "flink": flink_verdict}
+    if differs is not None:
+        i, x, y = differs
+        difference["answer"] = {"step": ref_answers[i][0] if i < len(ref_answers) else -1,
+                                "reference": repr(x)[:shown], "flink": repr(y)[:shown]}
+    out["differences"].append(difference)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ import sys
 import time
 
 from cowcheck.core.processes import module_command
-from cowcheck.flink.backend_parity import first_difference, run_program
+from cowcheck.flink.backend_parity import run_program, tally
 
 __all__ = ["run_programs", "main"]
 
@@ -59,18 +59,7 @@ def run_programs(version: str, programs: int, steps: int, first_seed: int = 0) -
             out["programs"] += 1
             out["steps"] += len(program)
             out["answers"] += len(runs["flink"][1])
-            (ref_verdict, ref_answers, _), (flink_verdict, flink_answers, _) = runs["reference"], runs["flink"]
-            differs = first_difference(ref_answers, flink_answers)
-            if ref_verdict == flink_verdict and differs is None:
-                out["same"] += 1
-                out["failed_both"] += ref_verdict is not None
-                continue
-            difference = {"seed": seed, "reference": ref_verdict, "flink": flink_verdict}
-            if differs is not None:
-                i, x, y = differs
-                difference["answer"] = {"step": ref_answers[i][0] if i < len(ref_answers) else -1,
-                                        "reference": repr(x)[:300], "flink": repr(y)[:300]}
-            out["differences"].append(difference)
+            tally(out, seed, runs, shown=300)
     return out
 
 
